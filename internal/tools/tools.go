@@ -1,0 +1,207 @@
+// Package tools is toold's tool contract: what a tool is (Tool, Spec), what it
+// receives (Call), and how it reports an expected failure (Error). It is small
+// on purpose: every built-in tool and every transport depends on it, and it
+// depends on nothing of toold's.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Tool is a value that describes itself and executes a call.
+//
+// Execute receives arguments that already passed schema validation and the
+// input sanitizer. It returns a JSON-marshalable result, or an error: a *Error
+// for an expected failure the model can act on, anything else (including a
+// panic) becomes a system_error whose detail goes only to the log.
+type Tool interface {
+	Spec() Spec
+	Execute(ctx context.Context, call *Call) (any, error)
+}
+
+// Closer is an optional capability: a tool holding resources (open roots,
+// connections, child processes) implements it and is closed at shutdown.
+type Closer interface {
+	Close() error
+}
+
+// Category groups tools by how they run; it selects default limits and
+// latency targets (see DefaultLimits).
+type Category string
+
+// The categories of the design.
+const (
+	Direct        Category = "direct"
+	ExternalAPI   Category = "external_api"
+	MCP           Category = "mcp"
+	SystemCommand Category = "system_command"
+	Subtask       Category = "subtask"
+)
+
+// Categories lists every category, in the order of the design's table.
+var Categories = []Category{Direct, ExternalAPI, MCP, SystemCommand, Subtask}
+
+// Valid reports whether c is one of the known categories.
+func (c Category) Valid() bool {
+	for _, k := range Categories {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Spec is everything toold and a model need to know about a tool.
+type Spec struct {
+	// Name is unique in a registry and matches NamePattern.
+	Name string
+	// Description says what the tool does, in one or two sentences.
+	Description string
+	// Instructions tell the model when and why to use the tool.
+	Instructions string
+	// Returns describes the result for the model ("expected output").
+	Returns  string
+	Category Category
+	// Parameters is the JSON Schema of the arguments object. Draft 2020-12
+	// unless the schema names another draft in "$schema".
+	Parameters json.RawMessage
+	// Output optionally is the JSON Schema of the result; when present every
+	// result is validated against it (invalid_output otherwise).
+	Output json.RawMessage
+	// Examples are argument sets shown to models; each must validate.
+	Examples []Example
+	// RequiresConfirmation marks a dangerous tool: a caller must confirm
+	// each call before it runs.
+	RequiresConfirmation bool
+	// Limits override the category defaults; zero fields inherit.
+	Limits Limits
+	// Containment names how the tool is isolated from the host (for tools
+	// that start processes); empty for in-process tools. Shown in discovery.
+	Containment string
+}
+
+// Example is one illustrative call.
+type Example struct {
+	Description string          `json:"description,omitempty"`
+	Arguments   json.RawMessage `json:"arguments"`
+}
+
+// NamePattern is what a tool name must match.
+var NamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+
+// Limits bound a tool's execution. Zero values mean "inherit".
+type Limits struct {
+	// Timeout is enforced: the call's context is cancelled when it passes.
+	Timeout time.Duration
+	// Target and Max are the documented latency objectives; they are
+	// exported as metrics and drive alerts, not enforced.
+	Target time.Duration
+	Max    time.Duration
+	// MaxInFlight executions run at once; MaxQueue more may wait.
+	MaxInFlight int
+	MaxQueue    int
+	// QueueWait bounds how long a call may wait for a slot.
+	QueueWait time.Duration
+}
+
+// Merge returns l with every zero field taken from d.
+func (l Limits) Merge(d Limits) Limits {
+	pick := func(a, b time.Duration) time.Duration {
+		if a != 0 {
+			return a
+		}
+		return b
+	}
+	if l.MaxInFlight == 0 {
+		l.MaxInFlight = d.MaxInFlight
+	}
+	if l.MaxQueue == 0 {
+		l.MaxQueue = d.MaxQueue
+	}
+	l.Timeout = pick(l.Timeout, d.Timeout)
+	l.Target = pick(l.Target, d.Target)
+	l.Max = pick(l.Max, d.Max)
+	l.QueueWait = pick(l.QueueWait, d.QueueWait)
+	return l
+}
+
+// Validate reports limits that cannot work together.
+func (l Limits) Validate() error {
+	switch {
+	case l.Timeout <= 0:
+		return fmt.Errorf("timeout must be positive")
+	case l.MaxInFlight <= 0:
+		return fmt.Errorf("max_in_flight must be positive")
+	case l.MaxQueue < 0:
+		return fmt.Errorf("max_queue must not be negative")
+	case l.Target > l.Max:
+		return fmt.Errorf("target %v is above max %v", l.Target, l.Max)
+	case l.Max > l.Timeout:
+		return fmt.Errorf("max %v is above timeout %v", l.Max, l.Timeout)
+	}
+	return nil
+}
+
+// DefaultLimits returns the design's documented defaults for a category.
+// The queue-wait bound defaults to the timeout: time spent queued counts
+// against the deadline anyway.
+func DefaultLimits(c Category) Limits {
+	l := map[Category]Limits{
+		Direct:        {Target: 500 * time.Millisecond, Max: time.Second, Timeout: 5 * time.Second, MaxInFlight: 10, MaxQueue: 100},
+		ExternalAPI:   {Target: 2 * time.Second, Max: 3 * time.Second, Timeout: 10 * time.Second, MaxInFlight: 10, MaxQueue: 100},
+		MCP:           {Target: time.Second, Max: 3 * time.Second, Timeout: 10 * time.Second, MaxInFlight: 10, MaxQueue: 100},
+		SystemCommand: {Target: time.Second, Max: 2 * time.Second, Timeout: 30 * time.Second, MaxInFlight: 10, MaxQueue: 100},
+		Subtask:       {Target: 30 * time.Second, Max: 90 * time.Second, Timeout: 120 * time.Second, MaxInFlight: 4, MaxQueue: 20},
+	}[c]
+	l.QueueWait = l.Timeout
+	return l
+}
+
+// Call is one execution of a tool.
+type Call struct {
+	// Args holds the validated, sanitized arguments object.
+	Args json.RawMessage
+	// RequestID identifies the request end to end (logs, envelope).
+	RequestID string
+	// Caller names who made the call (an API key's name, or "anonymous").
+	Caller string
+
+	emit func(Chunk)
+}
+
+// Chunk is a piece of streamed output.
+type Chunk struct {
+	Stream string `json:"stream"`
+	Data   string `json:"chunk"`
+}
+
+// NewCall builds a call; emit may be nil when nobody streams.
+func NewCall(args json.RawMessage, requestID, caller string, emit func(Chunk)) *Call {
+	return &Call{Args: args, RequestID: requestID, Caller: caller, emit: emit}
+}
+
+// Decode unmarshals the arguments into v, refusing fields v does not know.
+func (c *Call) Decode(v any) error {
+	dec := json.NewDecoder(bytes.NewReader(c.Args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(ValidationError, "arguments do not fit the tool's parameters: %v", err)
+	}
+	return nil
+}
+
+// Streaming reports whether someone is listening to Emit.
+func (c *Call) Streaming() bool { return c.emit != nil }
+
+// Emit sends a chunk of output to a streaming caller; without one it does
+// nothing, so tools may call it unconditionally.
+func (c *Call) Emit(stream, data string) {
+	if c.emit != nil && data != "" {
+		c.emit(Chunk{Stream: stream, Data: data})
+	}
+}
