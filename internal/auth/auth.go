@@ -1,0 +1,118 @@
+// Package auth authenticates API callers and decides which tools each may
+// use. Keys are configured as SHA-256 hashes, so a leaked config file does
+// not leak a key; a presented key is hashed and compared in constant time
+// against every configured hash.
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Key is one configured API key.
+type Key struct {
+	// Name identifies the caller in logs and to tools; never the key.
+	Name string
+	// SHA256 is the hex SHA-256 of the key.
+	SHA256 string
+	// Tools are path.Match patterns of tool names the key may use.
+	Tools []string
+}
+
+// Principal is an authenticated caller.
+type Principal struct {
+	Name     string
+	patterns []string
+}
+
+// Anonymous is the caller when no keys are configured: toold then listens
+// on loopback only, and the local caller may use every tool.
+var Anonymous = &Principal{Name: "anonymous", patterns: []string{"*"}}
+
+// Allows reports whether the principal may use the named tool.
+func (p *Principal) Allows(tool string) bool {
+	for _, pat := range p.patterns {
+		if ok, _ := path.Match(pat, tool); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Keyring checks presented keys.
+type Keyring struct {
+	keys []keyEntry
+}
+
+type keyEntry struct {
+	hash [sha256.Size]byte
+	p    *Principal
+}
+
+// NewKeyring validates the keys: hashes must be 64 hex digits, names unique,
+// patterns well-formed.
+func NewKeyring(keys []Key) (*Keyring, error) {
+	kr := &Keyring{}
+	seen := map[string]bool{}
+	var errs []error
+	for i, k := range keys {
+		fail := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("auth.keys[%d] (%s): %s", i, k.Name, fmt.Sprintf(format, args...)))
+		}
+		raw, err := hex.DecodeString(strings.ToLower(k.SHA256))
+		if err != nil || len(raw) != sha256.Size {
+			fail("sha256 must be 64 hex digits (toold -hash-key prints one)")
+			continue
+		}
+		if seen[k.Name] {
+			fail("duplicate key name")
+		}
+		seen[k.Name] = true
+		for _, pat := range k.Tools {
+			if _, err := path.Match(pat, ""); err != nil {
+				fail("tool pattern %q is malformed", pat)
+			}
+		}
+		e := keyEntry{p: &Principal{Name: k.Name, patterns: k.Tools}}
+		copy(e.hash[:], raw)
+		kr.keys = append(kr.keys, e)
+	}
+	return kr, errors.Join(errs...)
+}
+
+// Enabled reports whether any key is configured.
+func (kr *Keyring) Enabled() bool { return kr != nil && len(kr.keys) > 0 }
+
+// Authenticate returns the principal of a presented key, or nil. Every
+// configured hash is compared, whatever matches, so the time taken does not
+// tell which key (or how much of one) matched.
+func (kr *Keyring) Authenticate(key string) *Principal {
+	sum := sha256.Sum256([]byte(key))
+	var found *Principal
+	for i := range kr.keys {
+		if subtle.ConstantTimeCompare(sum[:], kr.keys[i].hash[:]) == 1 {
+			found = kr.keys[i].p
+		}
+	}
+	return found
+}
+
+// Hash returns the hex SHA-256 of a key, as the config stores it.
+func Hash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewKey returns a fresh random key: 32 bytes, hex, prefixed "toold_" so
+// secret scanners can recognise it.
+func NewKey() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return "toold_" + hex.EncodeToString(b[:])
+}

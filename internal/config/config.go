@@ -1,0 +1,104 @@
+// Package config loads toold's YAML configuration: ${ENV} expansion in
+// values, built-in defaults under the file, unknown keys refused, and every
+// problem reported at once as "path: message".
+package config
+
+import (
+	_ "embed"
+	"time"
+)
+
+// Config is toold's configuration.
+type Config struct {
+	// Listen is the API's address. Without auth keys it must be loopback.
+	Listen string `yaml:"listen" validate:"required,hostname_port"`
+	// AdminListen serves /metrics and pprof; empty disables it.
+	AdminListen string `yaml:"admin_listen" validate:"omitempty,hostname_port"`
+	// Workspace is the directory the file tools are confined to.
+	Workspace string `yaml:"workspace" validate:"required"`
+	LogLevel  string `yaml:"log_level" validate:"oneof=debug info warn error"`
+	// InsecureNoAuth allows a non-loopback listen address without keys.
+	InsecureNoAuth bool         `yaml:"insecure_no_auth"`
+	Server         ServerConfig `yaml:"server"`
+	Auth           AuthConfig   `yaml:"auth"`
+	// Categories override the design's per-category default limits.
+	Categories map[string]Limits `yaml:"categories" validate:"dive,keys,oneof=direct external_api mcp system_command subtask,endkeys"`
+	// Tools adjust built-in tools by name.
+	Tools map[string]Tool `yaml:"tools" validate:"dive,keys,tool_name,endkeys"`
+	FS    FSConfig        `yaml:"fs"`
+}
+
+// ServerConfig tunes the HTTP server.
+type ServerConfig struct {
+	// MaxBodyBytes caps a request body (default 1 MiB).
+	MaxBodyBytes int64 `yaml:"max_body_bytes" validate:"gte=0,lte=1073741824"`
+	// MaxJSONDepth bounds argument nesting (default 64).
+	MaxJSONDepth int `yaml:"max_json_depth" validate:"gte=0,lte=10000"`
+	// AllowedOrigins may call toold from a browser (scheme://host[:port]).
+	AllowedOrigins []string `yaml:"allowed_origins" validate:"dive,url"`
+	// AllowedHosts are accepted Host headers besides loopback names when
+	// no keys are configured.
+	AllowedHosts []string `yaml:"allowed_hosts" validate:"dive,required"`
+}
+
+// AuthConfig lists the API keys.
+type AuthConfig struct {
+	Keys []Key `yaml:"keys" validate:"dive"`
+}
+
+// Key is an API key, stored as its SHA-256 (toold -hash-key prints one).
+type Key struct {
+	Name   string   `yaml:"name" validate:"required,printascii,max=64"`
+	SHA256 string   `yaml:"sha256" validate:"required,len=64,hexadecimal"`
+	Tools  []string `yaml:"tools" validate:"min=1,dive,required"`
+}
+
+// Limits override a category's or a tool's limits; zero fields inherit.
+type Limits struct {
+	Timeout     time.Duration `yaml:"timeout" validate:"gte=0"`
+	Target      time.Duration `yaml:"target" validate:"gte=0"`
+	Max         time.Duration `yaml:"max" validate:"gte=0"`
+	MaxInFlight int           `yaml:"max_in_flight" validate:"gte=0,lte=100000"`
+	MaxQueue    int           `yaml:"max_queue" validate:"gte=0,lte=1000000"`
+	QueueWait   time.Duration `yaml:"queue_wait" validate:"gte=0"`
+}
+
+// Tool adjusts one tool.
+type Tool struct {
+	// Enabled turns a tool on or off; nil keeps the tool's default.
+	Enabled     *bool  `yaml:"enabled"`
+	Description string `yaml:"description"`
+	Limits      Limits `yaml:"limits"`
+}
+
+// FSConfig bounds the file tools; zero fields take the tools' defaults.
+type FSConfig struct {
+	MaxReadBytes  int   `yaml:"max_read_bytes" validate:"gte=0"`
+	MaxFileBytes  int64 `yaml:"max_file_bytes" validate:"gte=0"`
+	MaxEntries    int   `yaml:"max_entries" validate:"gte=0"`
+	MaxMatches    int   `yaml:"max_matches" validate:"gte=0"`
+	MaxWriteBytes int   `yaml:"max_write_bytes" validate:"gte=0"`
+}
+
+// Enabled reports whether the named tool is on, given its default.
+func (c *Config) Enabled(tool string, byDefault bool) bool {
+	if t, ok := c.Tools[tool]; ok && t.Enabled != nil {
+		return *t.Enabled
+	}
+	return byDefault
+}
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML is the built-in configuration, as YAML.
+func DefaultYAML() []byte { return defaultYAML }
+
+// Default returns the built-in configuration.
+func Default() *Config {
+	c, err := parse(defaultYAML, func(string) (string, bool) { return "", false }, &Config{})
+	if err != nil {
+		panic("config: the embedded default is invalid: " + err.Error())
+	}
+	return c
+}

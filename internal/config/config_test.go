@@ -1,0 +1,228 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "toold.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.Workspace != "." || !c.Enabled("read_file", false) || c.Enabled("write_file", true) {
+		t.Errorf("unexpected defaults: %+v", c)
+	}
+}
+
+func TestLoadOverlaysDefaults(t *testing.T) {
+	p := write(t, `
+listen: 127.0.0.1:${PORT}
+workspace: ${WS:-/srv/work}
+tools:
+  write_file: {enabled: true, limits: {timeout: 2s, max_in_flight: 3}}
+categories:
+  direct: {max_queue: 5}
+server:
+  max_body_bytes: ${BODY}
+`)
+	c, err := Load(p, env(map[string]string{"PORT": "9999", "BODY": "2048"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9999" || c.Workspace != "/srv/work" || c.Server.MaxBodyBytes != 2048 {
+		t.Errorf("expansion: listen %q workspace %q body %d", c.Listen, c.Workspace, c.Server.MaxBodyBytes)
+	}
+	if !c.Enabled("write_file", false) || !c.Enabled("read_file", false) {
+		t.Errorf("tool map did not overlay the defaults: %+v", c.Tools)
+	}
+	if got := c.Tools["write_file"].Limits; got.Timeout != 2*time.Second || got.MaxInFlight != 3 {
+		t.Errorf("tool limits: %+v", got)
+	}
+	if c.Categories["direct"].MaxQueue != 5 || c.AdminListen != "127.0.0.1:9090" {
+		t.Errorf("categories %+v admin %q", c.Categories, c.AdminListen)
+	}
+}
+
+func TestEveryProblemAsPathMessage(t *testing.T) {
+	p := write(t, `
+listen: "0.0.0.0:80"
+log_level: chatty
+lisen: x
+tools:
+  read_file: {limits: {timout: 1s}}
+  grep: {limits: {target: 2s, max: 1s}}
+  "bad name": {}
+auth:
+  keys:
+    - {name: ci, sha256: nothex, tools: []}
+categories:
+  misc: {}
+  direct: {timeout: 100ms}
+server:
+  allowed_origins: ["not a url"]
+  max_body_bytes: -1
+workspace: ${MISSING}
+`)
+	_, err := Load(p, env(nil))
+	cerr, ok := err.(*Error)
+	if !ok {
+		t.Fatalf("error %T %v", err, err)
+	}
+	got := map[string]string{}
+	for _, pr := range cerr.Problems {
+		got[pr.Path] = pr.Message
+	}
+	want := map[string]string{
+		"lisen":                         `did you mean "listen"`,
+		"tools.read_file.limits.timout": `did you mean "timeout"`,
+		"workspace":                     "MISSING is not set",
+	}
+	for path, say := range want {
+		if !strings.Contains(got[path], say) {
+			t.Errorf("%s: %q, want it to say %q (all: %v)", path, got[path], say, got)
+		}
+	}
+	// Unknown keys stop decoding; fix them and the value problems appear.
+	p = write(t, `
+listen: "0.0.0.0:80"
+log_level: chatty
+tools:
+  grep: {limits: {target: 2s, max: 1s}}
+  "bad name": {}
+auth:
+  keys:
+    - {name: ci, sha256: nothex, tools: []}
+categories:
+  misc: {}
+  direct: {timeout: 100ms}
+server:
+  allowed_origins: ["not a url"]
+  max_body_bytes: -1
+`)
+	_, err = Load(p, env(nil))
+	cerr, _ = err.(*Error)
+	if cerr == nil {
+		t.Fatal("no error")
+	}
+	got = map[string]string{}
+	for _, pr := range cerr.Problems {
+		got[pr.Path] = pr.Message
+	}
+	want = map[string]string{
+		"log_level":                "not one of",
+		"tools.grep.limits":        "above max",
+		"tools.bad name":           "not a valid tool name",
+		"auth.keys.0.sha256":       "64 characters",
+		"auth.keys.0.tools":        "at least 1",
+		"categories.misc":          "not one of",
+		"categories.direct":        "above timeout",
+		"server.allowed_origins.0": "not a URL",
+		"server.max_body_bytes":    "at least 0",
+	}
+	for path, say := range want {
+		if !strings.Contains(got[path], say) {
+			t.Errorf("%s: %q, want it to say %q", path, got[path], say)
+		}
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if path, msg, ok := strings.Cut(line, ": "); !ok || path == "" || msg == "" {
+			t.Errorf("line %q is not path: message", line)
+		}
+	}
+}
+
+func TestTypeErrorsNamePath(t *testing.T) {
+	p := write(t, "server:\n  max_body_bytes: lots\n")
+	_, err := Load(p, env(nil))
+	if err == nil || !strings.HasPrefix(err.Error(), "server.max_body_bytes: ") {
+		t.Fatalf("error %v does not start with the path", err)
+	}
+}
+
+func TestNonLoopbackNeedsAuthOrFlag(t *testing.T) {
+	c := Default()
+	c.Listen = "0.0.0.0:8080"
+	if err := c.Validate(); err == nil {
+		t.Fatal("non-loopback without keys accepted")
+	}
+	c.InsecureNoAuth = true
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.InsecureNoAuth = false
+	c.Auth.Keys = []Key{{Name: "a", SHA256: strings.Repeat("ab", 32), Tools: []string{"*"}}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	e := env(map[string]string{"A": "1", "EMPTY": ""})
+	tests := []struct{ in, want, err string }{
+		{"plain", "plain", ""},
+		{"${A}x", "1x", ""},
+		{"$$A", "$A", ""},
+		{"${B:-def}", "def", ""},
+		{"${EMPTY:-def}", "def", ""},
+		{"${EMPTY}", "", ""},
+		{"${B}", "", "B is not set"},
+		{"${A", "", "unterminated"},
+		{"${1x}", "", "not an environment variable name"},
+		{"cost $5", "cost $5", ""},
+	}
+	for _, tt := range tests {
+		got, err := expand(tt.in, e)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("expand(%q) error %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("expand(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestEnvCannotAddStructure(t *testing.T) {
+	p := write(t, "workspace: ${WS}\n")
+	c, err := Load(p, env(map[string]string{"WS": "x\nlisten: 0.0.0.0:1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("127.0.0.1:8080", c.Listen); diff != "" {
+		t.Errorf("an environment value changed another key: %s", diff)
+	}
+}
+
+// FuzzParse: no config text makes the loader panic.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("listen: 127.0.0.1:1\ntools: {read_file: {enabled: true}}\n"))
+	f.Add([]byte("a: &x [*x]\n"))
+	f.Add(DefaultYAML())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parse(data, env(map[string]string{"A": "1"}), Default())
+		if err == nil {
+			_ = c.Validate()
+		}
+	})
+}

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"strings"
+
+	"github.com/go-playground/validator/v10"
+
+	"toold/internal/tools"
+)
+
+// Validate checks the configuration as toold will run it (after flags are
+// applied): field rules, limits that can work together, and that toold
+// without keys listens on loopback only.
+func (c *Config) Validate() error {
+	probs := &Error{}
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		return name
+	})
+	_ = v.RegisterValidation("tool_name", func(fl validator.FieldLevel) bool {
+		return tools.NamePattern.MatchString(fl.Field().String())
+	})
+	var verrs validator.ValidationErrors
+	if err := v.Struct(c); errors.As(err, &verrs) {
+		for _, fe := range verrs {
+			probs.add(namespacePath(fe.Namespace()), "%s", ruleMessage(fe))
+		}
+	}
+	for name, l := range c.Categories {
+		cat := tools.Category(name)
+		if !cat.Valid() {
+			continue // reported by the field rules
+		}
+		merged := limits(l).Merge(tools.DefaultLimits(cat))
+		if err := merged.Validate(); err != nil {
+			probs.add("categories."+name, "%v", err)
+		}
+	}
+	for name, t := range c.Tools {
+		if err := t.Limits.coherent(); err != nil {
+			probs.add("tools."+name+".limits", "%v", err)
+		}
+	}
+	if !c.Auth.enabled() && !c.InsecureNoAuth && !loopback(c.Listen) {
+		probs.add("listen", "%q is not a loopback address and no auth keys are configured; "+
+			"add auth.keys, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)
+	}
+	return probs.orNil()
+}
+
+func (a AuthConfig) enabled() bool { return len(a.Keys) > 0 }
+
+// coherent checks the bounds a tool override sets itself; inherited values
+// are checked when the registry resolves them.
+func (l Limits) coherent() error {
+	if l.Target > 0 && l.Max > 0 && l.Target > l.Max {
+		return fmt.Errorf("target %v is above max %v", l.Target, l.Max)
+	}
+	if l.Max > 0 && l.Timeout > 0 && l.Max > l.Timeout {
+		return fmt.Errorf("max %v is above timeout %v", l.Max, l.Timeout)
+	}
+	return nil
+}
+
+// ToolLimits converts configured limits to the contract's.
+func (l Limits) ToolLimits() tools.Limits { return limits(l) }
+
+func limits(l Limits) tools.Limits {
+	return tools.Limits{Timeout: l.Timeout, Target: l.Target, Max: l.Max,
+		MaxInFlight: l.MaxInFlight, MaxQueue: l.MaxQueue, QueueWait: l.QueueWait}
+}
+
+// loopback reports whether a listen address binds loopback only. An empty
+// host ("":8080) binds every interface, so it is not.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// namespacePath turns validator's "Config.tools[read_file].limits.timeout"
+// into "tools.read_file.limits.timeout".
+func namespacePath(ns string) string {
+	_, rest, _ := strings.Cut(ns, ".")
+	rest = strings.ReplaceAll(rest, "[", ".")
+	rest = strings.ReplaceAll(rest, "]", "")
+	return rest
+}
+
+func ruleMessage(fe validator.FieldError) string {
+	p := fe.Param()
+	switch fe.Tag() {
+	case "required":
+		return "is required"
+	case "hostname_port":
+		return fmt.Sprintf("%q is not a host:port address", fe.Value())
+	case "oneof":
+		return fmt.Sprintf("%q is not one of: %s", fe.Value(), strings.Join(strings.Fields(p), ", "))
+	case "gte", "min":
+		return "must be at least " + p
+	case "lte", "max":
+		return "must be at most " + p
+	case "len":
+		return "must be " + p + " characters long"
+	case "hexadecimal":
+		return "must be hexadecimal (toold -hash-key prints a key's SHA-256)"
+	case "url":
+		return fmt.Sprintf("%q is not a URL such as https://app.example", fe.Value())
+	case "tool_name":
+		return fmt.Sprintf("%q is not a valid tool name (%s)", fe.Value(), tools.NamePattern)
+	}
+	return fmt.Sprintf("fails the %q rule", fe.Tag())
+}

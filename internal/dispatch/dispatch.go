@@ -1,0 +1,392 @@
+// Package dispatch is THE execution pipeline. Every transport (REST,
+// streaming, batch, async, MCP) calls Dispatcher.Execute; nothing runs a tool
+// around it. The steps, in order: resolve the tool and check the caller may
+// use it; decode the arguments strictly; validate them against the compiled
+// schema; sanitize them; enter the tool's bulkhead; execute under the
+// deadline; validate the result against the output schema; sanitize it;
+// record. Every outcome is one Envelope.
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+
+	"toold/internal/registry"
+	"toold/internal/sanitize"
+	"toold/internal/strictjson"
+	"toold/internal/tools"
+)
+
+// Request is one call as a transport received it.
+type Request struct {
+	Tool string
+	// Body is the raw arguments JSON, or {"arguments": {...}} when the
+	// transport allows that wrapper (see Unwrap). Empty means {}.
+	Body []byte
+	// Unwrap accepts a body of the form {"arguments": {...}}.
+	Unwrap    bool
+	RequestID string
+	// Caller names the caller for the tool and the logs.
+	Caller string
+	// Allowed reports whether the caller may use a tool; nil allows all.
+	Allowed func(tool string) bool
+	// Timeout, when positive, shortens (never lengthens) the tool's timeout.
+	Timeout time.Duration
+	// Emit, when set, receives streamed output (already sanitized).
+	Emit func(tools.Chunk)
+}
+
+// Sanitizer is the sanitization stage.
+type Sanitizer interface {
+	Input(ctx context.Context, spec *tools.Spec, args any) (any, sanitize.Report, error)
+	Output(ctx context.Context, spec *tools.Spec, data json.RawMessage) (json.RawMessage, sanitize.Report, error)
+	Text(spec *tools.Spec, s string) (string, sanitize.Report)
+	Stream(spec *tools.Spec, emit func(tools.Chunk)) (wrapped func(tools.Chunk), flush func())
+}
+
+// Limiter is the bulkhead stage: Admit returns once the call may run, with
+// the function that frees its slot, or an error (a *tools.Error of kind
+// overload_error, or the context's error).
+type Limiter interface {
+	Admit(ctx context.Context, e *registry.Entry) (release func(), err error)
+}
+
+// Observer is told the outcome of every call (metrics, events).
+type Observer interface {
+	Observe(e *registry.Entry, env *Envelope)
+	// Stuck is told +1 when a tool keeps running past its cancelled
+	// context by more than StuckAfter, and -1 when it finally returns.
+	Stuck(e *registry.Entry, delta int)
+}
+
+// Options configure a Dispatcher.
+type Options struct {
+	Registry  *registry.Registry
+	Sanitizer Sanitizer
+	Limiter   Limiter
+	Observers []Observer
+	Logger    *zap.Logger
+	// MaxDepth bounds argument nesting (default strictjson.DefaultMaxDepth).
+	MaxDepth int
+	// StuckAfter is how long a tool may outlive its cancelled context
+	// before it counts as stuck (default 1s).
+	StuckAfter time.Duration
+}
+
+// Dispatcher runs calls through the pipeline; safe for concurrent use.
+type Dispatcher struct {
+	opts Options
+	log  *zap.Logger
+}
+
+// New builds a dispatcher; Registry, Sanitizer and Limiter are required.
+func New(opts Options) (*Dispatcher, error) {
+	if opts.Registry == nil || opts.Sanitizer == nil || opts.Limiter == nil {
+		return nil, errors.New("dispatch: registry, sanitizer and limiter are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.StuckAfter <= 0 {
+		opts.StuckAfter = time.Second
+	}
+	return &Dispatcher{opts: opts, log: opts.Logger}, nil
+}
+
+// Registry returns the tools the dispatcher serves.
+func (d *Dispatcher) Registry() *registry.Registry { return d.opts.Registry }
+
+// call is the state of one execution as it moves through the steps.
+type call struct {
+	req   *Request
+	entry *registry.Entry
+	env   *Envelope
+	args  json.RawMessage
+}
+
+// Execute runs one call through every step and returns its envelope, never
+// nil. ctx carries the caller's cancellation (a disconnected client).
+func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
+	start := time.Now()
+	c := &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC()}}
+	status, err := d.run(ctx, c)
+	if err != nil {
+		d.failure(c, status, err)
+	} else {
+		c.env.Status, c.env.Success = StatusSuccess, true
+	}
+	c.env.DurationMS = millis(time.Since(start))
+	if c.entry != nil {
+		for _, o := range d.opts.Observers {
+			o.Observe(c.entry, c.env)
+		}
+	}
+	return c.env
+}
+
+func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
+	entry, err := d.resolve(c.req)
+	if err != nil {
+		return StatusNotFound, err
+	}
+	c.entry = entry
+	if c.req.Allowed != nil && !c.req.Allowed(entry.Spec.Name) {
+		return StatusRejected, tools.NewPermissionError("this API key may not use the tool %q", entry.Spec.Name).
+			WithCode("forbidden").WithSuggestion("use a tool listed by GET /tools for this key, or ask the operator to extend the key's tool patterns")
+	}
+	if err := d.prepare(ctx, c); err != nil {
+		return StatusRejected, err
+	}
+	timeout := entry.Spec.Limits.Timeout
+	if t := c.req.Timeout; t > 0 && t < timeout {
+		timeout = t
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	queued := time.Now()
+	release, err := d.opts.Limiter.Admit(ctx, entry)
+	c.env.Timing.QueuedMS = millis(time.Since(queued))
+	if err != nil {
+		return d.admitFailure(ctx, err, timeout)
+	}
+	result, status, err := d.execute(ctx, c, release, timeout)
+	if err != nil {
+		return status, err
+	}
+	return d.finish(ctx, c, result)
+}
+
+func (d *Dispatcher) resolve(req *Request) (*registry.Entry, error) {
+	if e, ok := d.opts.Registry.Lookup(req.Tool); ok {
+		return e, nil
+	}
+	err := tools.Errorf(tools.NotFound, "there is no tool named %q", req.Tool)
+	if near := nearest(req.Tool, d.opts.Registry, req.Allowed); near != "" {
+		return nil, err.WithSuggestion("did you mean %q? GET /tools lists every tool", near)
+	}
+	return nil, err.WithSuggestion("GET /tools lists every tool")
+}
+
+// prepare decodes, validates and sanitizes the arguments into c.args.
+func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
+	body := c.req.Body
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	args, err := strictjson.Decode(body, d.opts.MaxDepth)
+	if err != nil {
+		return tools.Errorf(tools.ValidationError, "the arguments are not acceptable JSON: %v", err).
+			WithCode("invalid_json").WithSuggestion("send one JSON object of the tool's parameters, for example %s", c.entry.Example())
+	}
+	if inner, ok := unwrap(args, c.req.Unwrap && c.entry.AcceptsWrapper()); ok {
+		args, body = inner, nil
+	}
+	if fields := c.entry.ValidateArgs(args); fields != nil {
+		e := tools.Errorf(tools.ValidationError, "%d argument problem(s): %s", len(fields), summarize(fields))
+		e.Fields = fields
+		return e.WithSuggestion("fix the fields listed; error.example shows a valid call")
+	}
+	start := time.Now()
+	clean, rep, err := d.opts.Sanitizer.Input(ctx, &c.entry.Spec, args)
+	c.env.Timing.SanitizeMS += millis(time.Since(start))
+	c.env.Sanitized.Add(rep)
+	if err != nil {
+		return err
+	}
+	if body == nil || rep.Redactions > 0 || len(rep.Notes) > 0 {
+		if body, err = json.Marshal(clean); err != nil {
+			return fmt.Errorf("re-encoding sanitized arguments: %w", err)
+		}
+	}
+	c.args = body
+	return nil
+}
+
+// unwrap returns the inner object of {"arguments": {...}}.
+func unwrap(v any, allowed bool) (any, bool) {
+	m, ok := v.(map[string]any)
+	if !allowed || !ok || len(m) != 1 {
+		return nil, false
+	}
+	inner, ok := m["arguments"].(map[string]any)
+	return inner, ok
+}
+
+func summarize(fields []tools.FieldError) string {
+	s := ""
+	for i, f := range fields {
+		if i == 3 {
+			return s + fmt.Sprintf("; and %d more", len(fields)-3)
+		}
+		if i > 0 {
+			s += "; "
+		}
+		ptr := f.Pointer
+		if ptr == "" {
+			ptr = "(the arguments)"
+		}
+		s += ptr + " " + f.Message
+	}
+	return s
+}
+
+func (d *Dispatcher) admitFailure(ctx context.Context, err error, timeout time.Duration) (Status, error) {
+	if te, ok := tools.AsError(err); ok {
+		return StatusRejected, te
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return StatusTimeout, timeoutError(timeout, "while waiting for a free slot")
+	}
+	return StatusError, cancelled(err)
+}
+
+func timeoutError(timeout time.Duration, when string) *tools.Error {
+	return tools.Errorf(tools.TimeoutError, "the call did not finish within its %v timeout (%s)", timeout, when).
+		WithSuggestion("retry later, narrow the request, or ask for a shorter operation")
+}
+
+func cancelled(err error) *tools.Error {
+	return tools.Errorf(tools.SystemError, "the call was cancelled by its caller").WithCode("cancelled").Wrap(err)
+}
+
+type outcome struct {
+	result any
+	err    error
+}
+
+// execute runs the tool in its own goroutine so the caller is answered at
+// the deadline even when the tool ignores its context. The slot is freed only
+// when the tool really returns: the in-flight limit never lies.
+func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeout time.Duration) (any, Status, error) {
+	emit := c.req.Emit
+	flush := func() {}
+	if emit != nil {
+		emit, flush = d.opts.Sanitizer.Stream(&c.entry.Spec, emit)
+	}
+	tc := tools.NewCall(c.args, c.req.RequestID, c.req.Caller, emit)
+	done := make(chan outcome, 1)
+	start := time.Now()
+	go func() {
+		defer release()
+		done <- d.invoke(ctx, c.entry, tc)
+	}()
+	select {
+	case o := <-done:
+		c.env.Timing.ExecuteMS = millis(time.Since(start))
+		flush()
+		return d.toolOutcome(ctx, o, timeout)
+	case <-ctx.Done():
+		c.env.Timing.ExecuteMS = millis(time.Since(start))
+		go d.watchStuck(c.entry, done)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, StatusTimeout, timeoutError(timeout, "while running")
+		}
+		return nil, StatusError, cancelled(ctx.Err())
+	}
+}
+
+// invoke calls the tool, turning a panic into a system error.
+func (d *Dispatcher) invoke(ctx context.Context, e *registry.Entry, tc *tools.Call) (o outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.log.Error("tool panicked", zap.String("tool", e.Spec.Name), zap.String("request_id", tc.RequestID),
+				zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			o = outcome{err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	r, err := e.Tool.Execute(ctx, tc)
+	return outcome{r, err}
+}
+
+func (d *Dispatcher) watchStuck(e *registry.Entry, done <-chan outcome) {
+	t := time.NewTimer(d.opts.StuckAfter)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	for _, o := range d.opts.Observers {
+		o.Stuck(e, +1)
+	}
+	d.log.Warn("tool ignores its cancelled context and still holds its slot", zap.String("tool", e.Spec.Name))
+	<-done
+	for _, o := range d.opts.Observers {
+		o.Stuck(e, -1)
+	}
+}
+
+func (d *Dispatcher) toolOutcome(ctx context.Context, o outcome, timeout time.Duration) (any, Status, error) {
+	if o.err == nil {
+		return o.result, StatusSuccess, nil
+	}
+	if te, ok := tools.AsError(o.err); ok {
+		if te.Kind == tools.ValidationError {
+			return nil, StatusRejected, te
+		}
+		return nil, StatusError, te
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, StatusTimeout, timeoutError(timeout, "while running").Wrap(o.err)
+	}
+	return nil, StatusError, o.err
+}
+
+// finish validates and sanitizes the result into the envelope.
+func (d *Dispatcher) finish(ctx context.Context, c *call, result any) (Status, error) {
+	data, err := json.Marshal(result)
+	if err != nil {
+		return StatusError, fmt.Errorf("encoding the result: %w", err)
+	}
+	if c.entry.HasOutputSchema() {
+		v, err := strictjson.Decode(data, 0)
+		var fields []tools.FieldError
+		if err == nil {
+			fields = c.entry.ValidateOutput(v)
+		}
+		if err != nil || fields != nil {
+			e := tools.Errorf(tools.SystemError, "the tool's result does not fit its output schema").WithCode("invalid_output")
+			e.Fields = fields
+			return StatusInvalidOutput, e.Wrap(err)
+		}
+	}
+	start := time.Now()
+	out, rep, err := d.opts.Sanitizer.Output(ctx, &c.entry.Spec, data)
+	c.env.Timing.SanitizeMS += millis(time.Since(start))
+	c.env.Sanitized.Add(rep)
+	if err != nil {
+		return StatusError, err
+	}
+	c.env.Data = out
+	return StatusSuccess, nil
+}
+
+// failure fills the envelope's error. Anything that is not a *tools.Error is
+// a system error: logged in full, answered with a short message.
+func (d *Dispatcher) failure(c *call, status Status, err error) {
+	te, ok := tools.AsError(err)
+	if !ok {
+		te = tools.Errorf(tools.SystemError, "the tool failed unexpectedly; the operator can find the cause in the logs under request id %s", c.req.RequestID).Wrap(err)
+	}
+	if te.Kind == tools.SystemError && te.Code != "cancelled" {
+		d.log.Error("tool system error", zap.String("tool", c.req.Tool), zap.String("request_id", c.req.RequestID), zap.Error(err))
+	}
+	c.env.fail(status, te)
+	if te.Kind == tools.ValidationError && c.entry != nil {
+		c.env.Error.Example = c.entry.Example()
+	}
+	if c.entry != nil {
+		var rep sanitize.Report
+		spec := &c.entry.Spec
+		c.env.Error.Message, rep = d.opts.Sanitizer.Text(spec, c.env.Error.Message)
+		c.env.Sanitized.Add(rep)
+		c.env.Error.Suggestion, rep = d.opts.Sanitizer.Text(spec, c.env.Error.Suggestion)
+		c.env.Sanitized.Add(rep)
+	}
+}

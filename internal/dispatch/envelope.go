@@ -1,0 +1,100 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"time"
+
+	"toold/internal/sanitize"
+	"toold/internal/tools"
+)
+
+// Status is the envelope's outcome.
+type Status string
+
+// The outcomes of a call.
+const (
+	// StatusSuccess: the tool ran and returned a result.
+	StatusSuccess Status = "success"
+	// StatusError: the tool ran and failed (user, security or system error).
+	StatusError Status = "error"
+	// StatusTimeout: the deadline passed, queued or running.
+	StatusTimeout Status = "timeout"
+	// StatusNotFound: no tool of that name.
+	StatusNotFound Status = "not_found"
+	// StatusInvalidOutput: the result did not fit the tool's output schema.
+	StatusInvalidOutput Status = "invalid_output"
+	// StatusRejected: refused before running (validation, permission,
+	// confirmation, overload, draining).
+	StatusRejected Status = "rejected"
+)
+
+// Statuses lists every status.
+var Statuses = []Status{StatusSuccess, StatusError, StatusTimeout, StatusNotFound, StatusInvalidOutput, StatusRejected}
+
+// Envelope is the one shape of every answer to an execution.
+type Envelope struct {
+	RequestID  string          `json:"request_id"`
+	Tool       string          `json:"tool"`
+	Status     Status          `json:"status"`
+	Success    bool            `json:"success"`
+	Data       json.RawMessage `json:"data"`
+	Error      *ErrorBody      `json:"error"`
+	DurationMS float64         `json:"duration_ms"`
+	Timing     Timing          `json:"timing"`
+	StartedAt  time.Time       `json:"started_at"`
+	Sanitized  sanitize.Report `json:"sanitized"`
+}
+
+// ErrorBody is the envelope's error.
+type ErrorBody struct {
+	Type       tools.Kind         `json:"type"`
+	Code       string             `json:"code,omitempty"`
+	Message    string             `json:"message"`
+	Suggestion string             `json:"suggestion,omitempty"`
+	Fields     []tools.FieldError `json:"fields,omitempty"`
+	// Example is a valid arguments object for the tool, on validation
+	// errors, so a model can see the shape it should have sent.
+	Example      json.RawMessage `json:"example,omitempty"`
+	Retryable    bool            `json:"retryable"`
+	RetryAfterMS int64           `json:"retry_after_ms,omitempty"`
+
+	cause error // logged, never sent
+}
+
+// Cause is the underlying error, for logs only.
+func (e *ErrorBody) Cause() error { return e.cause }
+
+// Timing splits the duration into the pipeline's phases.
+type Timing struct {
+	QueuedMS   float64 `json:"queued_ms"`
+	ExecuteMS  float64 `json:"execute_ms"`
+	SanitizeMS float64 `json:"sanitize_ms"`
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Failure builds an envelope for a request refused before it reached the
+// pipeline (bad body, no credentials): every transport answers with the same
+// shape whatever went wrong.
+func Failure(requestID, tool string, status Status, err *tools.Error) *Envelope {
+	env := &Envelope{RequestID: requestID, Tool: tool, StartedAt: time.Now().UTC(), Sanitized: sanitize.Report{}}
+	env.fail(status, err)
+	return env
+}
+
+func (env *Envelope) fail(status Status, te *tools.Error) {
+	env.Status, env.Success, env.Data = status, false, nil
+	env.Error = &ErrorBody{Type: te.Kind, Code: te.Code, Message: te.Message, Suggestion: te.Suggestion,
+		Fields: te.Fields, Retryable: retryable(te), cause: te.Err}
+	if te.RetryAfter > 0 {
+		env.Error.RetryAfterMS = max(1, te.RetryAfter.Milliseconds())
+	}
+}
+
+func retryable(te *tools.Error) bool {
+	switch te.Kind {
+	case tools.OverloadError, tools.TimeoutError:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,148 @@
+package limits
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"toold/internal/tools"
+)
+
+// bulkhead is one tool's semaphore with a bounded FIFO queue. A freed slot is
+// handed straight to the oldest waiter, so waiters are served in order and a
+// newcomer cannot overtake the queue.
+type bulkhead struct {
+	limits   tools.Limits
+	mu       sync.Mutex
+	running  int
+	waiters  *list.List // of *waiter, oldest first
+	service  atomic.Int64
+	inFlight prometheus.Gauge
+	queued   prometheus.Gauge
+	rejected func(reason string)
+}
+
+type waiter struct {
+	ready   chan struct{}
+	granted bool // set under mu when the slot is handed over
+}
+
+func (b *bulkhead) admit(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.running < b.limits.MaxInFlight && b.waiters.Len() == 0 {
+		b.running++
+		b.mu.Unlock()
+		b.inFlight.Inc()
+		return b.releaser(), nil
+	}
+	if b.waiters.Len() >= b.limits.MaxQueue {
+		pos := b.waiters.Len() + 1
+		b.mu.Unlock()
+		b.rejected(ReasonQueueFull)
+		return nil, overload(ReasonQueueFull, fmt.Sprintf("the tool is at capacity: %d running and %d queued",
+			b.limits.MaxInFlight, b.limits.MaxQueue), b.retryAfter(pos))
+	}
+	w := &waiter{ready: make(chan struct{})}
+	el := b.waiters.PushBack(w)
+	b.mu.Unlock()
+	b.queued.Inc()
+	return b.wait(ctx, w, el)
+}
+
+func (b *bulkhead) wait(ctx context.Context, w *waiter, el *list.Element) (func(), error) {
+	timer := time.NewTimer(b.limits.QueueWait)
+	defer timer.Stop()
+	var reason string
+	var err error
+	select {
+	case <-w.ready:
+		b.queued.Dec()
+		b.inFlight.Inc()
+		return b.releaser(), nil
+	case <-timer.C:
+		reason = ReasonQueueTimeout
+	case <-ctx.Done():
+		reason, err = ReasonCancelled, ctx.Err()
+		if ctx.Err() == context.DeadlineExceeded {
+			reason = ReasonDeadline
+		}
+	}
+	b.mu.Lock()
+	if w.granted { // the slot arrived as we gave up: pass it on
+		b.handoff()
+	} else {
+		b.waiters.Remove(el)
+	}
+	depth := b.waiters.Len()
+	b.mu.Unlock()
+	b.queued.Dec()
+	if reason == ReasonQueueTimeout {
+		err = overload(ReasonQueueTimeout, fmt.Sprintf("no slot became free within the queue-wait bound of %v", b.limits.QueueWait),
+			b.retryAfter(depth+1))
+	}
+	b.rejected(reason)
+	return nil, err
+}
+
+// releaser returns the function that ends one execution: it records the
+// service time and hands the slot to the oldest waiter, if any.
+func (b *bulkhead) releaser() func() {
+	start := time.Now()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.observe(time.Since(start))
+			b.inFlight.Dec()
+			b.mu.Lock()
+			b.handoff()
+			b.mu.Unlock()
+		})
+	}
+}
+
+// handoff frees one running slot, giving it to the oldest waiter if there
+// is one. b.mu must be held.
+func (b *bulkhead) handoff() {
+	if front := b.waiters.Front(); front != nil {
+		w := b.waiters.Remove(front).(*waiter)
+		w.granted = true
+		close(w.ready)
+		return
+	}
+	b.running--
+}
+
+// observe folds a service time into an exponentially weighted mean (weight
+// 1/8), the basis of Retry-After estimates.
+func (b *bulkhead) observe(d time.Duration) {
+	for {
+		old := b.service.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if b.service.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// retryAfter estimates when a call at queue position pos would get a slot:
+// the slots turn over every mean service time, N at a time. Before any call
+// has finished the tool's latency target stands in for the mean.
+func (b *bulkhead) retryAfter(pos int) time.Duration {
+	mean := time.Duration(b.service.Load())
+	if mean == 0 {
+		mean = b.limits.Target
+	}
+	rounds := (pos + b.limits.MaxInFlight - 1) / b.limits.MaxInFlight
+	return max(time.Duration(rounds)*mean, time.Millisecond)
+}

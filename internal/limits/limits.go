@@ -1,0 +1,131 @@
+// Package limits makes every tool a bulkhead: at most N executions in
+// flight, at most M more waiting in a FIFO queue, the rest refused at once
+// with an estimate of when to retry. One slow or flooded tool cannot take the
+// capacity of another.
+package limits
+
+import (
+	"container/list"
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"toold/internal/registry"
+	"toold/internal/tools"
+)
+
+// Rejection reasons, as the rejections metric labels them.
+const (
+	ReasonQueueFull    = "queue_full"
+	ReasonQueueTimeout = "queue_timeout"
+	ReasonGlobalCap    = "global_capacity"
+	ReasonCancelled    = "cancelled"
+	ReasonDeadline     = "deadline"
+)
+
+// Options configure the limiter.
+type Options struct {
+	// GlobalCap, when positive, bounds the calls accepted (running plus
+	// queued) over all tools together; beyond it calls are refused at once.
+	GlobalCap int
+	// Registerer receives the limiter's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Limiter holds one bulkhead per tool; safe for concurrent use.
+type Limiter struct {
+	mu       sync.Mutex
+	bulk     map[string]*bulkhead
+	global   atomic.Int64
+	cap      int64
+	inFlight *prometheus.GaugeVec
+	queued   *prometheus.GaugeVec
+	capacity *prometheus.GaugeVec
+	rejected *prometheus.CounterVec
+}
+
+// New builds a limiter. Bulkheads are made on first use from each tool's
+// resolved limits, so a registry can be built before the limiter.
+func New(opts Options) *Limiter {
+	reg := opts.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry() // a private sink: nothing is exported
+	}
+	f := promauto.With(reg)
+	return &Limiter{
+		bulk: map[string]*bulkhead{},
+		cap:  int64(opts.GlobalCap),
+		inFlight: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_in_flight",
+			Help: "Executions of the tool running now."}, []string{"tool"}),
+		queued: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_queue_depth",
+			Help: "Calls of the tool waiting for a slot."}, []string{"tool"}),
+		capacity: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_capacity",
+			Help: "Configured capacity of the tool's bulkhead, by kind (in_flight or queue)."}, []string{"tool", "kind"}),
+		rejected: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_tool_rejections_total",
+			Help: "Calls refused or abandoned before running, by reason."}, []string{"tool", "reason"}),
+	}
+}
+
+// Register creates the bulkheads of every tool now, so their capacity is
+// exported before the first call.
+func (l *Limiter) Register(entries ...*registry.Entry) {
+	for _, e := range entries {
+		l.bulkhead(e)
+	}
+}
+
+func (l *Limiter) bulkhead(e *registry.Entry) *bulkhead {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	name := e.Spec.Name
+	b, ok := l.bulk[name]
+	if !ok {
+		lim := e.Spec.Limits
+		b = &bulkhead{limits: lim, waiters: list.New(),
+			inFlight: l.inFlight.WithLabelValues(name), queued: l.queued.WithLabelValues(name)}
+		b.rejected = func(reason string) { l.rejected.WithLabelValues(name, reason).Inc() }
+		l.capacity.WithLabelValues(name, "in_flight").Set(float64(lim.MaxInFlight))
+		l.capacity.WithLabelValues(name, "queue").Set(float64(lim.MaxQueue))
+		for _, r := range []string{ReasonQueueFull, ReasonQueueTimeout, ReasonGlobalCap, ReasonCancelled, ReasonDeadline} {
+			l.rejected.WithLabelValues(name, r)
+		}
+		l.bulk[name] = b
+	}
+	return b
+}
+
+// Admit waits for a slot of the tool's bulkhead. It returns the function
+// that frees the slot, to be called exactly once when the execution really
+// ends; or a *tools.Error (overload_error) when the call is refused; or the
+// context's error when the caller left or its deadline passed while queued.
+func (l *Limiter) Admit(ctx context.Context, e *registry.Entry) (func(), error) {
+	b := l.bulkhead(e)
+	if l.cap > 0 {
+		if l.global.Add(1) > l.cap {
+			l.global.Add(-1)
+			b.rejected(ReasonGlobalCap)
+			return nil, overload(ReasonGlobalCap, "toold is at its global capacity", b.retryAfter(b.limits.MaxQueue+1))
+		}
+	}
+	release, err := b.admit(ctx)
+	if err != nil {
+		if l.cap > 0 {
+			l.global.Add(-1)
+		}
+		return nil, err
+	}
+	if l.cap > 0 {
+		return func() { release(); l.global.Add(-1) }, nil
+	}
+	return release, nil
+}
+
+func overload(reason, msg string, retry time.Duration) *tools.Error {
+	e := tools.Errorf(tools.OverloadError, "%s", msg).WithCode(reason)
+	e.RetryAfter = retry
+	return e.WithSuggestion("retry after %v", retry.Round(time.Millisecond))
+}

@@ -1,0 +1,168 @@
+// Package registry holds the tools a toold instance serves: unique names,
+// resolved limits, every schema compiled once, and the discovery renderings
+// of the same set for each kind of consumer.
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"toold/internal/strictjson"
+	"toold/internal/tools"
+)
+
+// Options adjust the tools as the operator configured them.
+type Options struct {
+	// Defaults replace the design's category defaults; zero fields inherit.
+	Defaults map[tools.Category]tools.Limits
+	// Overrides adjust single tools by name.
+	Overrides map[string]Override
+}
+
+// Override is an operator's adjustment of one tool.
+type Override struct {
+	Description string
+	Limits      tools.Limits
+}
+
+// Registry is an immutable set of tools; safe for concurrent use.
+type Registry struct {
+	entries []*Entry // sorted by name
+	byName  map[string]*Entry
+}
+
+// Entry is a registered tool with its resolved spec and compiled schemas.
+type Entry struct {
+	Tool tools.Tool
+	// Spec is the tool's spec after overrides, with Limits fully resolved.
+	Spec tools.Spec
+
+	params  *jsonschema.Schema
+	output  *jsonschema.Schema
+	example json.RawMessage
+	// hasArgumentsParam records a top-level "arguments" property, which
+	// turns off the {"arguments": {...}} request wrapper for this tool.
+	hasArgumentsParam bool
+}
+
+// New builds a registry. Every problem (duplicate or invalid name, invalid
+// schema, example that fails its own schema, impossible limits, override of
+// an unknown tool) is reported, each naming its tool.
+func New(opts Options, ts ...tools.Tool) (*Registry, error) {
+	r := &Registry{byName: map[string]*Entry{}}
+	var errs []error
+	for _, t := range ts {
+		e, err := newEntry(t, opts)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := r.byName[e.Spec.Name]; dup {
+			errs = append(errs, fmt.Errorf("tool %q: registered twice; tool names must be unique", e.Spec.Name))
+			continue
+		}
+		r.byName[e.Spec.Name] = e
+		r.entries = append(r.entries, e)
+	}
+	for name := range opts.Overrides {
+		if _, ok := r.byName[name]; !ok {
+			errs = append(errs, fmt.Errorf("tool %q: configured but not registered (disabled or misspelt?)", name))
+		}
+	}
+	slices.SortFunc(r.entries, func(a, b *Entry) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return r, errors.Join(errs...)
+}
+
+func newEntry(t tools.Tool, opts Options) (*Entry, error) {
+	spec := t.Spec()
+	if !tools.NamePattern.MatchString(spec.Name) {
+		return nil, fmt.Errorf("tool %q: name must match %s", spec.Name, tools.NamePattern)
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("tool %q: %s", spec.Name, fmt.Sprintf(format, args...))
+	}
+	if !spec.Category.Valid() {
+		return nil, fail("unknown category %q", spec.Category)
+	}
+	if strings.TrimSpace(spec.Description) == "" {
+		return nil, fail("description is empty; models choose tools by it")
+	}
+	ov := opts.Overrides[spec.Name]
+	if ov.Description != "" {
+		spec.Description = ov.Description
+	}
+	spec.Limits = ov.Limits.Merge(spec.Limits).Merge(opts.Defaults[spec.Category]).Merge(tools.DefaultLimits(spec.Category))
+	if err := spec.Limits.Validate(); err != nil {
+		return nil, fail("limits: %v", err)
+	}
+	e := &Entry{Tool: t, Spec: spec}
+	var err error
+	if e.params, err = compile(spec.Name, "parameters", spec.Parameters); err != nil {
+		return nil, fail("%v", err)
+	}
+	// Model APIs (function calling, MCP) require an object at the top,
+	// said literally rather than through a $ref.
+	if ts := e.params.Types; ts == nil || ts.String() != "[object]" {
+		return nil, fail(`parameters schema must declare "type": "object" at its top level`)
+	}
+	_, e.hasArgumentsParam = e.params.Properties["arguments"]
+	if spec.Output != nil {
+		if e.output, err = compile(spec.Name, "output", spec.Output); err != nil {
+			return nil, fail("%v", err)
+		}
+	}
+	for i, ex := range spec.Examples {
+		v, err := strictjson.Decode(ex.Arguments, 0)
+		if err == nil {
+			if fe := e.ValidateArgs(v); fe != nil {
+				err = fmt.Errorf("%s %s", fe[0].Pointer, fe[0].Message)
+			}
+		}
+		if err != nil {
+			return nil, fail("example %d does not fit the parameters schema: %v", i+1, err)
+		}
+	}
+	e.example = buildExample(spec, e.params)
+	return e, nil
+}
+
+// Lookup finds a tool by name.
+func (r *Registry) Lookup(name string) (*Entry, bool) {
+	e, ok := r.byName[name]
+	return e, ok
+}
+
+// Entries returns every tool, sorted by name. Callers must not modify it.
+func (r *Registry) Entries() []*Entry { return r.entries }
+
+// Len is the number of tools.
+func (r *Registry) Len() int { return len(r.entries) }
+
+// Close closes every tool that holds resources.
+func (r *Registry) Close() error {
+	var errs []error
+	for _, e := range r.entries {
+		if c, ok := e.Tool.(tools.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// AcceptsWrapper reports whether a request body {"arguments": {...}} is
+// unwrapped for this tool; it is not when the tool has a parameter of that
+// name, so such a tool's own argument is never misread.
+func (e *Entry) AcceptsWrapper() bool { return !e.hasArgumentsParam }
+
+// Example returns an arguments object that passes the parameters schema:
+// the tool's first example, or one built from the schema.
+func (e *Entry) Example() json.RawMessage { return e.example }
+
+// HasOutputSchema reports whether results are validated.
+func (e *Entry) HasOutputSchema() bool { return e.output != nil }

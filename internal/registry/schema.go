@@ -1,0 +1,234 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"toold/internal/strictjson"
+	"toold/internal/tools"
+)
+
+// compile compiles one schema of a tool with draft 2020-12 as the default
+// draft, format assertions on, and no loader: a "$ref" may point only inside
+// the schema itself, never to a file or URL (a config-supplied schema must
+// not make toold read local files or fetch from the network).
+func compile(tool, which string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("%s schema is missing", which)
+	}
+	doc, err := strictjson.Decode(raw, 128)
+	if err != nil {
+		return nil, fmt.Errorf("%s schema is not valid JSON: %v", which, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(jsonschema.SchemeURLLoader{})
+	url := "toold:///tools/" + tool + "/" + which + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("%s schema: %v", which, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("%s schema is invalid: %v", which, err)
+	}
+	return s, nil
+}
+
+var printer = message.NewPrinter(language.English)
+
+// ValidateArgs validates decoded arguments; it returns every failing field
+// as a JSON pointer with a message, or nil when the arguments are valid.
+func (e *Entry) ValidateArgs(v any) []tools.FieldError { return fieldErrors(e.params.Validate(v)) }
+
+// ValidateOutput validates a decoded result against the output schema, if
+// the tool declares one.
+func (e *Entry) ValidateOutput(v any) []tools.FieldError {
+	if e.output == nil {
+		return nil
+	}
+	return fieldErrors(e.output.Validate(v))
+}
+
+func fieldErrors(err error) []tools.FieldError {
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return []tools.FieldError{{Pointer: "", Message: err.Error()}}
+	}
+	var out []tools.FieldError
+	collect(ve, &out)
+	slices.SortStableFunc(out, func(a, b tools.FieldError) int { return strings.Compare(a.Pointer, b.Pointer) })
+	return slices.Compact(out)
+}
+
+// collect flattens the error tree to its leaves, one entry per field: a
+// missing or unknown property is reported at its own pointer, not its
+// parent's, so a caller can see exactly which key to add or remove.
+func collect(ve *jsonschema.ValidationError, out *[]tools.FieldError) {
+	if len(ve.Causes) > 0 {
+		for _, c := range ve.Causes {
+			collect(c, out)
+		}
+		return
+	}
+	at := pointer(ve.InstanceLocation)
+	switch k := ve.ErrorKind.(type) {
+	case *kind.Required:
+		for _, m := range k.Missing {
+			*out = append(*out, tools.FieldError{Pointer: at + "/" + escape(m), Message: "is required"})
+		}
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			*out = append(*out, tools.FieldError{Pointer: at + "/" + escape(p), Message: "is not a known parameter"})
+		}
+	case *kind.Type:
+		*out = append(*out, tools.FieldError{Pointer: at, Message: fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)})
+	default:
+		*out = append(*out, tools.FieldError{Pointer: at, Message: ve.ErrorKind.LocalizedString(printer)})
+	}
+}
+
+func pointer(loc []string) string {
+	var b strings.Builder
+	for _, p := range loc {
+		b.WriteString("/" + escape(p))
+	}
+	return b.String()
+}
+
+func escape(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
+
+// buildExample returns the tool's first example, or arguments built from the
+// schema: every required property with its default, example, enum value or a
+// placeholder of its type.
+func buildExample(spec tools.Spec, s *jsonschema.Schema) json.RawMessage {
+	if len(spec.Examples) > 0 {
+		return spec.Examples[0].Arguments
+	}
+	b, err := json.Marshal(sample(s, 0))
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+func sample(s *jsonschema.Schema, depth int) any {
+	for s.Ref != nil && depth < 8 {
+		s, depth = s.Ref, depth+1
+	}
+	switch {
+	case depth > 8:
+		return nil
+	case s.Default != nil:
+		return *s.Default
+	case len(s.Examples) > 0:
+		return s.Examples[0]
+	case s.Const != nil:
+		return *s.Const
+	case s.Enum != nil && len(s.Enum.Values) > 0:
+		return s.Enum.Values[0]
+	case len(s.OneOf) > 0:
+		return sample(s.OneOf[0], depth+1)
+	case len(s.AnyOf) > 0:
+		return sample(s.AnyOf[0], depth+1)
+	}
+	types := []string{}
+	if s.Types != nil {
+		types = s.Types.ToStrings()
+	}
+	typ := "object"
+	if len(types) > 0 {
+		typ = types[0]
+	}
+	switch typ {
+	case "string":
+		return sampleString(s)
+	case "integer", "number":
+		return sampleNumber(s, typ)
+	case "boolean":
+		return true
+	case "null":
+		return nil
+	case "array":
+		return sampleArray(s, depth)
+	}
+	obj := map[string]any{}
+	for _, name := range s.Required {
+		if p, ok := s.Properties[name]; ok {
+			obj[name] = sample(p, depth+1)
+		} else {
+			obj[name] = "..."
+		}
+	}
+	return obj
+}
+
+func sampleString(s *jsonschema.Schema) string {
+	if s.Format != nil {
+		switch s.Format.Name {
+		case "date-time":
+			return "2026-01-01T00:00:00Z"
+		case "date":
+			return "2026-01-01"
+		case "email":
+			return "user@example.com"
+		case "uri", "url":
+			return "https://example.com/"
+		case "uuid":
+			return "00000000-0000-4000-8000-000000000000"
+		}
+	}
+	v := "text"
+	if s.MinLength != nil && *s.MinLength > len(v) {
+		v = strings.Repeat("x", *s.MinLength)
+	}
+	return v
+}
+
+func sampleNumber(s *jsonschema.Schema, typ string) any {
+	n := big.NewRat(1, 1)
+	if s.Minimum != nil && s.Minimum.Cmp(n) > 0 {
+		n = s.Minimum
+	}
+	if s.Maximum != nil && s.Maximum.Cmp(n) < 0 {
+		n = s.Maximum
+	}
+	if typ == "integer" && n.IsInt() {
+		return json.Number(n.Num().String())
+	}
+	f, _ := n.Float64()
+	return f
+}
+
+func sampleArray(s *jsonschema.Schema, depth int) []any {
+	var item *jsonschema.Schema
+	if it, ok := s.Items.(*jsonschema.Schema); ok {
+		item = it
+	} else if s.Items2020 != nil {
+		item = s.Items2020
+	}
+	n := 1
+	if s.MinItems != nil && *s.MinItems > n && *s.MinItems <= 16 {
+		n = *s.MinItems
+	}
+	out := make([]any, 0, n)
+	for range n {
+		if item == nil {
+			out = append(out, "...")
+		} else {
+			out = append(out, sample(item, depth+1))
+		}
+	}
+	return out
+}

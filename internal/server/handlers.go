@@ -1,0 +1,190 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"toold/internal/dispatch"
+	"toold/internal/registry"
+	"toold/internal/tools"
+)
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.Draining() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(s.opts.OpenAPI)
+}
+
+// visible returns the tools the caller may use: a key sees only its tools.
+func (s *Server) visible(r *http.Request) []*registry.Entry {
+	p := principal(r)
+	var out []*registry.Entry
+	for _, e := range s.opts.Dispatcher.Registry().Entries() {
+		if p.Allows(e.Spec.Name) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
+	f, err := registry.ParseFormat(r.URL.Query().Get("format"))
+	if err != nil {
+		s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.ValidationError, "%v", err).WithCode("unknown_format"))
+		return
+	}
+	body, err := registry.Render(f, s.visible(r))
+	if err != nil {
+		s.refuse(w, r, "", dispatch.StatusError, tools.Errorf(tools.SystemError, "rendering the listing failed").Wrap(err))
+		return
+	}
+	w.Header().Set("Content-Type", f.ContentType())
+	_, _ = w.Write(body)
+}
+
+// entry resolves {name} for the caller; a tool the caller may not use is
+// reported as absent, so a key cannot probe what other keys may call.
+func (s *Server) entry(w http.ResponseWriter, r *http.Request) (*registry.Entry, bool) {
+	name := chi.URLParam(r, "name")
+	info(r).tool = name
+	e, ok := s.opts.Dispatcher.Registry().Lookup(name)
+	if !ok || !principal(r).Allows(name) {
+		s.refuse(w, r, name, dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "there is no tool named %q", name).
+			WithSuggestion("GET /tools lists every tool"))
+		return nil, false
+	}
+	return e, true
+}
+
+func (s *Server) getTool(w http.ResponseWriter, r *http.Request) {
+	if e, ok := s.entry(w, r); ok {
+		writeJSON(w, http.StatusOK, e.Item())
+	}
+}
+
+// getSchema serves the parameters schema byte for byte as the registry
+// compiled it: what a model is shown is what validation uses.
+func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
+	if e, ok := s.entry(w, r); ok {
+		w.Header().Set("Content-Type", "application/schema+json")
+		_, _ = w.Write(e.Spec.Parameters)
+	}
+}
+
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	ri := info(r)
+	ri.tool = name
+	if s.Draining() {
+		e := tools.Errorf(tools.OverloadError, "toold is shutting down and accepts no new calls").WithCode("draining").
+			WithSuggestion("retry against another replica, or after toold restarts")
+		e.RetryAfter = time.Second
+		s.refuse(w, r, name, dispatch.StatusRejected, e)
+		return
+	}
+	body, terr := s.readBody(r)
+	if terr != nil {
+		s.refuse(w, r, name, dispatch.StatusRejected, terr)
+		return
+	}
+	timeout, terr := requestedTimeout(r)
+	if terr != nil {
+		s.refuse(w, r, name, dispatch.StatusRejected, terr)
+		return
+	}
+	p := principal(r)
+	req := &dispatch.Request{Tool: name, Body: body, Unwrap: true, RequestID: ri.id, Caller: p.Name,
+		Allowed: p.Allows, Timeout: timeout}
+	env := s.opts.Dispatcher.Execute(r.Context(), req)
+	s.writeEnvelope(w, r, env)
+}
+
+// readBody enforces the transport rules: a JSON content type (charset, if
+// given, UTF-8) and the body cap. An empty body means "no arguments".
+func (s *Server) readBody(r *http.Request) ([]byte, *tools.Error) {
+	if r.ContentLength == 0 {
+		return nil, nil
+	}
+	ct := r.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" || (params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
+		return nil, tools.Errorf(tools.ValidationError, "the body must be JSON, sent as Content-Type: application/json (got %q)", ct).
+			WithCode("unsupported_media_type").WithSuggestion("add the header \"Content-Type: application/json\"")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.opts.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, tools.Errorf(tools.ValidationError, "the body is larger than the %d-byte limit", s.opts.MaxBodyBytes).
+			WithCode("body_too_large").WithSuggestion("send smaller arguments; large content belongs in files the tool reads")
+	}
+	if err != nil {
+		return nil, tools.Errorf(tools.ValidationError, "reading the body failed: %v", err).WithCode("body_unreadable")
+	}
+	return body, nil
+}
+
+// requestedTimeout reads Toold-Timeout: a Go duration ("2s", "500ms") or
+// whole milliseconds. It may only shorten the tool's timeout.
+func requestedTimeout(r *http.Request) (time.Duration, *tools.Error) {
+	v := r.Header.Get("Toold-Timeout")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		ms, err2 := strconv.ParseInt(v, 10, 64)
+		d, err = time.Duration(ms)*time.Millisecond, err2
+	}
+	if err != nil || d <= 0 {
+		return 0, tools.Errorf(tools.ValidationError, "the Toold-Timeout header %q is not a positive duration", v).
+			WithCode("invalid_header").WithSuggestion("use a duration such as 2s or 500ms, or whole milliseconds")
+	}
+	return d, nil
+}
+
+// writeEnvelope writes an envelope with the status the table gives it.
+func (s *Server) writeEnvelope(w http.ResponseWriter, r *http.Request, env *dispatch.Envelope) {
+	status := httpStatus(env)
+	ri := info(r)
+	ri.outcome = string(env.Status)
+	if env.Error != nil {
+		ri.errType = string(env.Error.Type)
+		if ms := env.Error.RetryAfterMS; ms > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
+			w.Header().Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10))
+		}
+	}
+	if status == StatusClientClosed {
+		ri.status = status
+		return // nobody is listening
+	}
+	writeJSON(w, status, env)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"status":"error","success":false,"error":{"type":"system_error","message":"encoding the response failed","retryable":false}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

@@ -1,0 +1,190 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"toold/api"
+	"toold/internal/apitest"
+	"toold/internal/auth"
+	"toold/internal/dispatch"
+	"toold/internal/limits"
+	"toold/internal/registry"
+	"toold/internal/sanitize"
+	"toold/internal/tools"
+	"toold/internal/tools/diag"
+)
+
+// harness is a real toold stack served over loopback HTTP on port 0.
+type harness struct {
+	t    *testing.T
+	url  string
+	srv  *Server
+	logs *observer.ObservedLogs
+	http *http.Client
+}
+
+type harnessOpts struct {
+	keys    []auth.Key
+	origins []string
+	maxBody int64
+	tools   []tools.Tool
+	limits  map[string]registry.Override
+}
+
+// testTools are the tools most tests use: the diagnostics plus tools that
+// fail in each way the pipeline must handle.
+func testTools() []tools.Tool {
+	return []tools.Tool{diag.Echo(), diag.Sleep(), panicTool{}, badOutputTool{}, failTool{}, stubbornTool{}}
+}
+
+func newHarness(t *testing.T, o harnessOpts) *harness {
+	t.Helper()
+	if o.tools == nil {
+		o.tools = testTools()
+	}
+	reg, err := registry.New(registry.Options{Overrides: o.limits}, o.tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.DebugLevel)
+	log := zap.New(core)
+	lim := limits.New(limits.Options{})
+	disp, err := dispatch.New(dispatch.Options{Registry: reg, Limiter: lim, Sanitizer: sanitize.New(sanitize.Config{}),
+		Logger: log, StuckAfter: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := auth.NewKeyring(o.keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
+		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	hs.Listener.Close()
+	hs.Listener, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return &harness{t: t, url: hs.URL, srv: srv, logs: logs,
+		http: &http.Client{Transport: apitest.Checker(t, http.DefaultTransport), Timeout: 10 * time.Second}}
+}
+
+// response is a decoded answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+	env    dispatch.Envelope
+}
+
+func (h *harness) do(method, path string, body []byte, header map[string]string) *response {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.url+path, bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := h.http.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := &response{status: resp.StatusCode, header: resp.Header}
+	r.body, _ = io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		_ = json.Unmarshal(r.body, &r.env)
+	}
+	return r
+}
+
+func (h *harness) exec(tool, body string, header map[string]string) *response {
+	h.t.Helper()
+	return h.do("POST", "/tools/"+tool+"/execute", []byte(body), header)
+}
+
+// panicTool panics; the pipeline must answer system_error and live on.
+type panicTool struct{}
+
+func (panicTool) Spec() tools.Spec {
+	return tools.Spec{Name: "panics", Description: "Panics.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+func (panicTool) Execute(context.Context, *tools.Call) (any, error) {
+	panic("secret internal detail")
+}
+
+// badOutputTool returns a result its output schema refuses.
+type badOutputTool struct{}
+
+func (badOutputTool) Spec() tools.Spec {
+	return tools.Spec{Name: "bad_output", Description: "Breaks its output schema.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`),
+		Output:     json.RawMessage(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`)}
+}
+func (badOutputTool) Execute(context.Context, *tools.Call) (any, error) {
+	return map[string]any{"n": "not a number"}, nil
+}
+
+// failTool fails the way its "kind" argument says.
+type failTool struct{}
+
+func (failTool) Spec() tools.Spec {
+	return tools.Spec{Name: "fail", Description: "Fails on purpose.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"kind":{"enum":["user","untyped","security"]}},"required":["kind"]}`)}
+}
+func (failTool) Execute(_ context.Context, c *tools.Call) (any, error) {
+	var in struct{ Kind string }
+	_ = json.Unmarshal(c.Args, &in)
+	switch in.Kind {
+	case "user":
+		return nil, tools.NewUserError("the thing was not found").WithCode("not_found").WithSuggestion("try another thing")
+	case "security":
+		return nil, tools.NewSecurityError("that leaves the workspace").WithCode("path_escape")
+	}
+	return nil, errors.New("database password is hunter2")
+}
+
+// stubbornTool ignores its context for a while.
+type stubbornTool struct{}
+
+func (stubbornTool) Spec() tools.Spec {
+	return tools.Spec{Name: "stubborn", Description: "Ignores cancellation.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"}}}`),
+		Limits:     tools.Limits{Timeout: 100 * time.Millisecond, Target: 10 * time.Millisecond, Max: 50 * time.Millisecond, MaxInFlight: 1, MaxQueue: 1}}
+}
+func (stubbornTool) Execute(_ context.Context, c *tools.Call) (any, error) {
+	var in struct{ MS int }
+	_ = json.Unmarshal(c.Args, &in)
+	time.Sleep(time.Duration(in.MS) * time.Millisecond)
+	return map[string]int{"slept_ms": in.MS}, nil
+}
+
+func zapString(k, v string) zap.Field { return zap.String(k, v) }

@@ -1,0 +1,248 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"toold/internal/auth"
+	"toold/internal/dispatch"
+	"toold/internal/tools"
+)
+
+type ctxKey int
+
+const (
+	keyInfo ctxKey = iota
+	keyPrincipal
+)
+
+// reqInfo collects what the access log line reports; handlers fill it.
+type reqInfo struct {
+	id      string
+	tool    string
+	outcome string
+	errType string
+	caller  string
+	status  int
+}
+
+func info(r *http.Request) *reqInfo {
+	if ri, ok := r.Context().Value(keyInfo).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{}
+}
+
+func principal(r *http.Request) *auth.Principal {
+	if p, ok := r.Context().Value(keyPrincipal).(*auth.Principal); ok {
+		return p
+	}
+	return auth.Anonymous
+}
+
+// requestID honours a well-formed X-Request-ID or makes one, and echoes it.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-ID")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-ID", id)
+		ri := &reqInfo{id: id}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyInfo, ri)))
+	})
+}
+
+// validRequestID accepts 1-128 characters of [A-Za-z0-9._:-], so a client's
+// id can be logged and echoed without injecting anything.
+func validRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24
+	return hex.EncodeToString(b[:])
+}
+
+// statusWriter remembers the status written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets streaming handlers flush through the wrapper.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// accessLog writes one line per request: route pattern, status, duration,
+// request id, tool, outcome. Never arguments or outputs: those may hold
+// secrets, and the sanitizer is not the log's job.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		ri := info(r)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := sw.status
+		if ri.status != 0 {
+			status = ri.status // 499: written to nobody, but logged
+		}
+		d := time.Since(start)
+		s.metrics.observe(r.Method, route, status, d)
+		s.log.Info("request",
+			zap.String("method", r.Method), zap.String("route", route), zap.Int("status", status),
+			zap.Float64("duration_ms", float64(d.Microseconds())/1000), zap.String("request_id", ri.id),
+			zap.String("tool", ri.tool), zap.String("outcome", ri.outcome), zap.String("error_type", ri.errType),
+			zap.String("caller", ri.caller))
+	})
+}
+
+// recoverer turns a handler panic into a 500 envelope. (Tool panics are
+// recovered inside the pipeline; this guards toold's own code.)
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				ri := info(r)
+				s.log.Error("handler panicked", zap.String("request_id", ri.id), zap.Any("panic", p),
+					zap.ByteString("stack", debug.Stack()))
+				s.refuse(w, r, "", dispatch.StatusError, tools.Errorf(tools.SystemError, "internal error; the operator can find it in the logs under request id %s", ri.id))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkOrigin refuses browser requests from origins not on the allow-list,
+// and, when no keys are configured, requests whose Host is not a loopback
+// name: together they stop a web page (including one whose domain was
+// rebound to 127.0.0.1) from driving a toold on the victim's machine.
+func (s *Server) checkOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !s.origins[strings.ToLower(o)] {
+			s.refuse(w, r, "", dispatch.StatusRejected, tools.NewPermissionError("requests from the origin %q are not allowed", o).
+				WithCode("origin_not_allowed").WithSuggestion("add the origin to server.allowed_origins in the config"))
+			return
+		}
+		if !s.opts.Keyring.Enabled() && !s.hostAllowed(r.Host) {
+			s.refuse(w, r, "", dispatch.StatusRejected, tools.NewPermissionError("the Host %q is not a loopback name", r.Host).
+				WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys"))
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			w.Header().Set("Access-Control-Allow-Origin", o)
+			w.Header().Add("Vary", "Origin")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if host == "localhost" || s.hosts[host] || s.hosts[strings.ToLower(hostport)] {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Request-ID, Toold-Timeout, Toold-Confirm")
+	h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// authenticate requires "Authorization: Bearer <key>" when keys are
+// configured. The key is never logged; only the key's name is.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := auth.Anonymous
+		if s.opts.Keyring.Enabled() {
+			scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			if !strings.EqualFold(scheme, "Bearer") || key == "" {
+				s.refuse(w, r, "", dispatch.StatusRejected, unauthenticated("no API key was sent"))
+				return
+			}
+			if p = s.opts.Keyring.Authenticate(strings.TrimSpace(key)); p == nil {
+				s.refuse(w, r, "", dispatch.StatusRejected, unauthenticated("the API key is not valid"))
+				return
+			}
+		}
+		info(r).caller = p.Name
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
+	})
+}
+
+func unauthenticated(msg string) *tools.Error {
+	return tools.NewPermissionError("%s", msg).WithCode("unauthenticated").
+		WithSuggestion("send the header \"Authorization: Bearer <key>\" with a key the operator issued")
+}
+
+// refuse answers with a failure envelope built outside the pipeline.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, tool string, status dispatch.Status, err *tools.Error) {
+	s.writeEnvelope(w, r, dispatch.Failure(info(r).id, tool, status, err))
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.refuse(w, r, "", dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "no route %s %s", r.Method, r.URL.Path).
+		WithCode("no_route").WithSuggestion("the API is described at GET /openapi.yaml"))
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.ValidationError, "method %s is not allowed on %s", r.Method, r.URL.Path).
+		WithCode("method_not_allowed").WithSuggestion("the API is described at GET /openapi.yaml"))
+}

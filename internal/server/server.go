@@ -1,0 +1,112 @@
+// Package server is toold's HTTP surface: the chi router, its middleware
+// (request id, access log, origin and host checks, authentication), the
+// handlers, and the one table from outcomes to HTTP statuses. Handlers build
+// envelopes; only writeEnvelope writes them.
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"toold/internal/auth"
+	"toold/internal/dispatch"
+)
+
+// DefaultMaxBodyBytes caps a request body when none is configured.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Options configure a Server.
+type Options struct {
+	Dispatcher *dispatch.Dispatcher
+	// Keyring authenticates callers; nil or empty means no authentication
+	// (toold then serves loopback only, see cmd/toold).
+	Keyring *auth.Keyring
+	// AllowedOrigins are the browser origins (scheme://host[:port]) that
+	// may call toold; a request carrying any other Origin is refused.
+	AllowedOrigins []string
+	// AllowedHosts are extra Host header values accepted when no keys are
+	// configured; loopback names are always accepted.
+	AllowedHosts []string
+	MaxBodyBytes int64
+	Logger       *zap.Logger
+	// OpenAPI is served at /openapi.yaml.
+	OpenAPI []byte
+	// Registerer receives HTTP metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Server serves the API; build it with New, serve Handler.
+type Server struct {
+	opts     Options
+	log      *zap.Logger
+	router   chi.Router
+	draining atomic.Bool
+	metrics  *httpMetrics
+	origins  map[string]bool
+	hosts    map[string]bool
+}
+
+// New builds a server.
+func New(opts Options) (*Server, error) {
+	if opts.Dispatcher == nil {
+		return nil, errors.New("server: a dispatcher is required")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newHTTPMetrics(opts.Registerer),
+		origins: set(opts.AllowedOrigins), hosts: set(opts.AllowedHosts)}
+	s.router = s.routes()
+	return s, nil
+}
+
+func set(list []string) map[string]bool {
+	m := map[string]bool{}
+	for _, v := range list {
+		m[strings.ToLower(strings.TrimRight(v, "/"))] = true
+	}
+	return m
+}
+
+// Handler is the HTTP handler of the API.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// Drain turns readiness off and refuses new executions with 503 draining;
+// calls already accepted carry on.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.requestID, s.accessLog, s.recoverer)
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Get("/openapi.yaml", s.openapi)
+	r.Group(func(r chi.Router) {
+		r.Use(s.checkOrigin)
+		// CORS preflights carry no credentials: answered before auth.
+		r.Options("/tools", s.preflight)
+		r.Options("/tools/*", s.preflight)
+		r.Group(func(r chi.Router) {
+			r.Use(s.authenticate)
+			r.Get("/tools", s.listTools)
+			r.Get("/tools/{name}", s.getTool)
+			r.Get("/tools/{name}/schema", s.getSchema)
+			r.Post("/tools/{name}/execute", s.execute)
+		})
+	})
+	return r
+}

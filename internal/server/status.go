@@ -1,0 +1,58 @@
+package server
+
+import (
+	"net/http"
+
+	"toold/internal/dispatch"
+	"toold/internal/tools"
+)
+
+// StatusClientClosed is logged (never seen by the client, who has left) for
+// a call whose caller disconnected, as nginx does.
+const StatusClientClosed = 499
+
+// httpStatus is the one table from an envelope to an HTTP status. A tool that
+// ran to an answer is 200 even when the answer is a user_error: that is
+// information for the model, not a transport failure.
+func httpStatus(env *dispatch.Envelope) int {
+	if env.Error == nil {
+		return http.StatusOK
+	}
+	code := env.Error.Code
+	switch env.Error.Type {
+	case tools.UserError:
+		return http.StatusOK
+	case tools.ValidationError:
+		switch code {
+		case "body_too_large":
+			return http.StatusRequestEntityTooLarge
+		case "unsupported_media_type":
+			return http.StatusUnsupportedMediaType
+		case "method_not_allowed":
+			return http.StatusMethodNotAllowed
+		}
+		return http.StatusBadRequest
+	case tools.PermissionError:
+		if code == "unauthenticated" {
+			return http.StatusUnauthorized
+		}
+		return http.StatusForbidden
+	case tools.SecurityError:
+		return http.StatusForbidden
+	case tools.NotFound:
+		return http.StatusNotFound
+	case tools.ConfirmationRequired:
+		return http.StatusPreconditionRequired
+	case tools.OverloadError:
+		if code == "queue_full" || code == "global_capacity" {
+			return http.StatusTooManyRequests
+		}
+		return http.StatusServiceUnavailable // queue_timeout, draining
+	case tools.TimeoutError:
+		return http.StatusGatewayTimeout
+	}
+	if code == "cancelled" {
+		return StatusClientClosed
+	}
+	return http.StatusInternalServerError
+}
