@@ -1,0 +1,242 @@
+package limits
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"toold/internal/registry"
+	"toold/internal/tools"
+)
+
+type spec tools.Spec
+
+func (s spec) Spec() tools.Spec                                   { return tools.Spec(s) }
+func (spec) Execute(context.Context, *tools.Call) (any, error) { return nil, nil }
+
+func entry(t testing.TB, n, m int, wait time.Duration) *registry.Entry {
+	t.Helper()
+	r, err := registry.New(registry.Options{}, spec{Name: "t", Description: "d", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`),
+		Limits:     tools.Limits{MaxInFlight: n, MaxQueue: m, QueueWait: wait, Target: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := r.Lookup("t")
+	return e
+}
+
+// admitAsync starts an Admit and returns a channel with its outcome.
+func admitAsync(l *Limiter, ctx context.Context, e *registry.Entry) chan result {
+	c := make(chan result, 1)
+	go func() {
+		rel, err := l.Admit(ctx, e)
+		c <- result{rel, err}
+	}()
+	return c
+}
+
+type result struct {
+	release func()
+	err     error
+}
+
+func TestExactlyNRunAndMWait(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	l := New(Options{Registerer: reg})
+	e := entry(t, 2, 3, time.Minute)
+	ctx := context.Background()
+	var running []func()
+	for range 2 {
+		rel, err := l.Admit(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		running = append(running, rel)
+	}
+	var queued []chan result
+	for i := range 3 {
+		queued = append(queued, admitAsync(l, ctx, e))
+		waitGauge(t, reg, "toold_tool_queue_depth", float64(i+1))
+	}
+	start := time.Now()
+	_, err := l.Admit(ctx, e)
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Code != ReasonQueueFull || te.RetryAfter <= 0 {
+		t.Fatalf("call N+M+1: %v", err)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("rejection took %v", d)
+	}
+	// FIFO: the oldest waiter gets the freed slot.
+	running[0]()
+	got := <-queued[0]
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	select {
+	case r := <-queued[1]:
+		t.Fatalf("second waiter admitted out of turn: %v", r.err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if v := testutil.ToFloat64(l.inFlight.WithLabelValues("t")); v != 2 {
+		t.Errorf("in flight = %v, want 2", v)
+	}
+	got.release()
+	running[1]()
+	for _, q := range queued[1:] {
+		r := <-q
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		r.release()
+	}
+	if v := testutil.ToFloat64(l.inFlight.WithLabelValues("t")); v != 0 {
+		t.Errorf("in flight after all released = %v", v)
+	}
+	if v := testutil.ToFloat64(l.rejected.WithLabelValues("t", ReasonQueueFull)); v != 1 {
+		t.Errorf("queue_full rejections = %v", v)
+	}
+}
+
+func waitGauge(t *testing.T, reg *prometheus.Registry, name string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == name && mf.Metric[0].GetGauge().GetValue() == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reached %v", name, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestCancelledWaiterLeavesAtOnce(t *testing.T) {
+	l := New(Options{})
+	e := entry(t, 1, 5, time.Minute)
+	rel, _ := l.Admit(context.Background(), e)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := admitAsync(l, ctx, e)
+	time.Sleep(10 * time.Millisecond)
+	start := time.Now()
+	cancel()
+	r := <-c
+	if !errors.Is(r.err, context.Canceled) || time.Since(start) > 50*time.Millisecond {
+		t.Fatalf("cancelled waiter: %v after %v", r.err, time.Since(start))
+	}
+	if v := testutil.ToFloat64(l.queued.WithLabelValues("t")); v != 0 {
+		t.Errorf("queue depth after cancel = %v", v)
+	}
+	// It never runs: the next caller gets the slot when it frees.
+	next := admitAsync(l, context.Background(), e)
+	rel()
+	if r := <-next; r.err != nil {
+		t.Fatal(r.err)
+	} else {
+		r.release()
+	}
+}
+
+func TestQueueWaitBound(t *testing.T) {
+	l := New(Options{})
+	e := entry(t, 1, 5, 30*time.Millisecond)
+	rel, _ := l.Admit(context.Background(), e)
+	defer rel()
+	_, err := l.Admit(context.Background(), e)
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Code != ReasonQueueTimeout {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestGlobalCap(t *testing.T) {
+	l := New(Options{GlobalCap: 2})
+	a, b := entry(t, 5, 5, time.Minute), entry(t, 5, 5, time.Minute)
+	r1, _ := l.Admit(context.Background(), a)
+	r2, _ := l.Admit(context.Background(), b)
+	_, err := l.Admit(context.Background(), a)
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Code != ReasonGlobalCap {
+		t.Fatalf("got %v", err)
+	}
+	r1()
+	r3, err := l.Admit(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2()
+	r3()
+}
+
+func TestRetryAfterGrowsWithQueue(t *testing.T) {
+	l := New(Options{})
+	e := entry(t, 2, 10, time.Minute)
+	b := l.bulkhead(e)
+	b.observe(100 * time.Millisecond)
+	if got := b.retryAfter(1); got != 100*time.Millisecond {
+		t.Errorf("position 1: %v", got)
+	}
+	if got := b.retryAfter(11); got != 600*time.Millisecond {
+		t.Errorf("position 11: %v, want 6 rounds of 100ms", got)
+	}
+}
+
+// TestLimitHoldsUnderLoad: 1,000 goroutines against N=10, M=100; the
+// in-flight count never exceeds N, and every caller is either admitted or
+// refused, none lost.
+func TestLimitHoldsUnderLoad(t *testing.T) {
+	l := New(Options{})
+	e := entry(t, 10, 100, 5*time.Second)
+	var running, peak, admitted, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 1000 {
+		wg.Go(func() {
+			rel, err := l.Admit(context.Background(), e)
+			if err != nil {
+				refused.Add(1)
+				return
+			}
+			n := running.Add(1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+			running.Add(-1)
+			admitted.Add(1)
+			rel()
+		})
+	}
+	wg.Wait()
+	if peak.Load() > 10 {
+		t.Errorf("peak in flight %d > 10", peak.Load())
+	}
+	if admitted.Load()+refused.Load() != 1000 || admitted.Load() < 110 {
+		t.Errorf("admitted %d refused %d", admitted.Load(), refused.Load())
+	}
+	t.Logf("admitted %d, refused %d, peak %d", admitted.Load(), refused.Load(), peak.Load())
+}
+
+func TestMetricNamesPassLint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	l := New(Options{Registerer: reg})
+	l.Register(entry(t, 1, 1, time.Second))
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("promlint: %v %v", problems, err)
+	}
+}

@@ -1,0 +1,115 @@
+// Package metrics exports what the pipeline observes about every call, held
+// against each tool's documented latency targets: the execution histogram,
+// phase timings, call counts and stuck tools. It is a dispatch.Observer; the
+// bulkhead gauges live with the bulkheads in package limits.
+package metrics
+
+import (
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"toold/internal/dispatch"
+	"toold/internal/registry"
+	"toold/internal/tools"
+)
+
+// Tools records per-tool metrics; safe for concurrent use.
+type Tools struct {
+	duration *prometheus.HistogramVec
+	phase    *prometheus.HistogramVec
+	calls    *prometheus.CounterVec
+	stuck    *prometheus.GaugeVec
+	target   *prometheus.GaugeVec
+}
+
+var _ dispatch.Observer = (*Tools)(nil)
+
+// New registers the tool metrics for the registry's tools on reg. The
+// duration histogram's buckets include every target, max and timeout of the
+// design's table and of every registered tool, so "above target" is exact
+// at a bucket boundary rather than interpolated.
+func New(reg prometheus.Registerer, r *registry.Registry) *Tools {
+	f := promauto.With(reg)
+	m := &Tools{
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "toold_tool_execution_duration_seconds",
+			Help:    "Duration of tool calls from acceptance to envelope, by tool, category and outcome status.",
+			Buckets: Buckets(r)}, []string{"tool", "category", "status"}),
+		phase: f.NewHistogramVec(prometheus.HistogramOpts{Name: "toold_tool_phase_duration_seconds",
+			Help:    "Time spent in each pipeline phase (queue, execute, sanitize), by tool.",
+			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 2, 5, 10, 30, 60, 120}}, []string{"tool", "phase"}),
+		calls: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_tool_calls_total",
+			Help: "Tool calls by tool and outcome status."}, []string{"tool", "status"}),
+		stuck: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_stuck",
+			Help: "Executions still running well after their context was cancelled (they keep their slot)."}, []string{"tool"}),
+		target: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_latency_target_seconds",
+			Help: "Documented latency bounds per tool: bound=target|max (objectives) and timeout (enforced)."},
+			[]string{"tool", "category", "bound"}),
+	}
+	for _, e := range r.Entries() {
+		m.register(e)
+	}
+	return m
+}
+
+// register exports a tool's bounds and creates its series at zero, so
+// dashboards and alerts see every tool before its first call.
+func (m *Tools) register(e *registry.Entry) {
+	name, cat, l := e.Spec.Name, string(e.Spec.Category), e.Spec.Limits
+	m.target.WithLabelValues(name, cat, "target").Set(l.Target.Seconds())
+	m.target.WithLabelValues(name, cat, "max").Set(l.Max.Seconds())
+	m.target.WithLabelValues(name, cat, "timeout").Set(l.Timeout.Seconds())
+	m.stuck.WithLabelValues(name)
+	for _, s := range dispatch.Statuses {
+		if s != dispatch.StatusNotFound {
+			m.calls.WithLabelValues(name, string(s))
+		}
+	}
+}
+
+// Observe records one call.
+func (m *Tools) Observe(e *registry.Entry, env *dispatch.Envelope) {
+	name := e.Spec.Name
+	m.duration.WithLabelValues(name, string(e.Spec.Category), string(env.Status)).Observe(env.DurationMS / 1000)
+	m.calls.WithLabelValues(name, string(env.Status)).Inc()
+	t := env.Timing
+	if t.QueuedMS > 0 || t.ExecuteMS > 0 { // it reached the bulkhead
+		m.phase.WithLabelValues(name, "queue").Observe(t.QueuedMS / 1000)
+	}
+	if t.ExecuteMS > 0 {
+		m.phase.WithLabelValues(name, "execute").Observe(t.ExecuteMS / 1000)
+	}
+	if t.SanitizeMS > 0 {
+		m.phase.WithLabelValues(name, "sanitize").Observe(t.SanitizeMS / 1000)
+	}
+}
+
+// Stuck moves the tool's stuck gauge.
+func (m *Tools) Stuck(e *registry.Entry, delta int) {
+	m.stuck.WithLabelValues(e.Spec.Name).Add(float64(delta))
+}
+
+// Buckets returns the histogram buckets: a fine base for fast tools plus
+// every documented bound.
+func Buckets(r *registry.Registry) []float64 {
+	b := []float64{.001, .0025, .005, .01, .025, .05, .1, .25}
+	add := func(l tools.Limits) {
+		for _, d := range []time.Duration{l.Target, l.Max, l.Timeout} {
+			if d > 0 {
+				b = append(b, d.Seconds())
+			}
+		}
+	}
+	for _, c := range tools.Categories {
+		add(tools.DefaultLimits(c))
+	}
+	if r != nil {
+		for _, e := range r.Entries() {
+			add(e.Spec.Limits)
+		}
+	}
+	slices.Sort(b)
+	return slices.Compact(b)
+}
