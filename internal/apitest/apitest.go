@@ -24,12 +24,12 @@ import (
 )
 
 type contract struct {
-	doc      *openapi3.T
-	router   routers.Router
-	envelope *openapi3.Schema
+	doc    *openapi3.T
+	router routers.Router
 }
 
 var load = sync.OnceValues(func() (*contract, error) {
+	openapi3filter.RegisterBodyDecoder("text/markdown", openapi3filter.PlainBodyDecoder)
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(api.OpenAPI)
 	if err != nil {
@@ -43,8 +43,7 @@ var load = sync.OnceValues(func() (*contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := doc.Components.Schemas["Envelope"].Value
-	return &contract{doc: doc, router: r, envelope: env}, nil
+	return &contract{doc: doc, router: r}, nil
 })
 
 // Checker returns a transport that checks every response against the
@@ -105,12 +104,31 @@ func (k *checker) check(req *http.Request, resp *http.Response, body []byte) err
 	return openapi3filter.ValidateResponse(context.Background(), in)
 }
 
-func (k *checker) envelope(body []byte) error {
+func (k *checker) envelope(body []byte) error { return k.c.schema("Envelope", body) }
+
+func (c *contract) schema(name string, body []byte) error {
 	v, err := decode(body)
 	if err != nil {
 		return err
 	}
-	return k.c.envelope.VisitJSON(v)
+	ref, ok := c.doc.Components.Schemas[name]
+	if !ok {
+		return fmt.Errorf("api/openapi.yaml has no schema %q", name)
+	}
+	return ref.Value.VisitJSON(v)
+}
+
+// CheckSchema checks a JSON body (an event of a stream, say) against a
+// named schema of the contract.
+func CheckSchema(t testing.TB, name string, body []byte) {
+	t.Helper()
+	c, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.schema(name, body); err != nil {
+		t.Errorf("%s breaks schema %s of api/openapi.yaml: %v", body, name, err)
+	}
 }
 
 func decode(body []byte) (any, error) {

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"toold/internal/confirm"
 	"toold/internal/registry"
 	"toold/internal/sanitize"
 	"toold/internal/strictjson"
@@ -38,6 +39,13 @@ type Request struct {
 	Allowed func(tool string) bool
 	// Timeout, when positive, shortens (never lengthens) the tool's timeout.
 	Timeout time.Duration
+	// ConfirmToken answers a confirmation challenge for a tool that
+	// requires one.
+	ConfirmToken string
+	// OnStart, when set, is called once the call is admitted and the tool
+	// is about to run (streaming transports open their stream there, so a
+	// refusal can still be answered with a plain status).
+	OnStart func()
 	// Emit, when set, receives streamed output (already sanitized).
 	Emit func(tools.Chunk)
 }
@@ -71,7 +79,10 @@ type Options struct {
 	Sanitizer Sanitizer
 	Limiter   Limiter
 	Observers []Observer
-	Logger    *zap.Logger
+	// Confirm issues and checks confirmation tokens; nil makes a gate with
+	// a random secret (tokens valid on this replica only).
+	Confirm *confirm.Gate
+	Logger  *zap.Logger
 	// MaxDepth bounds argument nesting (default strictjson.DefaultMaxDepth).
 	MaxDepth int
 	// StuckAfter is how long a tool may outlive its cancelled context
@@ -96,6 +107,9 @@ func New(opts Options) (*Dispatcher, error) {
 	if opts.StuckAfter <= 0 {
 		opts.StuckAfter = time.Second
 	}
+	if opts.Confirm == nil {
+		opts.Confirm = confirm.New(nil, 0)
+	}
 	return &Dispatcher{opts: opts, log: opts.Logger}, nil
 }
 
@@ -107,7 +121,8 @@ type call struct {
 	req   *Request
 	entry *registry.Entry
 	env   *Envelope
-	args  json.RawMessage
+	args  json.RawMessage // what the tool receives
+	tree  any             // the same, decoded
 }
 
 // Execute runs one call through every step and returns its envelope, never
@@ -141,6 +156,9 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 			WithCode("forbidden").WithSuggestion("use a tool listed by GET /tools for this key, or ask the operator to extend the key's tool patterns")
 	}
 	if err := d.prepare(ctx, c); err != nil {
+		return StatusRejected, err
+	}
+	if err := d.confirmed(c); err != nil {
 		return StatusRejected, err
 	}
 	timeout := entry.Spec.Limits.Timeout
@@ -204,9 +222,45 @@ func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
 			return fmt.Errorf("re-encoding sanitized arguments: %w", err)
 		}
 	}
-	c.args = body
+	c.args, c.tree = body, clean
 	return nil
 }
+
+// confirmed passes calls of tools that need no confirmation, and calls that
+// carry a valid token for exactly this caller, tool and arguments; any other
+// call is answered with a fresh challenge.
+func (d *Dispatcher) confirmed(c *call) error {
+	if !c.entry.Spec.RequiresConfirmation {
+		return nil
+	}
+	canonical, err := json.Marshal(c.tree) // map keys sorted: key order and spacing do not matter
+	if err != nil {
+		return err
+	}
+	name, gate := c.entry.Spec.Name, d.opts.Confirm
+	e := tools.Errorf(tools.ConfirmationRequired, "the tool %q changes things and needs a person to confirm this exact call", name)
+	if c.req.ConfirmToken != "" {
+		err := gate.Check(c.req.Caller, name, canonical, c.req.ConfirmToken)
+		if err == nil {
+			return nil
+		}
+		e = tools.Errorf(tools.ConfirmationRequired, "%v; a new token for this call is attached", err).WithCode("token_refused")
+	}
+	token, exp := gate.Issue(c.req.Caller, name, canonical)
+	e.Suggestion = "show the call to a person; if they approve, send the same call again within " +
+		time.Until(exp).Round(time.Second).String() + " with the header Toold-Confirm: <error.confirm_token>"
+	return &confirmation{err: e, token: token, expires: exp}
+}
+
+// confirmation is a challenge: the error and the token that answers it.
+type confirmation struct {
+	err     *tools.Error
+	token   string
+	expires time.Time
+}
+
+func (c *confirmation) Error() string { return c.err.Error() }
+func (c *confirmation) Unwrap() error { return c.err }
 
 // unwrap returns the inner object of {"arguments": {...}}.
 func unwrap(v any, allowed bool) (any, bool) {
@@ -243,7 +297,7 @@ func (d *Dispatcher) admitFailure(ctx context.Context, err error, timeout time.D
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return StatusTimeout, timeoutError(timeout, "while waiting for a free slot")
 	}
-	return StatusError, cancelled(err)
+	return cancelled(ctx, StatusRejected)
 }
 
 func timeoutError(timeout time.Duration, when string) *tools.Error {
@@ -251,8 +305,15 @@ func timeoutError(timeout time.Duration, when string) *tools.Error {
 		WithSuggestion("retry later, narrow the request, or ask for a shorter operation")
 }
 
-func cancelled(err error) *tools.Error {
-	return tools.Errorf(tools.SystemError, "the call was cancelled by its caller").WithCode("cancelled").Wrap(err)
+// cancelled explains a cancelled call. A cause that is a *tools.Error (the
+// server's drain gives one) is the answer, with the status the call has
+// reached (rejected while queued, error once running); otherwise the caller
+// went away.
+func cancelled(ctx context.Context, reached Status) (Status, error) {
+	if te, ok := tools.AsError(context.Cause(ctx)); ok {
+		return reached, te
+	}
+	return StatusError, tools.Errorf(tools.SystemError, "the call was cancelled by its caller").WithCode("cancelled").Wrap(ctx.Err())
 }
 
 type outcome struct {
@@ -270,6 +331,9 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		emit, flush = d.opts.Sanitizer.Stream(&c.entry.Spec, emit)
 	}
 	tc := tools.NewCall(c.args, c.req.RequestID, c.req.Caller, emit)
+	if c.req.OnStart != nil {
+		c.req.OnStart()
+	}
 	done := make(chan outcome, 1)
 	start := time.Now()
 	go func() {
@@ -287,7 +351,8 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, StatusTimeout, timeoutError(timeout, "while running")
 		}
-		return nil, StatusError, cancelled(ctx.Err())
+		status, err := cancelled(ctx, StatusError)
+		return nil, status, err
 	}
 }
 
@@ -378,6 +443,10 @@ func (d *Dispatcher) failure(c *call, status Status, err error) {
 		d.log.Error("tool system error", zap.String("tool", c.req.Tool), zap.String("request_id", c.req.RequestID), zap.Error(err))
 	}
 	c.env.fail(status, te)
+	var ch *confirmation
+	if errors.As(err, &ch) {
+		c.env.Error.ConfirmToken, c.env.Error.ConfirmExpiresAt = ch.token, ch.expires.UTC().Format(time.RFC3339)
+	}
 	if te.Kind == tools.ValidationError && c.entry != nil {
 		c.env.Error.Example = c.entry.Example()
 	}

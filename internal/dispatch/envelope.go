@@ -57,6 +57,11 @@ type ErrorBody struct {
 	Example      json.RawMessage `json:"example,omitempty"`
 	Retryable    bool            `json:"retryable"`
 	RetryAfterMS int64           `json:"retry_after_ms,omitempty"`
+	// ConfirmToken answers a confirmation_required error: send the same
+	// call again with the header Toold-Confirm set to it, before
+	// ConfirmExpiresAt (RFC 3339).
+	ConfirmToken     string `json:"confirm_token,omitempty"`
+	ConfirmExpiresAt string `json:"confirm_expires_at,omitempty"`
 
 	cause error // logged, never sent
 }

@@ -113,9 +113,22 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	}
 	p := principal(r)
 	req := &dispatch.Request{Tool: name, Body: body, Unwrap: true, RequestID: ri.id, Caller: p.Name,
-		Allowed: p.Allows, Timeout: timeout}
+		Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm")}
+	if !wantsStream(r) {
+		s.writeEnvelope(w, r, s.opts.Dispatcher.Execute(r.Context(), req))
+		return
+	}
+	stream := newEventStream(w)
+	req.OnStart = func() { stream.open(ri.id, name) }
+	req.Emit = stream.output
 	env := s.opts.Dispatcher.Execute(r.Context(), req)
-	s.writeEnvelope(w, r, env)
+	ri.outcome = string(env.Status)
+	if env.Error != nil {
+		ri.errType = string(env.Error.Type)
+	}
+	if !stream.finish(env) {
+		s.writeEnvelope(w, r, env)
+	}
 }
 
 // readBody enforces the transport rules: a JSON content type (charset, if
