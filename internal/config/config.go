@@ -11,9 +11,9 @@ import (
 // Config is toold's configuration.
 type Config struct {
 	// Listen is the API's address. Without auth keys it must be loopback.
-	Listen string `yaml:"listen" validate:"required,hostname_port"`
+	Listen string `yaml:"listen" validate:"required,listen_addr"`
 	// AdminListen serves /metrics and pprof; empty disables it.
-	AdminListen string `yaml:"admin_listen" validate:"omitempty,hostname_port"`
+	AdminListen string `yaml:"admin_listen" validate:"omitempty,listen_addr"`
 	// Workspace is the directory the file tools are confined to.
 	Workspace string `yaml:"workspace" validate:"required"`
 	LogLevel  string `yaml:"log_level" validate:"oneof=debug info warn error"`
@@ -39,6 +39,23 @@ type ServerConfig struct {
 	// AllowedHosts are accepted Host headers besides loopback names when
 	// no keys are configured.
 	AllowedHosts []string `yaml:"allowed_hosts" validate:"dive,required"`
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout bound slow clients.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" validate:"gte=0"`
+	ReadTimeout       time.Duration `yaml:"read_timeout" validate:"gte=0"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout" validate:"gte=0"`
+	// WriteTimeout must outlast the longest tool timeout; toold raises a
+	// shorter value to that timeout plus 10s so no envelope is cut off.
+	WriteTimeout time.Duration `yaml:"write_timeout" validate:"gte=0"`
+	// MaxHeaderBytes caps request headers.
+	MaxHeaderBytes int `yaml:"max_header_bytes" validate:"gte=0,lte=16777216"`
+	// MaxConnections caps concurrent connections; further ones wait in
+	// the kernel's accept queue. 0 means no cap.
+	MaxConnections int `yaml:"max_connections" validate:"gte=0"`
+	// GlobalCap bounds the calls accepted (running plus queued) over all
+	// tools together; 0 means only the per-tool bulkheads apply.
+	GlobalCap int `yaml:"global_cap" validate:"gte=0"`
+	// DrainGrace is how long accepted calls may finish after SIGTERM.
+	DrainGrace time.Duration `yaml:"drain_grace" validate:"gte=0"`
 }
 
 // AuthConfig lists the API keys.

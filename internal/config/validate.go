@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
@@ -21,6 +22,11 @@ func (c *Config) Validate() error {
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		return name
+	})
+	_ = v.RegisterValidation("listen_addr", func(fl validator.FieldLevel) bool {
+		_, port, err := net.SplitHostPort(fl.Field().String())
+		n, perr := strconv.Atoi(port)
+		return err == nil && perr == nil && n >= 0 && n <= 65535
 	})
 	_ = v.RegisterValidation("tool_name", func(fl validator.FieldLevel) bool {
 		return tools.NamePattern.MatchString(fl.Field().String())
@@ -103,7 +109,7 @@ func ruleMessage(fe validator.FieldError) string {
 	switch fe.Tag() {
 	case "required":
 		return "is required"
-	case "hostname_port":
+	case "listen_addr":
 		return fmt.Sprintf("%q is not a host:port address", fe.Value())
 	case "oneof":
 		return fmt.Sprintf("%q is not one of: %s", fe.Value(), strings.Join(strings.Fields(p), ", "))
