@@ -11,6 +11,7 @@ import (
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	ready    prometheus.Gauge
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -25,6 +26,8 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Help:    "HTTP request duration by method and route pattern.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}},
 			[]string{"method", "route"}),
+		ready: f.NewGauge(prometheus.GaugeOpts{Name: "toold_ready",
+			Help: "1 while toold accepts calls, 0 once it is draining."}),
 	}
 }
 

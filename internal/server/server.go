@@ -66,6 +66,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, metrics: newHTTPMetrics(opts.Registerer),
 		origins: set(opts.AllowedOrigins), hosts: set(opts.AllowedHosts)}
 	s.router = s.routes()
+	s.metrics.ready.Set(1)
 	return s, nil
 }
 
@@ -82,7 +83,10 @@ func (s *Server) Handler() http.Handler { return s.router }
 
 // Drain turns readiness off and refuses new executions with 503 draining;
 // calls already accepted carry on.
-func (s *Server) Drain() { s.draining.Store(true) }
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	s.metrics.ready.Set(0)
+}
 
 // Draining reports whether Drain was called.
 func (s *Server) Draining() bool { return s.draining.Load() }
