@@ -1,0 +1,37 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"toold/internal/tools"
+)
+
+// BenchmarkReadFile4KiB measures read_file on a 4 KiB text file through
+// Execute, as the dispatcher calls it (argument decoding and validation
+// included).
+func BenchmarkReadFile4KiB(b *testing.B) {
+	tw := newTestWS(b, Options{})
+	var sb strings.Builder
+	for i := 0; sb.Len() < 4096-64; i++ {
+		fmt.Fprintf(&sb, "line %04d: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	content := sb.String() + strings.Repeat("x", 4096-sb.Len()-1) + "\n"
+	tw.write(b, map[string]string{"f.txt": content})
+	tl := tw.tool(b, "read_file")
+	call := tools.NewCall([]byte(`{"paths":["f.txt"]}`), "req-1", "bench", nil)
+	ctx := context.Background()
+	b.SetBytes(int64(len(content)))
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := tl.Execute(ctx, call)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.(readResult).Files[0].SizeBytes != 4096 {
+			b.Fatal("wrong size")
+		}
+	}
+}

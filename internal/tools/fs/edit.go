@@ -1,0 +1,102 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"unicode/utf8"
+
+	"toold/internal/tools"
+)
+
+type editArgs struct {
+	Path                string `json:"path" desc:"File to edit, relative to the workspace root." validate:"min=1"`
+	OldString           string `json:"old_string" desc:"Exact text to replace, byte for byte with its whitespace and indentation, without read_file's line-number prefixes." validate:"min=1"`
+	NewString           string `json:"new_string" desc:"Text to put in its place; empty deletes old_string."`
+	ExpectedOccurrences int    `json:"expected_occurrences,omitempty" default:"1" desc:"How many times old_string occurs; the edit is refused if the count differs. All occurrences are replaced." validate:"omitempty,min=1"`
+	ExpectedSHA256      string `json:"expected_sha256" desc:"Hex SHA-256 of the file's current content, as read_file returned it." validate:"len=64,hexadecimal"`
+}
+
+type editResult struct {
+	Path         string `json:"path" desc:"The file edited, relative to the workspace root."`
+	Replacements int    `json:"replacements" desc:"Occurrences replaced."`
+	SHA256       string `json:"sha256" desc:"Hex SHA-256 of the new content; pass it to the next edit."`
+}
+
+func (w *Workspace) editFileTool() tools.Tool {
+	return tools.Typed(tools.Spec{
+		Name:        "edit_file",
+		Category:    tools.Direct,
+		Description: "Change a text file in the workspace by replacing exact occurrences of a string.",
+		Instructions: "Use edit_file for targeted changes to a file you have read: copy old_string exactly " +
+			"from read_file's content (without the line number and tab in front of each line), with enough " +
+			"surrounding lines to be unique. Pass the file's sha256 from read_file as expected_sha256; if the " +
+			"file changed since, the edit is refused with code conflict and you must read it again. Every " +
+			"occurrence is replaced, and the count must equal expected_occurrences (default 1), so a snippet " +
+			"that appears more often than you thought is refused instead of changing the wrong place. Chain " +
+			"several edits by passing each result's sha256 to the next. To rewrite most of a file, use write_file.",
+		Returns: "path, replacements made, and sha256 of the new content.",
+		Examples: []tools.Example{
+			{Description: "rename a function call", Arguments: []byte(`{"path":"src/main.go","old_string":"\tlog.Print(msg)\n","new_string":"\tlogger.Info(msg)\n","expected_sha256":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}`)},
+			{Description: "replace every occurrence of a constant", Arguments: []byte(`{"path":"config.yaml","old_string":"timeout: 5s","new_string":"timeout: 10s","expected_occurrences":3,"expected_sha256":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}`)},
+		},
+	}, w.editFile)
+}
+
+func (w *Workspace) editFile(ctx context.Context, _ *tools.Call, in editArgs) (editResult, error) {
+	rel, err := w.writablePath(in.Path, 0)
+	if err != nil {
+		return editResult{}, err
+	}
+	if in.OldString == in.NewString {
+		return editResult{}, tools.NewUserError("old_string and new_string are the same, so the edit would change nothing").
+			WithCode("no_change").WithSuggestion("put the replacement text in new_string")
+	}
+	unlock, err := w.lockFor(rel)
+	if err != nil {
+		return editResult{}, err
+	}
+	defer unlock()
+	cur, err := w.inspect(rel, true)
+	switch {
+	case err != nil:
+		return editResult{}, err
+	case !cur.exists:
+		return editResult{}, w.notFound(rel)
+	}
+	if err := checkExpected(rel, cur, in.ExpectedSHA256); err != nil {
+		return editResult{}, err
+	}
+	if bytes.IndexByte(cur.data[:min(len(cur.data), binarySniffBytes)], 0) >= 0 || !utf8.Valid(cur.data) {
+		return editResult{}, tools.NewUserError("%s looks like a binary file; edit_file changes text files only", show(rel)).
+			WithCode("binary_file").WithSuggestion("pick a text file")
+	}
+	want := max(in.ExpectedOccurrences, 1)
+	old := []byte(in.OldString)
+	if n := bytes.Count(cur.data, old); n != want {
+		return editResult{}, occurrenceMismatch(rel, n, want)
+	}
+	data := bytes.ReplaceAll(cur.data, old, []byte(in.NewString))
+	if _, err := w.writablePath(rel, len(data)); err != nil {
+		return editResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return editResult{}, err
+	}
+	if err := w.replaceFile(rel, data, cur.perm); err != nil {
+		return editResult{}, err
+	}
+	sum := sha256.Sum256(data)
+	return editResult{Path: rel, Replacements: want, SHA256: hex.EncodeToString(sum[:])}, nil
+}
+
+func occurrenceMismatch(rel string, found, want int) error {
+	e := tools.NewUserError("old_string occurs %d time(s) in %s, but expected_occurrences is %d; nothing was changed", found, show(rel), want).
+		WithCode("occurrence_mismatch")
+	if found == 0 {
+		return e.WithSuggestion("copy old_string exactly from read_file's content, without the line-number prefix and tab, " +
+			"with the same whitespace and indentation")
+	}
+	return e.WithSuggestion("add surrounding lines to old_string until it is unique, or set expected_occurrences to %d to replace them all", found)
+}
