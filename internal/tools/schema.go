@@ -219,6 +219,8 @@ func applyRule(s *node, typ, name, param string) {
 		s.set("uniqueItems", true)
 	case formats[name] != "" && typ == "string":
 		s.set("format", formats[name])
+	case name == "hexadecimal" && typ == "string":
+		s.set("pattern", "^(0[xX])?[0-9a-fA-F]+$")
 	}
 }
 

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -47,7 +48,38 @@ func Typed[In, Out any](spec Spec, fn TypedFunc[In, Out]) Tool {
 		}
 		return name
 	})
-	return &typed[In, Out]{spec: spec, fn: fn, validate: v, check: isStruct(in)}
+	return &typed[In, Out]{spec: spec, fn: fn, validate: v, check: isStruct(in), defaults: defaultsOf(in)}
+}
+
+// fieldDefault is a top-level field's default, applied when the caller
+// leaves the field out: the schema documents it, so the tool must see it.
+type fieldDefault struct {
+	name  string
+	index []int
+	value []byte // JSON
+}
+
+func defaultsOf(t reflect.Type) []fieldDefault {
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []fieldDefault
+	for _, f := range reflect.VisibleFields(t) {
+		d, ok := f.Tag.Lookup("default")
+		if !ok || !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		v := []byte(d)
+		if !json.Valid(v) {
+			v, _ = json.Marshal(d) // a bare string
+		}
+		out = append(out, fieldDefault{name: name, index: f.Index, value: v})
+	}
+	return out
 }
 
 func isStruct(t reflect.Type) bool {
@@ -62,6 +94,7 @@ type typed[In, Out any] struct {
 	fn       TypedFunc[In, Out]
 	validate *validator.Validate
 	check    bool
+	defaults []fieldDefault
 }
 
 func (t *typed[In, Out]) Spec() Spec { return t.spec }
@@ -71,12 +104,35 @@ func (t *typed[In, Out]) Execute(ctx context.Context, call *Call) (any, error) {
 	if err := call.Decode(&in); err != nil {
 		return nil, err
 	}
+	if err := t.applyDefaults(call.Args, &in); err != nil {
+		return nil, err
+	}
 	if t.check {
 		if err := t.validate.StructCtx(ctx, &in); err != nil {
 			return nil, validationFailure(err)
 		}
 	}
 	return t.fn(ctx, call, in)
+}
+
+func (t *typed[In, Out]) applyDefaults(args json.RawMessage, in *In) error {
+	if len(t.defaults) == 0 {
+		return nil
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(args, &present); err != nil {
+		return Errorf(ValidationError, "arguments must be a JSON object")
+	}
+	v := reflect.ValueOf(in).Elem()
+	for _, d := range t.defaults {
+		if _, ok := present[d.name]; ok {
+			continue
+		}
+		if err := json.Unmarshal(d.value, v.FieldByIndex(d.index).Addr().Interface()); err != nil {
+			return Errorf(SystemError, "the default of %s does not fit its field", d.name).Wrap(err)
+		}
+	}
+	return nil
 }
 
 func validationFailure(err error) error {
