@@ -90,11 +90,12 @@ type Tool struct {
 
 // FSConfig bounds the file tools; zero fields take the tools' defaults.
 type FSConfig struct {
-	MaxReadBytes  int   `yaml:"max_read_bytes" validate:"gte=0"`
-	MaxFileBytes  int64 `yaml:"max_file_bytes" validate:"gte=0"`
-	MaxEntries    int   `yaml:"max_entries" validate:"gte=0"`
-	MaxMatches    int   `yaml:"max_matches" validate:"gte=0"`
-	MaxWriteBytes int   `yaml:"max_write_bytes" validate:"gte=0"`
+	MaxReadBytes      int   `yaml:"max_read_bytes" validate:"gte=0"`
+	MaxTotalReadBytes int   `yaml:"max_total_read_bytes" validate:"gte=0"`
+	MaxFileBytes      int64 `yaml:"max_file_bytes" validate:"gte=0"`
+	MaxEntries        int   `yaml:"max_entries" validate:"gte=0"`
+	MaxMatches        int   `yaml:"max_matches" validate:"gte=0"`
+	MaxWriteBytes     int   `yaml:"max_write_bytes" validate:"gte=0"`
 }
 
 // Enabled reports whether the named tool is on, given its default.

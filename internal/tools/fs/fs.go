@@ -23,6 +23,10 @@ type Options struct {
 	// MaxReadBytes is how many bytes of numbered content read_file returns
 	// per file (default 256 KiB).
 	MaxReadBytes int
+	// MaxTotalReadBytes is how many bytes of content one read_file call
+	// returns over all its files (default 512 KiB), so a many-file read
+	// stays under the output sanitizer's 1 MiB cap with JSON escaping.
+	MaxTotalReadBytes int
 	// MaxFileBytes is the largest file read_file, grep and edit_file open,
 	// and the largest file write_file will replace (default 16 MiB).
 	MaxFileBytes int64
@@ -38,6 +42,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.MaxReadBytes <= 0 {
 		o.MaxReadBytes = 256 << 10
+	}
+	if o.MaxTotalReadBytes <= 0 {
+		o.MaxTotalReadBytes = 512 << 10
 	}
 	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = 16 << 20

@@ -90,11 +90,23 @@ func (w *Workspace) readFiles(ctx context.Context, _ *tools.Call, in readArgs) (
 	}
 	res := readResult{Files: make([]fileContent, 0, len(rels))}
 	var first *tools.Error
+	left := w.opts.MaxTotalReadBytes
 	for _, rel := range rels {
 		if err := ctx.Err(); err != nil {
 			return readResult{}, err
 		}
-		c, err := w.readOne(rel, max(in.Offset, 1), in.Limit)
+		var c fileContent
+		var err error
+		spent := left <= 0
+		if !spent {
+			c, err = w.readOne(rel, max(in.Offset, 1), in.Limit, min(left, w.opts.MaxReadBytes))
+			left -= len(c.Content)
+			spent = err == nil && c.Truncated && c.StartLine == 0 // not one line fit in what was left
+		}
+		if spent {
+			err = tools.NewUserError("%s was not read: this call already returned its limit of %d bytes", show(rel), w.opts.MaxTotalReadBytes).
+				WithCode("read_budget").WithSuggestion("read the remaining files in another call")
+		}
 		if err != nil {
 			te, ok := tools.AsError(err)
 			if !ok || te.Kind == tools.SecurityError {
@@ -131,7 +143,7 @@ func allFailed(first *tools.Error, errs []pathError) error {
 
 // readOne streams one file once: every byte goes through the hash, only the
 // requested lines within the byte cap are kept.
-func (w *Workspace) readOne(rel string, offset, limit int) (fileContent, error) {
+func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent, error) {
 	f, info, err := w.openRegular(rel)
 	if err != nil {
 		return fileContent{}, err
@@ -143,7 +155,6 @@ func (w *Workspace) readOne(rel string, offset, limit int) (fileContent, error) 
 	h := sha256.New()
 	lr := &io.LimitedReader{R: f, N: w.opts.MaxFileBytes + 1} // the file may grow after fstat
 	c := fileContent{Path: rel}
-	budget := w.opts.MaxReadBytes
 	out := make([]byte, 0, min(int(info.Size())+int(info.Size())/4+64, budget))
 	var notes []string
 	total, err := scanLines(io.TeeReader(lr, h), bufSize(info.Size()), func(n int, line []byte) bool {

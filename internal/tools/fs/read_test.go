@@ -154,3 +154,24 @@ func TestReadFileErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestReadTotalBudget: one call returns at most MaxTotalReadBytes over all
+// its files; files past the budget are reported, not silently dropped.
+func TestReadTotalBudget(t *testing.T) {
+	tw := newTestWS(t, Options{MaxReadBytes: 100, MaxTotalReadBytes: 150})
+	line := strings.Repeat("x", 40) + "\n"
+	tw.write(t, map[string]string{"a.txt": line + line, "b.txt": line + line, "c.txt": line})
+	out, err := tw.exec(t, "read_file", `{"paths":["a.txt","b.txt","c.txt"]}`)
+	mustOK(t, err)
+	res := out.(readResult)
+	total := 0
+	for _, f := range res.Files {
+		total += len(f.Content)
+	}
+	if total > 150 {
+		t.Errorf("returned %d bytes over a 150-byte budget", total)
+	}
+	if len(res.Errors) == 0 || res.Errors[len(res.Errors)-1].Code != "read_budget" {
+		t.Errorf("files past the budget not reported: %+v", res.Errors)
+	}
+}
