@@ -76,8 +76,9 @@ type Limits struct {
 	Target      time.Duration `yaml:"target" validate:"gte=0"`
 	Max         time.Duration `yaml:"max" validate:"gte=0"`
 	MaxInFlight int           `yaml:"max_in_flight" validate:"gte=0,lte=100000"`
-	MaxQueue    int           `yaml:"max_queue" validate:"gte=0,lte=1000000"`
-	QueueWait   time.Duration `yaml:"queue_wait" validate:"gte=0"`
+	// MaxQueue: absent inherits; 0 means no queue (refuse at once).
+	MaxQueue  *int          `yaml:"max_queue" validate:"omitempty,gte=0,lte=1000000"`
+	QueueWait time.Duration `yaml:"queue_wait" validate:"gte=0"`
 }
 
 // Tool adjusts one tool.

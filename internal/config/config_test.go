@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"toold/internal/tools"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -57,7 +59,7 @@ server:
 	if got := c.Tools["write_file"].Limits; got.Timeout != 2*time.Second || got.MaxInFlight != 3 {
 		t.Errorf("tool limits: %+v", got)
 	}
-	if c.Categories["direct"].MaxQueue != 5 || c.AdminListen != "127.0.0.1:9090" {
+	if q := c.Categories["direct"].MaxQueue; q == nil || *q != 5 || c.AdminListen != "127.0.0.1:9090" {
 		t.Errorf("categories %+v admin %q", c.Categories, c.AdminListen)
 	}
 }
@@ -225,4 +227,17 @@ func FuzzParse(f *testing.F) {
 			_ = c.Validate()
 		}
 	})
+}
+
+func TestMaxQueueZeroMeansNoQueue(t *testing.T) {
+	c, err := Load(write(t, "tools:\n  grep: {limits: {max_queue: 0}}\n  read_file: {limits: {max_in_flight: 2}}\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Tools["grep"].Limits.ToolLimits().MaxQueue; got != tools.NoQueue {
+		t.Errorf("max_queue: 0 became %d, want NoQueue", got)
+	}
+	if got := c.Tools["read_file"].Limits.ToolLimits().MaxQueue; got != 0 {
+		t.Errorf("absent max_queue became %d, want 0 (inherit)", got)
+	}
 }

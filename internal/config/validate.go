@@ -77,8 +77,14 @@ func (l Limits) coherent() error {
 func (l Limits) ToolLimits() tools.Limits { return limits(l) }
 
 func limits(l Limits) tools.Limits {
-	return tools.Limits{Timeout: l.Timeout, Target: l.Target, Max: l.Max,
-		MaxInFlight: l.MaxInFlight, MaxQueue: l.MaxQueue, QueueWait: l.QueueWait}
+	t := tools.Limits{Timeout: l.Timeout, Target: l.Target, Max: l.Max, MaxInFlight: l.MaxInFlight, QueueWait: l.QueueWait}
+	if l.MaxQueue != nil {
+		t.MaxQueue = *l.MaxQueue
+		if t.MaxQueue == 0 {
+			t.MaxQueue = tools.NoQueue
+		}
+	}
+	return t
 }
 
 // loopback reports whether a listen address binds loopback only. An empty

@@ -43,12 +43,12 @@ func (b *bulkhead) admit(ctx context.Context) (func(), error) {
 		b.inFlight.Inc()
 		return b.releaser(), nil
 	}
-	if b.waiters.Len() >= b.limits.MaxQueue {
+	if b.waiters.Len() >= b.limits.Queue() {
 		pos := b.waiters.Len() + 1
 		b.mu.Unlock()
 		b.rejected(ReasonQueueFull)
 		return nil, overload(ReasonQueueFull, fmt.Sprintf("the tool is at capacity: %d running and %d queued",
-			b.limits.MaxInFlight, b.limits.MaxQueue), b.retryAfter(pos))
+			b.limits.MaxInFlight, b.limits.Queue()), b.retryAfter(pos))
 	}
 	w := &waiter{ready: make(chan struct{})}
 	el := b.waiters.PushBack(w)

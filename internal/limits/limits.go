@@ -89,7 +89,7 @@ func (l *Limiter) bulkhead(e *registry.Entry) *bulkhead {
 			inFlight: l.inFlight.WithLabelValues(name), queued: l.queued.WithLabelValues(name)}
 		b.rejected = func(reason string) { l.rejected.WithLabelValues(name, reason).Inc() }
 		l.capacity.WithLabelValues(name, "in_flight").Set(float64(lim.MaxInFlight))
-		l.capacity.WithLabelValues(name, "queue").Set(float64(lim.MaxQueue))
+		l.capacity.WithLabelValues(name, "queue").Set(float64(lim.Queue()))
 		for _, r := range []string{ReasonQueueFull, ReasonQueueTimeout, ReasonGlobalCap, ReasonCancelled, ReasonDeadline} {
 			l.rejected.WithLabelValues(name, r)
 		}
@@ -108,7 +108,7 @@ func (l *Limiter) Admit(ctx context.Context, e *registry.Entry) (func(), error) 
 		if l.global.Add(1) > l.cap {
 			l.global.Add(-1)
 			b.rejected(ReasonGlobalCap)
-			return nil, overload(ReasonGlobalCap, "toold is at its global capacity", b.retryAfter(b.limits.MaxQueue+1))
+			return nil, overload(ReasonGlobalCap, "toold is at its global capacity", b.retryAfter(b.limits.Queue()+1))
 		}
 	}
 	release, err := b.admit(ctx)

@@ -18,7 +18,7 @@ import (
 
 type spec tools.Spec
 
-func (s spec) Spec() tools.Spec                                   { return tools.Spec(s) }
+func (s spec) Spec() tools.Spec                                { return tools.Spec(s) }
 func (spec) Execute(context.Context, *tools.Call) (any, error) { return nil, nil }
 
 func entry(t testing.TB, n, m int, wait time.Duration) *registry.Entry {

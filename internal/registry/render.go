@@ -87,7 +87,7 @@ func (e *Entry) Item() Item {
 	it := Item{Name: s.Name, Description: s.Description, Instructions: s.Instructions, Returns: s.Returns,
 		Category: string(s.Category), Parameters: s.Parameters, Output: s.Output,
 		RequiresConfirmation: s.RequiresConfirmation, Containment: s.Containment,
-		Limits:  LimitsItem{ms(l.Timeout), ms(l.QueueWait), l.MaxInFlight, l.MaxQueue},
+		Limits:  LimitsItem{ms(l.Timeout), ms(l.QueueWait), l.MaxInFlight, l.Queue()},
 		Targets: TargetsItem{ms(l.Target), ms(l.Max)}}
 	for _, ex := range s.Examples {
 		it.Examples = append(it.Examples, exampleItem(ex))

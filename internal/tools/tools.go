@@ -102,12 +102,20 @@ type Limits struct {
 	// exported as metrics and drive alerts, not enforced.
 	Target time.Duration
 	Max    time.Duration
-	// MaxInFlight executions run at once; MaxQueue more may wait.
+	// MaxInFlight executions run at once; MaxQueue more may wait
+	// (NoQueue for none: zero means inherit).
 	MaxInFlight int
 	MaxQueue    int
 	// QueueWait bounds how long a call may wait for a slot.
 	QueueWait time.Duration
 }
+
+// NoQueue as MaxQueue means calls never wait: beyond MaxInFlight they are
+// refused at once. (Zero cannot say it: zero inherits.)
+const NoQueue = -1
+
+// Queue is the number of calls that may wait.
+func (l Limits) Queue() int { return max(l.MaxQueue, 0) }
 
 // Merge returns l with every zero field taken from d.
 func (l Limits) Merge(d Limits) Limits {
@@ -137,7 +145,7 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("timeout must be positive")
 	case l.MaxInFlight <= 0:
 		return fmt.Errorf("max_in_flight must be positive")
-	case l.MaxQueue < 0:
+	case l.MaxQueue < 0 && l.MaxQueue != NoQueue:
 		return fmt.Errorf("max_queue must not be negative")
 	case l.Target > l.Max:
 		return fmt.Errorf("target %v is above max %v", l.Target, l.Max)
