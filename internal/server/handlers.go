@@ -94,13 +94,14 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	ri := info(r)
 	ri.tool = name
-	if s.Draining() {
+	if !s.admit() {
 		e := tools.Errorf(tools.OverloadError, "toold is shutting down and accepts no new calls").WithCode("draining").
 			WithSuggestion("retry against another replica, or after toold restarts")
 		e.RetryAfter = time.Second
 		s.refuse(w, r, name, dispatch.StatusRejected, e)
 		return
 	}
+	defer s.done()
 	body, terr := s.readBody(r)
 	if terr != nil {
 		s.refuse(w, r, name, dispatch.StatusRejected, terr)

@@ -62,7 +62,11 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	core, logs := observer.New(zap.DebugLevel)
 	log := zap.New(core)
 	lim := limits.New(limits.Options{})
-	disp, err := dispatch.New(dispatch.Options{Registry: reg, Limiter: lim, Sanitizer: sanitize.New(sanitize.Config{}),
+	san, err := sanitize.New(sanitize.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disp, err := dispatch.New(dispatch.Options{Registry: reg, Limiter: lim, Sanitizer: san,
 		Logger: log, StuckAfter: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

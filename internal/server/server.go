@@ -8,7 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,11 +43,16 @@ type Options struct {
 
 // Server serves the API; build it with New, serve Handler.
 type Server struct {
-	opts     Options
-	log      *zap.Logger
-	router   chi.Router
-	draining atomic.Bool
-	metrics  *httpMetrics
+	opts    Options
+	log     *zap.Logger
+	router  chi.Router
+	metrics *httpMetrics
+	// mu guards the drain state: executions in progress, and whether new
+	// ones are refused.
+	mu       sync.Mutex
+	draining bool
+	active   int
+	idle     chan struct{} // closed once draining with nothing active
 	origins  map[string]bool
 	hosts    map[string]bool
 }
@@ -64,7 +69,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = zap.NewNop()
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: newHTTPMetrics(opts.Registerer),
-		origins: set(opts.AllowedOrigins), hosts: set(opts.AllowedHosts)}
+		origins: set(opts.AllowedOrigins), hosts: set(opts.AllowedHosts), idle: make(chan struct{})}
 	s.router = s.routes()
 	s.metrics.ready.Set(1)
 	return s, nil
@@ -82,14 +87,52 @@ func set(list []string) map[string]bool {
 func (s *Server) Handler() http.Handler { return s.router }
 
 // Drain turns readiness off and refuses new executions with 503 draining;
-// calls already accepted carry on.
+// calls already accepted carry on. The server keeps serving meanwhile, so
+// probes see the 503 and late callers get an envelope telling them to go
+// elsewhere; Idle says when the accepted calls are done.
 func (s *Server) Drain() {
-	s.draining.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return
+	}
+	s.draining = true
 	s.metrics.ready.Set(0)
+	if s.active == 0 {
+		close(s.idle)
+	}
 }
 
 // Draining reports whether Drain was called.
-func (s *Server) Draining() bool { return s.draining.Load() }
+func (s *Server) Draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+// Idle is closed once the server is draining and no accepted execution is
+// still in progress.
+func (s *Server) Idle() <-chan struct{} { return s.idle }
+
+// admit counts an execution in, unless the server is draining.
+func (s *Server) admit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.active++
+	return true
+}
+
+func (s *Server) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.draining && s.active == 0 {
+		close(s.idle)
+	}
+}
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
