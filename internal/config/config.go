@@ -6,6 +6,8 @@ package config
 import (
 	_ "embed"
 	"time"
+
+	"toold/internal/tools/command"
 )
 
 // Config is toold's configuration.
@@ -26,6 +28,9 @@ type Config struct {
 	// Tools adjust built-in tools by name.
 	Tools map[string]Tool `yaml:"tools" validate:"dive,keys,tool_name,endkeys"`
 	FS    FSConfig        `yaml:"fs"`
+	// Commands are the system_command tools: declarative ones and
+	// execute_command (see internal/tools/command).
+	Commands command.Config `yaml:"commands"`
 }
 
 // ServerConfig tunes the HTTP server.
@@ -56,6 +61,11 @@ type ServerConfig struct {
 	GlobalCap int `yaml:"global_cap" validate:"gte=0"`
 	// DrainGrace is how long accepted calls may finish after SIGTERM.
 	DrainGrace time.Duration `yaml:"drain_grace" validate:"gte=0"`
+	// ConfirmSecret signs confirmation tokens. Replicas that share it
+	// accept each other's tokens; empty means a random secret per process
+	// (a token then works only on the replica that issued it). Give at
+	// least 32 characters, from a secret store: ${TOOLD_CONFIRM_SECRET}.
+	ConfirmSecret string `yaml:"confirm_secret" validate:"omitempty,min=32"`
 }
 
 // AuthConfig lists the API keys.

@@ -1,0 +1,212 @@
+package command
+
+import (
+	"time"
+)
+
+// Config is the `commands:` section of toold's configuration. Zero values
+// take the documented defaults, so an empty Config serves no tool at all
+// (execute_command is off unless enabled).
+type Config struct {
+	// Containment is the default isolation of every command tool:
+	// auto (default), none, namespaces or bwrap. See the package doc.
+	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
+	// RunAs is the unprivileged identity commands run as when toold is
+	// root (default 65534:65534, "nobody"). Ignored when toold is not root:
+	// a process cannot change its uid then.
+	RunAs RunAs `yaml:"run_as"`
+	// Rlimits are the defaults of every tool; a tool's own rlimits override
+	// them field by field.
+	Rlimits Rlimits `yaml:"rlimits"`
+	// MaxOutputBytes caps stdout and stderr each (default 1 MiB); a command
+	// that writes more is stopped.
+	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
+	// KillGrace is how long a command has between SIGTERM and SIGKILL when
+	// its call times out or is cancelled (default 500ms).
+	KillGrace time.Duration `yaml:"kill_grace" validate:"gte=0,lte=30s"`
+	// Bwrap is the bubblewrap binary (default: "bwrap" on PATH).
+	Bwrap string `yaml:"bwrap"`
+	// Tools are the declarative command tools.
+	Tools []ToolConfig `yaml:"tools" validate:"dive"`
+	// ExecuteCommand configures the general execute_command tool.
+	ExecuteCommand ExecConfig `yaml:"execute_command"`
+}
+
+// RunAs is a uid/gid pair; nil fields take 65534.
+type RunAs struct {
+	UID *int `yaml:"uid" validate:"omitempty,gte=0,lte=4294967294"`
+	GID *int `yaml:"gid" validate:"omitempty,gte=0,lte=4294967294"`
+}
+
+// Rlimits bound what one command may consume. Zero fields inherit (the
+// tool's from the section's, the section's from the defaults); -1 means
+// unlimited.
+type Rlimits struct {
+	// CPU is CPU time (default 30s): SIGXCPU at the limit, SIGKILL 1s later.
+	CPU time.Duration `yaml:"cpu" validate:"gte=-1"`
+	// AddressSpace is virtual memory in bytes (default 512 MiB).
+	AddressSpace int64 `yaml:"address_space" validate:"gte=-1"`
+	// FileSize is the largest file a command may write, in bytes
+	// (default 10 MiB): SIGXFSZ beyond it.
+	FileSize int64 `yaml:"file_size" validate:"gte=-1"`
+	// OpenFiles bounds file descriptors (default 1024).
+	OpenFiles int `yaml:"open_files" validate:"gte=-1,lte=1048576"`
+	// Processes bounds the processes of the uid commands run as (default
+	// 256). It holds only where commands run under a uid of their own:
+	// toold root with run_as (none, namespaces), or bwrap's user namespace.
+	Processes int `yaml:"processes" validate:"gte=-1,lte=1048576"`
+}
+
+// Limits override the system_command category's limits for one tool
+// (timeout 30s, target 1s, max 2s, 10 in flight, 100 queued); zero fields
+// inherit the category's.
+type Limits struct {
+	Timeout     time.Duration `yaml:"timeout" validate:"gte=0"`
+	Target      time.Duration `yaml:"target" validate:"gte=0"`
+	Max         time.Duration `yaml:"max" validate:"gte=0"`
+	MaxInFlight int           `yaml:"max_in_flight" validate:"gte=0,lte=100000"`
+	// MaxQueue: absent inherits; 0 means no queue (refuse at once).
+	MaxQueue  *int          `yaml:"max_queue" validate:"omitempty,gte=0,lte=1000000"`
+	QueueWait time.Duration `yaml:"queue_wait" validate:"gte=0"`
+}
+
+// Sandbox is the isolation settings a declarative tool and
+// execute_command share.
+type Sandbox struct {
+	// Containment overrides the section's default for this tool.
+	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
+	// Network lets the command reach the network. Off by default: under
+	// namespaces and bwrap the command then has no interface but a down
+	// loopback. Containment none cannot take the network away.
+	Network bool `yaml:"network"`
+	// WorkspaceWritable lets the command change the workspace. Off by
+	// default: under namespaces and bwrap the workspace is mounted
+	// read-only. Containment none relies on file permissions.
+	WorkspaceWritable bool `yaml:"workspace_writable"`
+	// ReadOnlyPaths are extra host paths bwrap binds read-only, for
+	// toolchains outside /usr (say /usr/local/go). Other modes see the
+	// host's file system anyway.
+	ReadOnlyPaths []string `yaml:"read_only_paths" validate:"dive,required"`
+	// EnvAllow names variables copied from toold's environment; nothing
+	// else is inherited.
+	EnvAllow []string `yaml:"env_allow" validate:"dive,required,excludesall=="`
+	// Env sets fixed variables (they win over EnvAllow).
+	Env map[string]string `yaml:"env" validate:"dive,keys,required,excludesall==,endkeys"`
+	// Rlimits override the section's.
+	Rlimits Rlimits `yaml:"rlimits"`
+	// MaxOutputBytes overrides the section's cap per stream.
+	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
+	// Limits override the category's execution limits.
+	Limits Limits `yaml:"limits"`
+}
+
+// ToolConfig declares one command tool.
+type ToolConfig struct {
+	// Name must match ^[a-zA-Z0-9_.-]{1,64}$ and be unique.
+	Name        string `yaml:"name" validate:"required"`
+	Description string `yaml:"description" validate:"required"`
+	// Instructions tell the model when and why to use the tool.
+	Instructions string `yaml:"instructions"`
+	// Parameters is the JSON Schema of the arguments, written as YAML. A
+	// top-level "default" of a property is applied before the argv is
+	// rendered. Default: no parameters.
+	Parameters map[string]any `yaml:"parameters"`
+	// Argv is the command line: the first element is the program (literal
+	// text, absolute or found on the tool's PATH); see Arg for the forms.
+	Argv []Arg `yaml:"argv" validate:"min=1"`
+	// Workdir is the working directory, relative to the workspace
+	// (default: the workspace itself).
+	Workdir string `yaml:"workdir"`
+	// Stdin names a string parameter fed to the command's standard input
+	// (default: /dev/null).
+	Stdin string `yaml:"stdin"`
+	// SuccessCodes are the exit codes that mean success (default [0]).
+	SuccessCodes []int `yaml:"success_codes" validate:"dive,gte=0,lte=255"`
+	// Output says how stdout is parsed into "parsed": text (default, not
+	// parsed), json (one JSON value) or lines (an array of lines).
+	Output string `yaml:"output" validate:"omitempty,oneof=text json lines"`
+	// RequiresConfirmation makes every call wait for the caller's
+	// confirmation.
+	RequiresConfirmation bool `yaml:"requires_confirmation"`
+	// Examples are argument objects shown to models; each must validate.
+	Examples []Example `yaml:"examples" validate:"dive"`
+	Sandbox  `yaml:"sandbox"`
+}
+
+// Example is one illustrative call of a declarative tool.
+type Example struct {
+	Description string         `yaml:"description"`
+	Arguments   map[string]any `yaml:"arguments" validate:"required"`
+}
+
+// ExecConfig configures execute_command, the general tool that runs a
+// program of an allow-list with arguments the model chooses.
+type ExecConfig struct {
+	// Enabled serves execute_command; it is off by default and always
+	// requires confirmation.
+	Enabled bool `yaml:"enabled"`
+	// MaxTimeout caps the call's "timeout" argument (default 30s).
+	MaxTimeout time.Duration `yaml:"max_timeout" validate:"gte=0"`
+	// Path lists the directories programs are looked up in (default
+	// /usr/local/bin, /usr/bin, /bin); it is also the command's PATH.
+	Path []string `yaml:"path" validate:"dive,required"`
+	// Programs is the allow-list, by the name a caller uses.
+	Programs map[string]ProgramRule `yaml:"programs" validate:"dive"`
+	Sandbox  `yaml:"sandbox"`
+}
+
+// ProgramRule is what execute_command allows for one program.
+type ProgramRule struct {
+	// Path is the program's absolute path (default: looked up in Path).
+	Path string `yaml:"path"`
+	// Subcommands, when set, are the only words allowed as the first
+	// argument (for git, go, ...); options before it are refused.
+	Subcommands []string `yaml:"subcommands" validate:"dive,required"`
+	// Options are the arguments starting with "-" a caller may pass: exact
+	// words, or prefixes ending in "=" ("--max-count=" allows any count).
+	// "*" allows every option. Anything else starting with "-" is refused.
+	Options []string `yaml:"options" validate:"dive,required"`
+	// EndOfOptions says the program understands "--": toold then puts the
+	// allowed options first and "--" before the operands, so an operand
+	// can never be read as an option. Without it an operand starting with
+	// "-" is refused.
+	EndOfOptions bool `yaml:"end_of_options"`
+}
+
+// Defaults of the package, documented on the fields above.
+const (
+	DefaultMaxOutputBytes = 1 << 20
+	DefaultKillGrace      = 500 * time.Millisecond
+	DefaultUID            = 65534
+	defaultCPU            = 30 * time.Second
+	defaultAddressSpace   = 512 << 20
+	defaultFileSize       = 10 << 20
+	defaultOpenFiles      = 1024
+	defaultProcesses      = 256
+	defaultPath           = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// merge returns r with every zero field taken from d.
+func (r Rlimits) merge(d Rlimits) Rlimits {
+	if r.CPU == 0 {
+		r.CPU = d.CPU
+	}
+	if r.AddressSpace == 0 {
+		r.AddressSpace = d.AddressSpace
+	}
+	if r.FileSize == 0 {
+		r.FileSize = d.FileSize
+	}
+	if r.OpenFiles == 0 {
+		r.OpenFiles = d.OpenFiles
+	}
+	if r.Processes == 0 {
+		r.Processes = d.Processes
+	}
+	return r
+}
+
+func defaultRlimits() Rlimits {
+	return Rlimits{CPU: defaultCPU, AddressSpace: defaultAddressSpace, FileSize: defaultFileSize,
+		OpenFiles: defaultOpenFiles, Processes: defaultProcesses}
+}

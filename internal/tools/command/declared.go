@@ -1,0 +1,215 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"toold/internal/tools"
+)
+
+// declared is a command tool from the configuration.
+type declared struct {
+	set       *Set
+	spec      tools.Spec
+	argv      *argv
+	dir       string
+	stdin     string
+	successes []int
+	output    string
+	sb        *sandbox
+	defaults  map[string]any
+}
+
+var _ tools.Tool = (*declared)(nil)
+
+// emptyParameters is the schema of a tool without parameters.
+var emptyParameters = []byte(`{"type":"object","properties":{},"additionalProperties":false}`)
+
+func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
+	if !tools.NamePattern.MatchString(tc.Name) {
+		return nil, fmt.Errorf("name must match %s", tools.NamePattern)
+	}
+	params := emptyParameters
+	if tc.Parameters != nil {
+		var err error
+		if params, err = json.Marshal(tc.Parameters); err != nil {
+			return nil, fmt.Errorf("parameters: %w", err)
+		}
+	}
+	known, err := propertyNames(params)
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	av, err := compileArgv(tc.Argv)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNames(tc, known); err != nil {
+		return nil, err
+	}
+	sb, err := s.sandbox(tc.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	if av.program, err = findProgram(av.program, envPath(sb.env)); err != nil {
+		return nil, err
+	}
+	dir, err := resolveDir(s.host.workspace, tc.Workdir)
+	if err != nil {
+		return nil, fmt.Errorf("workdir: %w", err)
+	}
+	defaults, err := schemaDefaults(params)
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	examples, err := examplesOf(tc.Examples)
+	if err != nil {
+		return nil, err
+	}
+	d := &declared{set: s, argv: av, dir: dir, stdin: tc.Stdin, successes: tc.SuccessCodes,
+		output: tc.Output, sb: sb, defaults: defaults}
+	d.spec = tools.Spec{Name: tc.Name, Description: tc.Description, Instructions: tc.Instructions,
+		Returns: returnsText, Category: tools.SystemCommand, Parameters: params, Output: resultSchema(),
+		Examples: examples, RequiresConfirmation: tc.RequiresConfirmation, Limits: tc.Limits.tools(),
+		Containment: sb.describe()}
+	return d, nil
+}
+
+// returnsText describes Result for models.
+const returnsText = "ok (exit code is a success code), exit_code, signal, timed_out, truncated, stdout, stderr, " +
+	"duration_ms, and parsed (stdout parsed as JSON or lines, when the tool says so). A failing exit code " +
+	"is a result, not an error: read stderr."
+
+func (d *declared) Spec() tools.Spec { return d.spec }
+
+// Execute renders the argv from the arguments and runs it.
+func (d *declared) Execute(ctx context.Context, call *tools.Call) (any, error) {
+	params, err := decodeParams(call.Args, d.defaults)
+	if err != nil {
+		return nil, err
+	}
+	args, err := d.argv.render(params)
+	if err != nil {
+		return nil, err
+	}
+	req := runReq{argv: args, dir: d.dir, successes: d.successes}
+	if d.stdin != "" {
+		if v, ok := params[d.stdin]; ok {
+			str, ok := v.(string)
+			if !ok {
+				return nil, tools.Errorf(tools.ValidationError, "%s must be a string (it is the command's input)", d.stdin)
+			}
+			req.stdin = &str
+		}
+	}
+	res, _, err := d.set.run(ctx, call, d.sb, req)
+	if err != nil {
+		return nil, err
+	}
+	res.parse(d.output)
+	return res, nil
+}
+
+// parse fills Parsed from stdout.
+func (r *Result) parse(mode string) {
+	switch mode {
+	case "json":
+		if r.Truncated {
+			r.ParseError = "stdout was truncated, so it is not parsed"
+			return
+		}
+		if strings.TrimSpace(r.Stdout) == "" {
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(r.Stdout))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			r.ParseError = "stdout is not JSON: " + err.Error()
+			return
+		}
+		if _, err := dec.Token(); err == nil {
+			r.ParseError = "stdout holds more than one JSON value"
+			return
+		}
+		r.Parsed = v
+	case "lines":
+		lines := []string{}
+		if r.Stdout != "" {
+			lines = strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
+		}
+		r.Parsed = lines
+	}
+}
+
+func resultSchema() json.RawMessage {
+	s, err := tools.SchemaFor(reflect.TypeFor[Result](), true)
+	if err != nil {
+		panic("command: Result has no schema: " + err.Error())
+	}
+	return s
+}
+
+func (l Limits) tools() tools.Limits {
+	t := tools.Limits{Timeout: l.Timeout, Target: l.Target, Max: l.Max, MaxInFlight: l.MaxInFlight, QueueWait: l.QueueWait}
+	if l.MaxQueue != nil {
+		t.MaxQueue = *l.MaxQueue
+		if t.MaxQueue == 0 {
+			t.MaxQueue = tools.NoQueue
+		}
+	}
+	return t
+}
+
+// propertyNames returns the top-level properties of a parameters schema.
+func propertyNames(schema []byte) (map[string]bool, error) {
+	var s struct {
+		Type       any                        `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, err
+	}
+	if s.Type != "object" {
+		return nil, errors.New(`the schema must say "type": "object"`)
+	}
+	names := map[string]bool{}
+	for n := range s.Properties {
+		names[n] = true
+	}
+	return names, nil
+}
+
+// checkNames refuses when/splice/stdin naming a parameter that does not
+// exist: a typo would otherwise silently drop an argument.
+func checkNames(tc ToolConfig, known map[string]bool) error {
+	for i, a := range tc.Argv {
+		for _, n := range []string{a.When, a.Splice} {
+			if n != "" && !known[n] {
+				return fmt.Errorf("argv[%d]: %q is not a parameter", i, n)
+			}
+		}
+	}
+	if tc.Stdin != "" && !known[tc.Stdin] {
+		return fmt.Errorf("stdin: %q is not a parameter", tc.Stdin)
+	}
+	return nil
+}
+
+func examplesOf(in []Example) ([]tools.Example, error) {
+	var out []tools.Example
+	for i, e := range in {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		if err := enc.Encode(e.Arguments); err != nil {
+			return nil, fmt.Errorf("examples[%d]: %w", i, err)
+		}
+		out = append(out, tools.Example{Description: e.Description, Arguments: bytes.TrimSpace(b.Bytes())})
+	}
+	return out, nil
+}

@@ -1,0 +1,248 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"toold/internal/tools"
+)
+
+// ExecuteCommandName is the general command tool's name.
+const ExecuteCommandName = "execute_command"
+
+// DefaultMaxTimeout caps execute_command's timeout argument by default.
+const DefaultMaxTimeout = 30 * time.Second
+
+// execTool is execute_command: a program of the allow-list with arguments
+// checked against its rule.
+type execTool struct {
+	set        *Set
+	spec       tools.Spec
+	sb         *sandbox
+	programs   map[string]program
+	maxTimeout time.Duration
+}
+
+type program struct {
+	path string
+	rule ProgramRule
+}
+
+var _ tools.Tool = (*execTool)(nil)
+
+func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
+	if len(c.Programs) == 0 {
+		return nil, fmt.Errorf("programs: the allow-list is empty")
+	}
+	path := strings.Join(c.Path, ":")
+	if path == "" {
+		path = defaultPath
+	}
+	sbc := c.Sandbox
+	if sbc.Env["PATH"] == "" { // the lookup path is the command's PATH too
+		sbc.Env = maps.Clone(sbc.Env)
+		if sbc.Env == nil {
+			sbc.Env = map[string]string{}
+		}
+		sbc.Env["PATH"] = path
+	}
+	sb, err := s.sandbox(sbc)
+	if err != nil {
+		return nil, err
+	}
+	t := &execTool{set: s, sb: sb, programs: map[string]program{}, maxTimeout: c.MaxTimeout}
+	if t.maxTimeout <= 0 {
+		t.maxTimeout = DefaultMaxTimeout
+	}
+	names := make([]string, 0, len(c.Programs))
+	for name, rule := range c.Programs {
+		if name == "" || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("programs: %q must be a bare program name", name)
+		}
+		p := rule.Path
+		if p == "" {
+			p = name
+		}
+		abs, err := findProgram(p, path)
+		if err != nil {
+			return nil, fmt.Errorf("programs.%s: %w", name, err)
+		}
+		t.programs[name] = program{path: abs, rule: rule}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	t.spec = tools.Spec{
+		Name:        ExecuteCommandName,
+		Description: "Runs one program of an allow-list with the given arguments and returns its exit code, stdout and stderr. No shell is involved.",
+		Instructions: "Use it when no specific tool fits. Allowed programs: " + strings.Join(names, ", ") +
+			". Pass the command as an array of arguments (preferred) or as one string split like a shell would, " +
+			"but without pipes, redirections, variables or globs. Options (arguments starting with -) must be on the " +
+			"program's allow-list; operands that look like options are protected with --. Every call needs confirmation.",
+		Returns:              returnsText,
+		Category:             tools.SystemCommand,
+		Parameters:           execParameters(t.maxTimeout),
+		Output:               resultSchema(),
+		RequiresConfirmation: true,
+		Limits:               c.Limits.tools(),
+		Containment:          sb.describe(),
+		Examples: []tools.Example{{Description: "list a directory",
+			Arguments: json.RawMessage(`{"command":["` + names[0] + `"],"cwd":"."}`)}},
+	}
+	return t, nil
+}
+
+func execParameters(maxTimeout time.Duration) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
+		`"command":{"description":"The program and its arguments: an array of strings, or one string split with shell quoting rules (no shell runs).",`+
+		`"oneOf":[{"type":"array","items":{"type":"string","maxLength":65536},"minItems":1,"maxItems":1024},{"type":"string","minLength":1,"maxLength":65536}]},`+
+		`"cwd":{"type":"string","description":"Working directory, relative to the workspace.","default":"."},`+
+		`"timeout":{"type":"number","exclusiveMinimum":0,"maximum":%g,"description":"Seconds the command may run (at most %g); it is then stopped and the result says timed_out."},`+
+		`"stdin":{"type":"string","description":"Text given to the command's standard input."}`+
+		`},"required":["command"],"additionalProperties":false}`, maxTimeout.Seconds(), maxTimeout.Seconds()))
+}
+
+type execIn struct {
+	Command json.RawMessage `json:"command"`
+	Cwd     string          `json:"cwd"`
+	Timeout float64         `json:"timeout"`
+	Stdin   *string         `json:"stdin"`
+}
+
+func (t *execTool) Spec() tools.Spec { return t.spec }
+
+// Execute checks the command against the allow-list and runs it.
+func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
+	var in execIn
+	if err := call.Decode(&in); err != nil {
+		return nil, err
+	}
+	words, err := commandWords(in.Command)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := t.lookup(words[0])
+	if err != nil {
+		return nil, err
+	}
+	args, err := checkArgs(words[0], prog.rule, words[1:])
+	if err != nil {
+		return nil, err
+	}
+	dir, err := resolveDir(t.set.host.workspace, in.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	timeout := t.maxTimeout
+	if in.Timeout > 0 && time.Duration(in.Timeout*float64(time.Second)) < timeout {
+		timeout = time.Duration(in.Timeout * float64(time.Second))
+	}
+	req := runReq{argv: append([]string{prog.path}, args...), dir: dir, stdin: in.Stdin, timeout: timeout}
+	res, _, err := t.set.run(ctx, call, t.sb, req)
+	return res, err
+}
+
+// commandWords accepts the array form as it is and splits the string form.
+func commandWords(raw json.RawMessage) ([]string, error) {
+	var words []string
+	if err := json.Unmarshal(raw, &words); err == nil {
+		if len(words) == 0 || words[0] == "" {
+			return nil, tools.Errorf(tools.ValidationError, "command is empty")
+		}
+		return words, nil
+	}
+	var line string
+	if err := json.Unmarshal(raw, &line); err != nil {
+		return nil, tools.Errorf(tools.ValidationError, "command must be an array of strings or a string")
+	}
+	return splitWords(line)
+}
+
+// lookup finds a program of the allow-list by its bare name; a path is
+// accepted only when it is the allowed program's own path.
+func (t *execTool) lookup(name string) (program, error) {
+	if p, ok := t.programs[name]; ok {
+		return p, nil
+	}
+	if p, ok := t.programs[filepath.Base(name)]; ok && p.path == name {
+		return p, nil
+	}
+	names := make([]string, 0, len(t.programs))
+	for n := range t.programs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return program{}, tools.NewPermissionError("program %q is not on the allow-list", name).WithCode("program_not_allowed").
+		WithSuggestion("use one of: %s (by bare name)", strings.Join(names, ", "))
+}
+
+// checkArgs applies a program's rule and returns the arguments to run:
+// the subcommand, then the allowed options, then "--" (when the program
+// understands it) and the operands, so no operand can act as an option.
+func checkArgs(name string, rule ProgramRule, args []string) ([]string, error) {
+	var out []string
+	if len(rule.Subcommands) > 0 {
+		if len(args) == 0 || !slices.Contains(rule.Subcommands, args[0]) {
+			first := ""
+			if len(args) > 0 {
+				first = args[0]
+			}
+			return nil, tools.NewPermissionError("%s %q is not allowed", name, first).WithCode("subcommand_not_allowed").
+				WithSuggestion("start the arguments with one of: %s", strings.Join(rule.Subcommands, ", "))
+		}
+		out, args = append(out, args[0]), args[1:]
+	}
+	var opts, operands []string
+	endSeen := false
+	for _, a := range args {
+		switch {
+		case endSeen:
+			operands = append(operands, a)
+		case a == "--":
+			endSeen = true
+		case strings.HasPrefix(a, "-") && a != "-":
+			if !optionAllowed(rule.Options, a) {
+				return nil, tools.NewPermissionError("option %q is not allowed for %s", a, name).WithCode("option_not_allowed").
+					WithSuggestion("%s", allowedOptions(rule.Options))
+			}
+			opts = append(opts, a)
+		default:
+			operands = append(operands, a)
+		}
+	}
+	out = append(out, opts...)
+	if rule.EndOfOptions {
+		if len(operands) > 0 {
+			out = append(out, "--")
+		}
+	} else {
+		for _, o := range operands {
+			if strings.HasPrefix(o, "-") && o != "-" {
+				return nil, tools.NewSecurityError("operand %q would be read as an option by %s", o, name).
+					WithCode("option_injection").WithSuggestion("write ./%s for a file of that name", o)
+			}
+		}
+	}
+	return append(out, operands...), nil
+}
+
+func optionAllowed(allowed []string, a string) bool {
+	for _, o := range allowed {
+		if o == "*" || o == a || (strings.HasSuffix(o, "=") && strings.HasPrefix(a, o)) {
+			return true
+		}
+	}
+	return false
+}
+
+func allowedOptions(allowed []string) string {
+	if len(allowed) == 0 {
+		return "this program takes no options here"
+	}
+	return "allowed options: " + strings.Join(allowed, " ") + " (a trailing = takes a value: --name=value)"
+}

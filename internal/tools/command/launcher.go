@@ -1,0 +1,276 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// A launcher owns one OS thread from which every command of one containment
+// profile is started. The thread is where toold's per-command setup lives,
+// because Go's os/exec offers no hook between fork and exec:
+//
+//   - credentials: when toold is root, the thread itself switches to the
+//     run-as uid/gid (setresuid on this thread only), so every child is born
+//     unprivileged; for namespaces it keeps CAP_SYS_ADMIN in its effective
+//     set to create the namespaces, a capability execve then drops;
+//   - no_new_privs: set on the thread and inherited, so no command gains
+//     privileges through a setuid binary;
+//   - namespaces mode: the thread has a private mount namespace in which the
+//     workspace is remounted read-only (unless the profile may write) and
+//     /proc is a fresh instance with hidepid=2; each child gets a copy of it
+//     plus new PID, IPC and network namespaces;
+//   - rlimits: a child is started under ptrace, so it stops right after its
+//     execve, before running a single instruction of the program; the
+//     thread (the tracer, which the kernel requires) sets its rlimits with
+//     prlimit and detaches. prlimit on another process needs matching uids,
+//     which holds because the thread runs as the child's uid. This costs
+//     microseconds, where re-executing toold as a shim costs a Go runtime
+//     start (~1.5 ms here) per command.
+//
+// The thread is locked and never unlocked: with its changed namespace and
+// credentials it must not run other goroutines, and when the loop returns
+// the Go runtime terminates it. Children have Pdeathsig SIGKILL, tied to
+// this thread: closing the launcher (or toold dying) kills them.
+type launcher struct {
+	reqs chan func()
+	stop chan struct{}
+	done chan struct{}
+}
+
+// profile is what a launcher thread sets up.
+type profile struct {
+	mode      Mode
+	workspace string // resolved, absolute
+	writable  bool   // namespaces: leave the workspace writable
+	drop      bool   // switch to uid/gid (toold is root)
+	uid, gid  int
+}
+
+var errClosed = errors.New("command tools are closed")
+
+func newLauncher(p profile) (*launcher, error) {
+	l := &launcher{reqs: make(chan func()), stop: make(chan struct{}), done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go l.loop(p, ready)
+	if err := <-ready; err != nil {
+		<-l.done
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *launcher) loop(p profile, ready chan<- error) {
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		// The main thread cannot be terminated, so it must not be changed:
+		// hand over to a goroutine that cannot be scheduled here while
+		// this one holds the thread, then give the thread back.
+		locked := make(chan struct{})
+		go l.serve(p, ready, locked)
+		<-locked
+		runtime.UnlockOSThread()
+		return
+	}
+	l.serve(p, ready, nil)
+}
+
+func (l *launcher) serve(p profile, ready chan<- error, locked chan<- struct{}) {
+	defer close(l.done)
+	runtime.LockOSThread() // never unlocked, see the type's doc
+	if locked != nil {
+		close(locked)
+	}
+	if unix.Gettid() == unix.Getpid() {
+		ready <- errors.New("launcher: landed on the main thread")
+		return
+	}
+	if err := prepareThread(p); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	for {
+		select {
+		case f := <-l.reqs:
+			f()
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+// close ends the thread; commands still running get SIGKILL.
+func (l *launcher) close() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	<-l.done
+}
+
+// start starts cmd on the launcher's thread with the given rlimits. On
+// error cmd.Process may be set (the child was killed): the caller reaps it.
+func (l *launcher) start(cmd *exec.Cmd, limits []rlimit) error {
+	errc := make(chan error, 1)
+	select {
+	case l.reqs <- func() { errc <- startStopped(cmd, limits) }:
+		return <-errc
+	case <-l.stop:
+		return errClosed
+	}
+}
+
+func startStopped(cmd *exec.Cmd, limits []rlimit) error {
+	cmd.SysProcAttr.Ptrace = true
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for the exec stop: %w", err)
+		}
+		break
+	}
+	if !ws.Stopped() {
+		// Killed before its first instruction; already reaped by Wait4.
+		cmd.Process = nil
+		return fmt.Errorf("the command ended before it started (%v)", ws)
+	}
+	for _, r := range limits {
+		v := r.value
+		if err := unix.Prlimit(pid, r.resource, &v, nil); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			_ = unix.PtraceDetach(pid)
+			return fmt.Errorf("setting %s: %w", r.name, err)
+		}
+	}
+	if err := unix.PtraceDetach(pid); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		return fmt.Errorf("releasing the command: %w", err)
+	}
+	return nil
+}
+
+// prepareThread runs on the locked thread, once.
+func prepareThread(p profile) error {
+	if p.mode == ModeNamespaces {
+		if err := privateMounts(p); err != nil {
+			return err
+		}
+	}
+	if p.drop {
+		if err := dropCredentials(p.uid, p.gid, p.mode == ModeNamespaces); err != nil {
+			return err
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	return nil
+}
+
+func privateMounts(p profile) error {
+	// CLONE_FS comes with CLONE_NEWNS: the thread stops sharing its root
+	// and cwd with the rest of toold, which then never sees these mounts.
+	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
+		return fmt.Errorf("unsharing the mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	if !p.writable {
+		if err := bindReadOnly(p.workspace); err != nil {
+			return fmt.Errorf("mounting the workspace read-only: %w", err)
+		}
+	}
+	// A /proc of its own that shows a command only its own uid's
+	// processes: toold's and other users' command lines stay hidden.
+	// Best effort: without it commands see the host's /proc (as nobody).
+	_ = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=2")
+	return nil
+}
+
+func bindReadOnly(path string) error {
+	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return err
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return err
+	}
+	// A remount must keep the locked flags of the original mount.
+	keep := uintptr(st.Flags) & (unix.ST_NOSUID | unix.ST_NODEV | unix.ST_NOEXEC | unix.ST_NOATIME | unix.ST_NODIRATIME | unix.ST_RELATIME)
+	return unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|keep, "")
+}
+
+// dropCredentials changes this thread's credentials only: the raw
+// syscalls, unlike syscall.Setuid, do not touch toold's other threads.
+func dropCredentials(uid, gid int, keepSysAdmin bool) error {
+	if keepSysAdmin {
+		if err := unix.Prctl(unix.PR_SET_KEEPCAPS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("keepcaps: %w", err)
+		}
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("setgroups: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
+		return fmt.Errorf("setresgid %d: %w", gid, e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+		return fmt.Errorf("setresuid %d: %w", uid, e)
+	}
+	if !keepSysAdmin {
+		return nil
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	data[0].Effective = 1 << unix.CAP_SYS_ADMIN
+	data[0].Permitted = 1 << unix.CAP_SYS_ADMIN
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// rlimit is one resource limit to apply to a child.
+type rlimit struct {
+	name     string
+	resource int
+	value    unix.Rlimit
+}
+
+// list turns the limits into prlimit calls; -1 (unlimited) keeps toold's
+// own limit, which an unprivileged toold could not raise anyway. procs says
+// whether the process-count limit means anything (see Rlimits.Processes).
+func (r Rlimits) list(procs bool) []rlimit {
+	var out []rlimit
+	add := func(name string, res int, soft, hard int64) {
+		if soft >= 0 {
+			out = append(out, rlimit{name, res, unix.Rlimit{Cur: uint64(soft), Max: uint64(hard)}})
+		}
+	}
+	cpu := int64(-1)
+	if r.CPU > 0 {
+		cpu = int64((r.CPU + 999_999_999) / 1_000_000_000) // whole seconds, rounded up
+	}
+	add("RLIMIT_CPU", unix.RLIMIT_CPU, cpu, cpu+1) // SIGXCPU first, SIGKILL a second later
+	add("RLIMIT_AS", unix.RLIMIT_AS, r.AddressSpace, r.AddressSpace)
+	add("RLIMIT_FSIZE", unix.RLIMIT_FSIZE, r.FileSize, r.FileSize)
+	add("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, int64(r.OpenFiles), int64(r.OpenFiles))
+	if procs {
+		add("RLIMIT_NPROC", unix.RLIMIT_NPROC, int64(r.Processes), int64(r.Processes))
+	}
+	return out
+}

@@ -1,0 +1,392 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"toold/internal/tools"
+)
+
+// Result is what every command tool returns. A command that ran to its end
+// is a result whatever its exit code: "ok" says whether the code is one of
+// the tool's success codes, and stdout/stderr carry what the model needs to
+// act on a failure. Only what prevents an answer is an error: a refused or
+// invalid call (user/permission/security error) and the call's own deadline
+// or cancellation (the envelope's "timeout").
+type Result struct {
+	// OK is true when the command exited with a success code.
+	OK bool `json:"ok"`
+	// ExitCode is the exit status, or -1 when a signal ended the command.
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that ended the command ("SIGKILL").
+	Signal string `json:"signal,omitempty"`
+	// TimedOut is set when the command outlived the "timeout" it was given
+	// (execute_command) and was stopped. A call that outlives its own
+	// deadline gets the envelope's timeout status instead.
+	TimedOut bool `json:"timed_out"`
+	// Truncated is set when stdout or stderr (TruncatedStreams says which)
+	// reached its cap; the command was then stopped at once.
+	Truncated        bool     `json:"truncated"`
+	TruncatedStreams []string `json:"truncated_streams,omitempty"`
+	Stdout           string   `json:"stdout"`
+	Stderr           string   `json:"stderr"`
+	// InvalidUTF8 is set when bytes that are not UTF-8 were replaced by U+FFFD.
+	InvalidUTF8 bool    `json:"invalid_utf8,omitempty"`
+	DurationMS  float64 `json:"duration_ms"`
+	// Parsed is stdout parsed as the tool declares (json: the value; lines:
+	// an array of strings); ParseError says why it could not be.
+	Parsed     any    `json:"parsed,omitempty"`
+	ParseError string `json:"parse_error,omitempty"`
+}
+
+// runReq is one command to run in a sandbox.
+type runReq struct {
+	argv      []string // argv[0] absolute
+	dir       string   // absolute, inside the workspace
+	stdin     *string
+	timeout   time.Duration // the command's own timeout; 0: the call's deadline only
+	successes []int
+}
+
+// runStats are facts about a run that tests assert and callers ignore.
+type runStats struct {
+	runID  string
+	pid    int
+	capHit time.Time // when a stream reached its cap
+	exited time.Time // when the command's main process was reaped
+}
+
+// drainWait is how long the pipes may stay open after the main process
+// exited (a grandchild holding them) before the tree is killed and the
+// pipes closed: it bounds the call whatever the command left behind.
+const drainWait = 100 * time.Millisecond
+
+// run runs one command and collects its result. A ctx deadline or
+// cancellation stops the whole tree (SIGTERM, SIGKILL after the grace) and
+// is returned as an error wrapping ctx.Err().
+func (s *Set) run(ctx context.Context, call *tools.Call, sb *sandbox, req runReq) (*Result, runStats, error) {
+	start := time.Now()
+	st := runStats{runID: newRunID()}
+	tmp, err := s.tempDir(sb)
+	if err != nil {
+		return nil, st, fmt.Errorf("creating the private temporary directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	env := append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+st.runID)
+	if !hasVar(env, "HOME") {
+		env = append(env, "HOME="+tmp)
+	}
+	if !hasVar(env, "PATH") {
+		env = append(env, "PATH="+defaultPath)
+	}
+	cmd := sb.command(req.argv, req.dir, s.host.workspace, tmp, env)
+	p, err := openPipes(cmd, req.stdin != nil)
+	if err != nil {
+		return nil, st, err
+	}
+	defer p.closeAll()
+	if err := sb.launcher.start(cmd, sb.limits); err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+		}
+		return nil, st, startError(req.argv[0], err)
+	}
+	st.pid = cmd.Process.Pid
+	p.closeChildEnds()
+	if req.stdin != nil {
+		go func() { _, _ = io.WriteString(p.inW, *req.stdin); _ = p.inW.Close() }()
+	}
+	var emit func(string, string)
+	if call != nil && call.Streaming() {
+		emit = call.Emit
+	}
+	k := &killer{pgid: st.pid, sweep: sb.mode == ModeNone, runID: st.runID}
+	res, err := supervise(ctx, cmd, p, sb, req, emit, k, &st)
+	if res != nil {
+		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	}
+	return res, st, err
+}
+
+// supervise waits for the command, its output and its deadlines.
+func supervise(ctx context.Context, cmd *exec.Cmd, p *pipes, sb *sandbox, req runReq,
+	emit func(string, string), k *killer, st *runStats) (*Result, error) {
+	out := &stream{name: "stdout", max: sb.maxOut, emit: emit}
+	errs := &stream{name: "stderr", max: sb.maxOut, emit: emit}
+	full := make(chan string, 2)
+	var wg sync.WaitGroup
+	for _, x := range []struct {
+		s *stream
+		r *os.File
+	}{{out, p.outR}, {errs, p.errR}} {
+		wg.Add(1)
+		go func() { defer wg.Done(); x.s.pump(x.r, func(n string) { full <- n }) }()
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var timeout, grace, hard <-chan time.Time
+	if req.timeout > 0 {
+		t := time.NewTimer(req.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	res := &Result{}
+	var cause error
+	done := ctx.Done()
+	var ps *os.ProcessState // read only once Wait has returned
+wait:
+	for {
+		select {
+		case <-exited:
+			ps = cmd.ProcessState
+			break wait
+		case <-hard:
+			// Not even SIGKILL ended it (uninterruptible sleep): answer
+			// anyway; the Wait goroutine reaps it whenever it dies.
+			break wait
+		case <-full:
+			if st.capHit.IsZero() {
+				st.capHit = time.Now()
+			}
+			k.kill(unix.SIGKILL)
+		case <-done:
+			cause, done = ctx.Err(), nil
+			grace = k.term(sb.grace)
+		case <-timeout:
+			res.TimedOut, timeout = true, nil
+			grace = k.term(sb.grace)
+		case <-grace:
+			grace, hard = nil, time.After(2*time.Second)
+			k.kill(unix.SIGKILL)
+		}
+	}
+	st.exited = time.Now()
+	drain(&wg, p, k)
+	res.fill(ps, out, errs, req.successes)
+	if cause != nil {
+		return nil, fmt.Errorf("command %s stopped: %w", req.argv[0], cause)
+	}
+	return res, nil
+}
+
+// drain waits a moment for the readers to see EOF; a descendant still
+// holding the pipes then is killed and the pipes are closed under it.
+func drain(wg *sync.WaitGroup, p *pipes, k *killer) {
+	readers := make(chan struct{})
+	go func() { wg.Wait(); close(readers) }()
+	t := time.NewTimer(drainWait)
+	defer t.Stop()
+	select {
+	case <-readers:
+	case <-t.C:
+		k.kill(unix.SIGKILL)
+		p.closeAll()
+		<-readers
+	}
+	if k.sweep && k.signalled {
+		k.sweepMarked()
+	}
+}
+
+func (r *Result) fill(ps *os.ProcessState, out, errs *stream, successes []int) {
+	r.ExitCode = -1
+	if ps != nil {
+		ws, _ := ps.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			r.Signal = unix.SignalName(ws.Signal())
+		} else {
+			r.ExitCode = ws.ExitStatus()
+		}
+	}
+	r.OK = ps != nil && r.Signal == "" && !r.TimedOut && contains(successes, r.ExitCode)
+	var bad1, bad2 bool
+	r.Stdout, bad1 = out.text()
+	r.Stderr, bad2 = errs.text()
+	r.InvalidUTF8 = bad1 || bad2
+	for _, s := range []*stream{out, errs} {
+		if s.truncated {
+			r.Truncated = true
+			r.TruncatedStreams = append(r.TruncatedStreams, s.name)
+		}
+	}
+	if r.Truncated {
+		r.OK = false
+	}
+}
+
+func contains(codes []int, c int) bool {
+	if len(codes) == 0 {
+		return c == 0
+	}
+	for _, x := range codes {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// pipes are the command's standard streams; toold keeps the read ends of
+// stdout/stderr and the write end of stdin.
+type pipes struct {
+	outR, outW, errR, errW, inR, inW *os.File
+	once                             sync.Once
+}
+
+func openPipes(cmd *exec.Cmd, stdin bool) (*pipes, error) {
+	p := &pipes{}
+	var err error
+	if p.outR, p.outW, err = os.Pipe(); err == nil {
+		if p.errR, p.errW, err = os.Pipe(); err == nil && stdin {
+			p.inR, p.inW, err = os.Pipe()
+		}
+	}
+	if err != nil {
+		p.closeAll()
+		return nil, fmt.Errorf("creating pipes: %w", err)
+	}
+	// *os.File values are handed to the child as they are: no copying
+	// goroutine in os/exec that Wait would have to wait for.
+	cmd.Stdout, cmd.Stderr = p.outW, p.errW
+	if stdin {
+		cmd.Stdin = p.inR
+	}
+	return p, nil
+}
+
+func (p *pipes) closeChildEnds() {
+	for _, f := range []*os.File{p.outW, p.errW, p.inR} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// closeAll closes every end; a Read or Write blocked on one returns.
+func (p *pipes) closeAll() {
+	p.once.Do(func() {
+		for _, f := range []*os.File{p.outR, p.outW, p.errR, p.errW, p.inR, p.inW} {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+	})
+}
+
+// killer stops a command's process tree.
+type killer struct {
+	pgid      int
+	sweep     bool // containment none: also find escaped processes by marker
+	runID     string
+	signalled bool
+}
+
+// term sends SIGTERM to the group and returns when to follow with SIGKILL.
+func (k *killer) term(grace time.Duration) <-chan time.Time {
+	k.signalled = true
+	_ = unix.Kill(-k.pgid, unix.SIGTERM)
+	return time.After(grace)
+}
+
+// kill sends sig to the whole process group until it is empty: a fork
+// bomb may add members while the first signal is delivered. Under
+// namespaces the group holds the namespace's init, whose death kills every
+// process in the namespace; under bwrap it holds bwrap, whose sandbox dies
+// with it (--die-with-parent).
+func (k *killer) kill(sig unix.Signal) {
+	k.signalled = true
+	for range 50 {
+		if err := unix.Kill(-k.pgid, sig); err != nil {
+			break // ESRCH: nobody left in the group
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if k.sweep {
+		k.sweepMarked()
+	}
+}
+
+// sweepMarked kills processes that left the group (setsid) but still carry
+// the run's TOOLD_RUN_ID: containment none has no namespace to end them.
+// Best effort: a process that cleared its environment escapes it.
+func (k *killer) sweepMarked() {
+	marker := []byte("\x00TOOLD_RUN_ID=" + k.runID + "\x00")
+	for range 3 {
+		found := false
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil || !bytes.Contains(append([]byte{0}, env...), marker) {
+				continue
+			}
+			found = true
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		if !found {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// tempDir makes the run's private temporary directory, owned by the uid
+// the command runs as.
+func (s *Set) tempDir(sb *sandbox) (string, error) {
+	dir, err := os.MkdirTemp(s.tmpBase, "run-")
+	if err != nil {
+		return "", err
+	}
+	if sb.drop {
+		if err := os.Chown(dir, sb.uid, sb.gid); err != nil {
+			_ = os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func startError(program string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return tools.NewUserError("program %s was not found", program).Wrap(err).
+			WithSuggestion("ask the operator to install it or fix the tool's configuration")
+	case errors.Is(err, fs.ErrPermission):
+		return tools.NewPermissionError("program %s may not be run", program).Wrap(err)
+	case errors.Is(err, errClosed):
+		return tools.Errorf(tools.OverloadError, "toold is shutting down").Wrap(err).WithSuggestion("retry shortly")
+	}
+	return fmt.Errorf("starting %s: %w", program, err)
+}
+
+func hasVar(env []string, name string) bool {
+	for _, kv := range env {
+		if len(kv) > len(name) && kv[:len(name)+1] == name+"=" {
+			return true
+		}
+	}
+	return false
+}
+
+func newRunID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
