@@ -92,8 +92,9 @@ type Options struct {
 
 // Dispatcher runs calls through the pipeline; safe for concurrent use.
 type Dispatcher struct {
-	opts Options
-	log  *zap.Logger
+	opts    Options
+	log     *zap.Logger
+	workers *workers
 }
 
 // New builds a dispatcher; Registry, Sanitizer and Limiter are required.
@@ -110,7 +111,7 @@ func New(opts Options) (*Dispatcher, error) {
 	if opts.Confirm == nil {
 		opts.Confirm = confirm.New(nil, 0)
 	}
-	return &Dispatcher{opts: opts, log: opts.Logger}, nil
+	return &Dispatcher{opts: opts, log: opts.Logger, workers: newWorkers(10 * time.Second)}, nil
 }
 
 // Registry returns the tools the dispatcher serves.
@@ -336,10 +337,10 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 	}
 	done := make(chan outcome, 1)
 	start := time.Now()
-	go func() {
+	d.workers.run(func() {
 		defer release()
 		done <- d.invoke(ctx, c.entry, tc)
-	}()
+	})
 	select {
 	case o := <-done:
 		c.env.Timing.ExecuteMS = millis(time.Since(start))
@@ -409,7 +410,7 @@ func (d *Dispatcher) finish(ctx context.Context, c *call, result any) (Status, e
 	if err != nil {
 		return StatusError, fmt.Errorf("encoding the result: %w", err)
 	}
-	if c.entry.HasOutputSchema() {
+	if c.entry.ChecksOutput() {
 		v, err := strictjson.Decode(data, 0)
 		var fields []tools.FieldError
 		if err == nil {

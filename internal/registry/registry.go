@@ -164,5 +164,6 @@ func (e *Entry) AcceptsWrapper() bool { return !e.hasArgumentsParam }
 // the tool's first example, or one built from the schema.
 func (e *Entry) Example() json.RawMessage { return e.example }
 
-// HasOutputSchema reports whether results are validated.
-func (e *Entry) HasOutputSchema() bool { return e.output != nil }
+// ChecksOutput reports whether results are validated against an output
+// schema: one the tool declared, not one derived from its Go result type.
+func (e *Entry) ChecksOutput() bool { return e.output != nil && !e.Spec.OutputDerived }

@@ -38,7 +38,7 @@ func Typed[In, Out any](spec Spec, fn TypedFunc[In, Out]) Tool {
 		if err != nil {
 			panic(fmt.Sprintf("tools.Typed %s: output: %v", spec.Name, err))
 		}
-		spec.Output = s
+		spec.Output, spec.OutputDerived = s, true
 	}
 	v := validator.New(validator.WithRequiredStructEnabled())
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
