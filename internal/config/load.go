@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	suggestpkg "toold/internal/suggest"
 )
 
 // Problem is one thing wrong with a configuration.
@@ -169,39 +171,15 @@ func fieldByTag(t reflect.Type, key string) (reflect.StructField, bool) {
 
 // suggest names the closest known key, when one is close.
 func suggest(key string, t reflect.Type) string {
-	best, dist := "", 3
 	var known []string
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
 		known = append(known, name)
-		if d := distance(key, name); d < dist {
-			best, dist = name, d
-		}
 	}
-	if best != "" {
+	if best := suggestpkg.Closest(key, known, 2); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return " (known keys: " + strings.Join(known, ", ") + ")"
-}
-
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // expand replaces ${VAR} and ${VAR:-default} with the environment's value;

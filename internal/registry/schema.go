@@ -13,6 +13,7 @@ import (
 	"golang.org/x/text/message"
 
 	"toold/internal/strictjson"
+	"toold/internal/suggest"
 	"toold/internal/tools"
 )
 
@@ -46,8 +47,24 @@ func compile(tool, which string, raw json.RawMessage) (*jsonschema.Schema, error
 var printer = message.NewPrinter(language.English)
 
 // ValidateArgs validates decoded arguments; it returns every failing field
-// as a JSON pointer with a message, or nil when the arguments are valid.
-func (e *Entry) ValidateArgs(v any) []tools.FieldError { return fieldErrors(e.params.Validate(v)) }
+// as a JSON pointer with a message, or nil when the arguments are valid. An
+// unknown top-level parameter close to a known one names it: a model that
+// wrote "path" for "paths" is told so.
+func (e *Entry) ValidateArgs(v any) []tools.FieldError {
+	fields := fieldErrors(e.params.Validate(v))
+	for i, f := range fields {
+		name, top := strings.CutPrefix(f.Pointer, "/")
+		if !top || strings.Contains(name, "/") || f.Message != unknownParameter {
+			continue
+		}
+		if near := closest(name, e.params.Properties); near != "" {
+			fields[i].Message += fmt.Sprintf(" (did you mean %q?)", near)
+		}
+	}
+	return fields
+}
+
+const unknownParameter = "is not a known parameter"
 
 // ValidateOutput validates a decoded result against the output schema, if
 // the tool declares one.
@@ -56,6 +73,15 @@ func (e *Entry) ValidateOutput(v any) []tools.FieldError {
 		return nil
 	}
 	return fieldErrors(e.output.Validate(v))
+}
+
+// closest returns the known name within two edits of name, if any.
+func closest(name string, known map[string]*jsonschema.Schema) string {
+	names := make([]string, 0, len(known))
+	for k := range known {
+		names = append(names, k)
+	}
+	return suggest.Closest(name, names, 2)
 }
 
 func fieldErrors(err error) []tools.FieldError {
@@ -90,7 +116,7 @@ func collect(ve *jsonschema.ValidationError, out *[]tools.FieldError) {
 		}
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
-			*out = append(*out, tools.FieldError{Pointer: at + "/" + escape(p), Message: "is not a known parameter"})
+			*out = append(*out, tools.FieldError{Pointer: at + "/" + escape(p), Message: unknownParameter})
 		}
 	case *kind.Type:
 		*out = append(*out, tools.FieldError{Pointer: at, Message: fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)})

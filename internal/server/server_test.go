@@ -76,7 +76,7 @@ func TestBadInput(t *testing.T) {
 		{"array body", "echo", `["message"]`, nil, 400, tools.ValidationError, "", "must be object", []string{""}},
 		{"missing parameter", "echo", `{}`, nil, 400, tools.ValidationError, "", "/message is required", []string{"/message"}},
 		{"wrong type", "echo", `{"message":42}`, nil, 400, tools.ValidationError, "", "must be string", []string{"/message"}},
-		{"unknown parameter", "echo", `{"message":"x","mesage":"y"}`, nil, 400, tools.ValidationError, "", "not a known parameter", []string{"/mesage"}},
+		{"unknown parameter", "echo", `{"message":"x","mesage":"y"}`, nil, 400, tools.ValidationError, "", `not a known parameter (did you mean "message"?)`, []string{"/mesage"}},
 		{"every failure listed", "sleep", `{"ms":-1,"extra":1}`, nil, 400, tools.ValidationError, "", "2 argument problem", []string{"/extra", "/ms"}},
 		{"control character", "echo", `{"message":"a\u0000b"}`, nil, 400, tools.ValidationError, "control_character", "control character", []string{"/message"}},
 		{"wrong content type", "echo", `{"message":"x"}`, map[string]string{"Content-Type": "text/plain"}, 415, tools.ValidationError, "unsupported_media_type", "Content-Type", nil},

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 
+	"toold/internal/suggest"
 	"toold/internal/tools"
 )
 
@@ -147,58 +147,17 @@ func (w *Workspace) nearest(rel string) []string {
 	}
 	defer f.Close()
 	names, _ := f.Readdirnames(2000)
-	type cand struct {
-		name string
-		d    int
+	lower := make([]string, len(names))
+	byLower := map[string]string{}
+	for i, n := range names {
+		lower[i] = strings.ToLower(n)
+		byLower[lower[i]] = n
 	}
-	var cands []cand
-	limit := max(2, len(base)/3)
-	for _, n := range names {
-		if d := editDistance(strings.ToLower(base), strings.ToLower(n), limit); d <= limit {
-			cands = append(cands, cand{dir + n, d})
-		}
-	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		if a.d != b.d {
-			return a.d - b.d
-		}
-		return strings.Compare(a.name, b.name)
-	})
 	var out []string
-	for i := 0; i < len(cands) && i < 3; i++ {
-		out = append(out, cands[i].name)
+	for _, n := range suggest.Nearest(strings.ToLower(base), lower, max(2, len(base)/3), 3) {
+		out = append(out, dir+byLower[n])
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance of a and b in bytes, giving up
-// (returning limit+1) once it cannot be within limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d > limit || -d > limit {
-		return limit + 1
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		best := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			best = min(best, cur[j])
-		}
-		if best > limit {
-			return limit + 1
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // openRegular opens rel for reading and returns it only if it is a regular

@@ -87,16 +87,3 @@ func FuzzResolvePath(f *testing.F) {
 		}
 	})
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b       string
-		limit, out int
-	}{
-		{"main.go", "mian.go", 2, 2}, {"a", "a", 2, 0}, {"readme", "README", 2, 3}, {"abc", "abcdefgh", 2, 3},
-	} {
-		if got := editDistance(tc.a, tc.b, tc.limit); got != tc.out {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.out)
-		}
-	}
-}
