@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"time"
 
+	"toold/internal/sanitize"
 	"toold/internal/tools/command"
 )
 
@@ -31,6 +32,9 @@ type Config struct {
 	// Commands are the system_command tools: declarative ones and
 	// execute_command (see internal/tools/command).
 	Commands command.Config `yaml:"commands"`
+	// Sanitize is the input and output sanitization policy (see
+	// internal/sanitize); the zero value is the safe default.
+	Sanitize sanitize.Config `yaml:"sanitize"`
 }
 
 // ServerConfig tunes the HTTP server.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-playground/validator/v10"
 
+	"toold/internal/sanitize"
 	"toold/internal/tools"
 )
 
@@ -51,6 +52,14 @@ func (c *Config) Validate() error {
 		if err := t.Limits.coherent(); err != nil {
 			probs.add("tools."+name+".limits", "%v", err)
 		}
+	}
+	var se *sanitize.ConfigError
+	if err := c.Sanitize.Validate(); errors.As(err, &se) {
+		for _, p := range se.Problems {
+			probs.add("sanitize."+p.Path, "%s", p.Message)
+		}
+	} else if err != nil {
+		probs.add("sanitize", "%v", err)
 	}
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !loopback(c.Listen) {
 		probs.add("listen", "%q is not a loopback address and no auth keys are configured; "+

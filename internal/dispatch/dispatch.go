@@ -56,6 +56,9 @@ type Sanitizer interface {
 	Output(ctx context.Context, spec *tools.Spec, data json.RawMessage) (json.RawMessage, sanitize.Report, error)
 	Text(spec *tools.Spec, s string) (string, sanitize.Report)
 	Stream(spec *tools.Spec, emit func(tools.Chunk)) (wrapped func(tools.Chunk), flush func())
+	// RedactJSON redacts a JSON document for the debug log, whatever the
+	// tool's output policy says.
+	RedactJSON(tool string, data []byte) []byte
 }
 
 // Limiter is the bulkhead stage: Admit returns once the call may run, with
@@ -142,8 +145,27 @@ func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 		for _, o := range d.opts.Observers {
 			o.Observe(c.entry, c.env)
 		}
+		d.debugLog(c)
 	}
 	return c.env
+}
+
+// debugLog records a call's arguments and result at debug level only, and
+// only through the redactor: the log must never carry a secret, whatever a
+// tool's own output policy allows.
+func (d *Dispatcher) debugLog(c *call) {
+	ce := d.log.Check(zap.DebugLevel, "call")
+	if ce == nil {
+		return
+	}
+	name := c.entry.Spec.Name
+	args := c.args
+	if args == nil {
+		args = c.req.Body
+	}
+	ce.Write(zap.String("tool", name), zap.String("request_id", c.req.RequestID), zap.String("status", string(c.env.Status)),
+		zap.ByteString("arguments", d.opts.Sanitizer.RedactJSON(name, args)),
+		zap.ByteString("result", d.opts.Sanitizer.RedactJSON(name, c.env.Data)))
 }
 
 func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {

@@ -1,0 +1,175 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"toold/internal/limits"
+	"toold/internal/registry"
+	"toold/internal/sanitize"
+	"toold/internal/tools"
+	"toold/internal/tools/diag"
+)
+
+type noop struct{}
+
+func (noop) Spec() tools.Spec {
+	return tools.Spec{Name: "noop", Description: "Does nothing.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}},"additionalProperties":false}`)}
+}
+func (noop) Execute(context.Context, *tools.Call) (any, error) {
+	return map[string]bool{"ok": true}, nil
+}
+
+// ctxIgnorer sleeps without looking at its context.
+type ctxIgnorer struct{ d time.Duration }
+
+func (c ctxIgnorer) Spec() tools.Spec {
+	return tools.Spec{Name: "ignorer", Description: "Ignores cancellation.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`),
+		Limits:     tools.Limits{Timeout: 20 * time.Millisecond, Target: time.Millisecond, Max: 2 * time.Millisecond, MaxInFlight: 1, MaxQueue: tools.NoQueue}}
+}
+func (c ctxIgnorer) Execute(context.Context, *tools.Call) (any, error) {
+	time.Sleep(c.d)
+	return "done", nil
+}
+
+type stuckCounter struct{ n atomic.Int64 }
+
+func (s *stuckCounter) Observe(*registry.Entry, *Envelope) {}
+func (s *stuckCounter) Stuck(_ *registry.Entry, delta int) { s.n.Add(int64(delta)) }
+
+func newDispatcher(tb testing.TB, obs []Observer, ts ...tools.Tool) *Dispatcher {
+	tb.Helper()
+	reg, err := registry.New(registry.Options{}, ts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	san, err := sanitize.New(sanitize.Config{}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d, err := New(Options{Registry: reg, Sanitizer: san, Limiter: limits.New(limits.Options{}),
+		Observers: obs, StuckAfter: 30 * time.Millisecond})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+// TestStuckToolKeepsItsSlot: a tool that ignores its context is answered
+// with a timeout at the deadline, but its slot stays taken until it really
+// returns (the in-flight limit never lies), and it is counted as stuck.
+func TestStuckToolKeepsItsSlot(t *testing.T) {
+	sc := &stuckCounter{}
+	d := newDispatcher(t, []Observer{sc}, ctxIgnorer{d: 300 * time.Millisecond})
+	start := time.Now()
+	env := d.Execute(context.Background(), &Request{Tool: "ignorer", RequestID: "a"})
+	if env.Status != StatusTimeout || time.Since(start) > 200*time.Millisecond {
+		t.Fatalf("status %s after %v", env.Status, time.Since(start))
+	}
+	// The slot is still held: with no queue, the next call is refused.
+	env = d.Execute(context.Background(), &Request{Tool: "ignorer", RequestID: "b"})
+	if env.Status != StatusRejected || env.Error.Type != tools.OverloadError {
+		t.Fatalf("second call: %s %+v", env.Status, env.Error)
+	}
+	waitFor(t, func() bool { return sc.n.Load() == 1 }, "stuck gauge to reach 1")
+	waitFor(t, func() bool { return sc.n.Load() == 0 }, "stuck gauge to return to 0")
+	env = d.Execute(context.Background(), &Request{Tool: "ignorer", RequestID: "c", Timeout: time.Second})
+	if env.Status != StatusTimeout { // the slot is free again; it times out on its own 20ms
+		t.Fatalf("third call: %s %+v", env.Status, env.Error)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestCallerCancelled(t *testing.T) {
+	d := newDispatcher(t, nil, ctxIgnorer{d: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	env := d.Execute(ctx, &Request{Tool: "ignorer"})
+	if env.Error == nil || env.Error.Code != "cancelled" {
+		t.Fatalf("got %+v", env.Error)
+	}
+}
+
+// TestCancelCause: a context cancelled with a *tools.Error as its cause
+// (toold's drain) answers with that error, not "cancelled by its caller".
+func TestCancelCause(t *testing.T) {
+	d := newDispatcher(t, nil, ctxIgnorer{d: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := tools.Errorf(tools.OverloadError, "shutting down").WithCode("draining")
+	go func() { time.Sleep(5 * time.Millisecond); cancel(cause) }()
+	env := d.Execute(ctx, &Request{Tool: "ignorer", Timeout: time.Second})
+	if env.Error == nil || env.Error.Code != "draining" {
+		t.Fatalf("got %+v", env.Error)
+	}
+}
+
+func TestPermission(t *testing.T) {
+	d := newDispatcher(t, nil, noop{})
+	env := d.Execute(context.Background(), &Request{Tool: "noop", Allowed: func(string) bool { return false }})
+	if env.Status != StatusRejected || env.Error.Type != tools.PermissionError {
+		t.Fatalf("got %s %+v", env.Status, env.Error)
+	}
+}
+
+func TestWrapperOffWhenToolHasArgumentsParam(t *testing.T) {
+	d := newDispatcher(t, nil, argsTool{})
+	env := d.Execute(context.Background(), &Request{Tool: "args", Body: []byte(`{"arguments":{"a":1}}`), Unwrap: true})
+	if env.Status != StatusSuccess || !strings.Contains(string(env.Data), `"arguments"`) {
+		t.Fatalf("the tool's own arguments parameter was unwrapped: %s %s", env.Status, env.Data)
+	}
+}
+
+type argsTool struct{}
+
+func (argsTool) Spec() tools.Spec {
+	return tools.Spec{Name: "args", Description: "Has a parameter named arguments.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"arguments":{"type":"object"}}}`)}
+}
+func (argsTool) Execute(_ context.Context, c *tools.Call) (any, error) { return c.Args, nil }
+
+// BenchmarkDispatch measures the pipeline itself with a no-op tool: strict
+// decode, schema validation, sanitization, bulkhead, goroutine hand-off,
+// result encoding.
+func BenchmarkDispatch(b *testing.B) {
+	d := newDispatcher(b, nil, noop{})
+	body := []byte(`{"x":"hello"}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		env := d.Execute(ctx, &Request{Tool: "noop", Body: body, RequestID: "bench"})
+		if !env.Success {
+			b.Fatal(env.Error)
+		}
+	}
+}
+
+// BenchmarkDispatchEcho is the load harness's call in process: a typed tool
+// with a derived output schema, through every step.
+func BenchmarkDispatchEcho(b *testing.B) {
+	d := newDispatcher(b, nil, diag.Echo())
+	body := []byte(`{"message":"hello, toold","data":{"n":1,"tags":["a","b"]}}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		env := d.Execute(ctx, &Request{Tool: "echo", Body: body, RequestID: "bench"})
+		if !env.Success {
+			b.Fatal(env.Error)
+		}
+	}
+}
