@@ -1,0 +1,269 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"toold/api"
+	"toold/internal/auth"
+	"toold/internal/config"
+	"toold/internal/confirm"
+	"toold/internal/dispatch"
+	"toold/internal/limits"
+	"toold/internal/metrics"
+	"toold/internal/registry"
+	"toold/internal/sanitize"
+	"toold/internal/server"
+	"toold/internal/tools"
+	"toold/internal/tools/command"
+	"toold/internal/tools/diag"
+	"toold/internal/tools/fs"
+)
+
+// defaultDrainGrace is how long accepted calls may finish after SIGTERM.
+const defaultDrainGrace = 30 * time.Second
+
+// errDraining is the cause given to calls cancelled when the grace period
+// ends: their envelopes say toold shut down, not that the caller left.
+var errDraining = &tools.Error{Kind: tools.OverloadError, Code: "draining", RetryAfter: time.Second,
+	Message:    "toold shut down before the call finished",
+	Suggestion: "retry against another replica, or after toold restarts"}
+
+// app is one wired toold: everything build made, ready to serve.
+type app struct {
+	cfg         *config.Config
+	log         *zap.Logger
+	reg         *registry.Registry
+	srv         *server.Server
+	api         *http.Server
+	admin       *http.Server
+	metrics     *prometheus.Registry
+	grace       time.Duration
+	insecure    bool
+	cancelCalls context.CancelCauseFunc
+	closers     []func() error
+}
+
+// build wires every package from the configuration; it is the only place
+// that knows them all. It listens on nothing, so -check-config uses it too.
+func build(cfg *config.Config, log *zap.Logger) (*app, error) {
+	a := &app{cfg: cfg, log: log, grace: cmp.Or(cfg.Server.DrainGrace, defaultDrainGrace), metrics: prometheus.NewRegistry()}
+	ok := false
+	defer func() {
+		if !ok {
+			a.close()
+		}
+	}()
+	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfoCollector())
+	ts, err := a.tools()
+	if err != nil {
+		return nil, err
+	}
+	if a.reg, err = registry.New(registryOptions(cfg), ts...); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.reg.Close)
+	keyring, err := auth.NewKeyring(keys(cfg))
+	if err != nil {
+		return nil, err
+	}
+	san, err := sanitize.New(cfg.Sanitize, a.metrics)
+	if err != nil {
+		return nil, err
+	}
+	lim := limits.New(limits.Options{Registerer: a.metrics, GlobalCap: cfg.Server.GlobalCap})
+	lim.Register(a.reg.Entries()...)
+	disp, err := dispatch.New(dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
+		Confirm:   confirm.New([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL),
+		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
+		Observers: []dispatch.Observer{metrics.New(a.metrics, a.reg)}})
+	if err != nil {
+		return nil, err
+	}
+	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, Logger: log, OpenAPI: api.OpenAPI,
+		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, Registerer: a.metrics})
+	if err != nil {
+		return nil, err
+	}
+	a.insecure = !keyring.Enabled() && !isLoopback(cfg.Listen)
+	a.api, a.admin = a.httpServers()
+	ok = true
+	return a, nil
+}
+
+// candidate is a tool toold can serve, with whether it is on unless the
+// tools section says otherwise.
+type candidate struct {
+	tool tools.Tool
+	on   bool
+}
+
+// tools builds every tool toold can serve, keeps those the configuration
+// enables, and refuses configuration for tools that do not exist.
+func (a *app) tools() ([]tools.Tool, error) {
+	all, err := a.candidates()
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	var out []tools.Tool
+	for _, c := range all {
+		name := c.tool.Spec().Name
+		known[name] = true
+		if a.cfg.Enabled(name, c.on) {
+			out = append(out, c.tool)
+		}
+	}
+	probs := &config.Error{}
+	for name := range a.cfg.Tools {
+		if !known[name] {
+			probs.Problems = append(probs.Problems, config.Problem{Path: "tools." + name,
+				Message: "no such tool (tools: " + strings.Join(sortedKeys(known), ", ") + ")"})
+		}
+	}
+	if len(probs.Problems) > 0 {
+		return nil, probs
+	}
+	return out, nil
+}
+
+// candidates are the file tools (the read-only ones on by default), the
+// diagnostics (off), and the command tools of the commands section (on: an
+// operator who declares one wants it).
+func (a *app) candidates() ([]candidate, error) {
+	fsc := a.cfg.FS
+	ws, err := fs.New(a.cfg.Workspace, fs.Options{MaxReadBytes: fsc.MaxReadBytes, MaxTotalReadBytes: fsc.MaxTotalReadBytes,
+		MaxFileBytes: fsc.MaxFileBytes, MaxEntries: fsc.MaxEntries, MaxMatches: fsc.MaxMatches, MaxWriteBytes: fsc.MaxWriteBytes})
+	if err != nil {
+		return nil, &config.Error{Problems: []config.Problem{{Path: "workspace", Message: err.Error()}}}
+	}
+	a.closers = append(a.closers, ws.Close)
+	readOnly := ws.ReadOnlyTools()
+	var all []candidate
+	for _, t := range ws.Tools() {
+		all = append(all, candidate{t, slices.Contains(readOnly, t)})
+	}
+	all = append(all, candidate{diag.Echo(), false}, candidate{diag.Sleep(), false})
+	cs, err := command.New(a.cfg.Commands, a.cfg.Workspace, a.log.Named("command"))
+	if err != nil {
+		return nil, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}}
+	}
+	a.closers = append(a.closers, cs.Close)
+	for _, line := range cs.Describe() {
+		a.log.Info("command tool", zap.String("containment", line))
+	}
+	for _, t := range cs.Tools() {
+		all = append(all, candidate{t, true})
+	}
+	return all, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// registryOptions passes the configured category defaults and the
+// overrides of enabled tools.
+func registryOptions(cfg *config.Config) registry.Options {
+	o := registry.Options{Defaults: map[tools.Category]tools.Limits{}, Overrides: map[string]registry.Override{}}
+	for name, l := range cfg.Categories {
+		o.Defaults[tools.Category(name)] = l.ToolLimits()
+	}
+	for name, t := range cfg.Tools {
+		if t.Enabled != nil && !*t.Enabled {
+			continue
+		}
+		if t.Description != "" || t.Limits != (config.Limits{}) {
+			o.Overrides[name] = registry.Override{Description: t.Description, Limits: t.Limits.ToolLimits()}
+		}
+	}
+	return o
+}
+
+func keys(cfg *config.Config) []auth.Key {
+	var ks []auth.Key
+	for _, k := range cfg.Auth.Keys {
+		ks = append(ks, auth.Key{Name: k.Name, SHA256: k.SHA256, Tools: k.Tools})
+	}
+	return ks
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// httpServers builds the API and admin servers with explicit timeouts. A
+// request's context descends from a context drain can cancel with a cause.
+func (a *app) httpServers() (*http.Server, *http.Server) {
+	base, cancel := context.WithCancelCause(context.Background())
+	a.cancelCalls = cancel
+	sc := a.cfg.Server
+	apiSrv := &http.Server{
+		Handler:           a.srv.Handler(),
+		ReadHeaderTimeout: cmp.Or(sc.ReadHeaderTimeout, 5*time.Second),
+		ReadTimeout:       cmp.Or(sc.ReadTimeout, 30*time.Second),
+		WriteTimeout:      max(sc.WriteTimeout, a.longestTimeout()+10*time.Second),
+		IdleTimeout:       cmp.Or(sc.IdleTimeout, 2*time.Minute),
+		MaxHeaderBytes:    cmp.Or(sc.MaxHeaderBytes, 64<<10),
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          zap.NewStdLog(a.log.Named("http")),
+	}
+	if a.cfg.AdminListen == "" {
+		return apiSrv, nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{Registry: a.metrics}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	adminSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: zap.NewStdLog(a.log.Named("admin"))}
+	return apiSrv, adminSrv
+}
+
+// longestTimeout is the longest tool timeout; the write timeout must be
+// longer so a slow tool's envelope is never cut off.
+func (a *app) longestTimeout() time.Duration {
+	var longest time.Duration
+	for _, e := range a.reg.Entries() {
+		longest = max(longest, e.Spec.Limits.Timeout)
+	}
+	return longest
+}
+
+func (a *app) close() {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i]())
+	}
+	a.closers = nil
+	if err := errors.Join(errs...); err != nil && a.log != nil {
+		a.log.Warn("closing tools", zap.Error(err))
+	}
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"toold/internal/config"
+)
+
+// options are the command line, after TOOLD_* environment defaults.
+type options struct {
+	config         string
+	listen         string
+	adminListen    string
+	workspace      string
+	logLevel       string
+	insecureNoAuth bool
+	drainGrace     time.Duration
+	checkConfig    string
+	hashKey        bool
+	newKey         bool
+	version        bool
+	set            map[string]bool // flags given explicitly or by env
+}
+
+// parseFlags reads args; every setting flag also reads TOOLD_<NAME> (dashes
+// as underscores), and a flag on the command line wins over the variable.
+func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (*options, error) {
+	o := &options{set: map[string]bool{}}
+	fs := flag.NewFlagSet("toold", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", "", "configuration `file` (YAML), read on top of the built-in defaults")
+	fs.StringVar(&o.listen, "listen", "", "API listen `address` (default 127.0.0.1:8080)")
+	fs.StringVar(&o.adminListen, "admin-listen", "", "metrics and pprof listen `address` (default 127.0.0.1:9090; \"off\" disables)")
+	fs.StringVar(&o.workspace, "workspace", "", "`directory` the file tools are confined to (default: the current directory)")
+	fs.StringVar(&o.logLevel, "log-level", "", "log `level`: debug, info, warn or error")
+	fs.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "allow a non-loopback listen address without API keys (warns at every start)")
+	fs.DurationVar(&o.drainGrace, "drain-grace", 0, "how long accepted calls may finish after SIGTERM (default 30s)")
+	fs.StringVar(&o.checkConfig, "check-config", "", "validate the configuration `file`, list every problem, and exit")
+	fs.BoolVar(&o.hashKey, "hash-key", false, "read an API key on stdin and print the SHA-256 the config stores")
+	fs.BoolVar(&o.newKey, "new-key", false, "print a new random API key and its SHA-256")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: toold [flags]\n\nEvery setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
+		fs.PrintDefaults()
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "TOOLD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := lookupEnv(name); ok && v != "" && isSetting(f.Name) {
+			if err := f.Value.Set(v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s=%q: %v", name, v, err)
+			}
+			o.set[f.Name] = true
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q (flags start with -)", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	return o, nil
+}
+
+// isSetting tells the flags that configure a server from those that are
+// one-off commands (which the environment must not trigger).
+func isSetting(name string) bool {
+	switch name {
+	case "check-config", "hash-key", "new-key", "version":
+		return false
+	}
+	return true
+}
+
+// apply lays the flags over a loaded configuration.
+func (o *options) apply(c *config.Config) {
+	if o.set["listen"] {
+		c.Listen = o.listen
+	}
+	if o.set["admin-listen"] {
+		c.AdminListen = o.adminListen
+		if strings.EqualFold(o.adminListen, "off") {
+			c.AdminListen = ""
+		}
+	}
+	if o.set["workspace"] {
+		c.Workspace = o.workspace
+	}
+	if o.set["log-level"] {
+		c.LogLevel = o.logLevel
+	}
+	if o.set["insecure-no-auth"] {
+		c.InsecureNoAuth = o.insecureNoAuth
+	}
+}

@@ -1,0 +1,34 @@
+// Command toold serves tools to LLM agents over HTTP: discovery with JSON
+// Schemas, and execution through one pipeline of validation, sanitization,
+// per-tool bulkheads and deadlines. `go run ./cmd/toold` starts it on
+// 127.0.0.1:8080 with the built-in configuration.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
+	var ec exitCode
+	switch {
+	case errors.As(err, &ec):
+		os.Exit(int(ec))
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "toold:", err)
+		os.Exit(1)
+	}
+}
+
+// exitCode ends the process with a status and no further message (the
+// message was already printed).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }

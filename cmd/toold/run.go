@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
+
+	"toold/internal/auth"
+	"toold/internal/config"
+)
+
+// run is the whole program; main only turns its error into an exit code.
+// Tests call it with their own arguments, environment and writers.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, lookupEnv, stderr)
+	if err != nil {
+		return exitCode(2)
+	}
+	switch {
+	case o.version:
+		fmt.Fprintln(stdout, "toold", versionString())
+		return nil
+	case o.hashKey:
+		return hashKey(stdin, stdout)
+	case o.newKey:
+		key := auth.NewKey()
+		fmt.Fprintf(stdout, "key:    %s\nsha256: %s\n", key, auth.Hash(key))
+		return nil
+	case o.checkConfig != "":
+		return checkConfig(o, lookupEnv, stdout, stderr)
+	}
+	cfg, err := loadConfig(o, lookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "toold: the configuration has problems:\n%v\n", err)
+		return exitCode(2)
+	}
+	log, flush, err := newLogger(cfg.LogLevel, stderr)
+	if err != nil {
+		return err
+	}
+	defer flush()
+	a, err := build(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "toold: cannot start:\n%v\n", err)
+		return exitCode(2)
+	}
+	defer a.close()
+	return a.serve(ctx, stdout)
+}
+
+func loadConfig(o *options, lookupEnv func(string) (string, bool)) (*config.Config, error) {
+	cfg := config.Default()
+	if o.config != "" {
+		var err error
+		if cfg, err = config.Load(o.config, lookupEnv); err != nil {
+			return nil, err
+		}
+	}
+	o.apply(cfg)
+	return cfg, cfg.Validate()
+}
+
+// checkConfig validates a file as toold would run it: the config's own
+// rules, then building every tool and the registry, without listening.
+func checkConfig(o *options, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	o.config = o.checkConfig
+	cfg, err := loadConfig(o, lookupEnv)
+	if err == nil {
+		var a *app
+		if a, err = build(cfg, zap.NewNop()); err == nil {
+			a.close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitCode(1)
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", o.checkConfig)
+	return nil
+}
+
+// hashKey prints the SHA-256 of the key read from stdin. The key comes on
+// stdin, not as an argument, so it stays out of shell history and ps.
+func hashKey(stdin io.Reader, stdout io.Writer) error {
+	line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	key := strings.TrimRight(line, "\r\n")
+	if len(key) < 16 {
+		return errors.New("-hash-key: give the key on stdin (at least 16 characters), e.g. printf %s \"$KEY\" | toold -hash-key")
+	}
+	fmt.Fprintln(stdout, auth.Hash(key))
+	return nil
+}
+
+// listenURL is how the start-up line shows an address.
+func listenURL(addr net.Addr) string { return "http://" + addr.String() }
+
+func absPath(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
+// serve runs the listeners until ctx ends, then drains.
+func (a *app) serve(ctx context.Context, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", a.cfg.Listen, err)
+	}
+	if n := a.cfg.Server.MaxConnections; n > 0 {
+		ln = netutil.LimitListener(ln, n)
+	}
+	var adminLn net.Listener
+	if a.cfg.AdminListen != "" {
+		if adminLn, err = net.Listen("tcp", a.cfg.AdminListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("admin listen %s: %w", a.cfg.AdminListen, err)
+		}
+	}
+	a.announce(stdout, ln, adminLn)
+	errc := make(chan error, 2)
+	go func() { errc <- a.api.Serve(ln) }()
+	if adminLn != nil {
+		go func() { errc <- a.admin.Serve(adminLn) }()
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("server stopped: %w", err)
+	case <-ctx.Done():
+	}
+	return a.drain()
+}
+
+func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {
+	fmt.Fprintf(stdout, "toold %s listening on %s, serving %d tools from workspace %s\n",
+		versionString(), listenURL(ln.Addr()), a.reg.Len(), absPath(a.cfg.Workspace))
+	if adminLn != nil {
+		fmt.Fprintf(stdout, "metrics and pprof on %s/metrics\n", listenURL(adminLn.Addr()))
+	}
+	a.log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("tools", a.reg.Len()),
+		zap.String("workspace", absPath(a.cfg.Workspace)))
+	if a.insecure {
+		msg := "toold serves a non-loopback address WITHOUT authentication (-insecure-no-auth): anyone who can reach it can run its tools"
+		fmt.Fprintln(stdout, "WARNING:", msg)
+		a.log.Warn(msg, zap.String("addr", ln.Addr().String()))
+	}
+}
+
+// drain stops taking work and lets accepted calls finish within the grace
+// period, still serving meanwhile (readiness 503, new calls 503 draining);
+// past it, their contexts are cancelled and each still gets its envelope.
+// Then the listeners close and the process exits 0.
+func (a *app) drain() error {
+	a.srv.Drain()
+	a.log.Info("draining", zap.Duration("grace", a.grace))
+	select {
+	case <-a.srv.Idle():
+	case <-time.After(a.grace):
+		a.log.Warn("grace period over: cancelling the calls still running")
+		a.cancelCalls(errDraining)
+		select {
+		case <-a.srv.Idle():
+		case <-time.After(5 * time.Second):
+			a.log.Error("calls did not answer after cancellation; closing anyway")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := a.api.Shutdown(ctx)
+	if a.admin != nil {
+		_ = a.admin.Close()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	a.log.Info("stopped")
+	return nil
+}
