@@ -164,10 +164,11 @@ func (r *StreamRedactor) emit(n int) {
 		}
 		prev = f.end
 	}
-	putFindings(fs)
+	found := len(*fs) > 0
+	putFindings(fs) // the slice belongs to the pool from here on
 	r.pemOpen = open
 	out = append(out, text[prev:]...)
-	if len(*fs) > 0 {
+	if found {
 		out = r.settle(out)
 	}
 	r.keepContext(seg)
