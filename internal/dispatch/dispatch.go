@@ -63,9 +63,12 @@ type Sanitizer interface {
 
 // Limiter is the bulkhead stage: Admit returns once the call may run, with
 // the function that frees its slot, or an error (a *tools.Error of kind
-// overload_error, or the context's error).
+// overload_error, or the context's error). Full returns the refusal Admit
+// would give now, or nil: a call to a saturated tool is refused before its
+// arguments are read, so a stampede costs little.
 type Limiter interface {
 	Admit(ctx context.Context, e *registry.Entry) (release func(), err error)
+	Full(e *registry.Entry) error
 }
 
 // Observer is told the outcome of every call (metrics, events).
@@ -178,11 +181,21 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 		return StatusRejected, tools.NewPermissionError("this API key may not use the tool %q", entry.Spec.Name).
 			WithCode("forbidden").WithSuggestion("use a tool listed by GET /tools for this key, or ask the operator to extend the key's tool patterns")
 	}
-	if err := d.prepare(ctx, c); err != nil {
+	if err := d.opts.Limiter.Full(entry); err != nil {
 		return StatusRejected, err
 	}
-	if err := d.confirmed(c); err != nil {
-		return StatusRejected, err
+	// The deep work (decoding, validating, sanitizing; below, executing and
+	// the result's checks) runs on the workers, whose stacks are grown
+	// already; the caller's goroutine stays shallow, so a call parked in a
+	// queue costs little memory.
+	var err2 error
+	d.workers.await(func() {
+		if err2 = d.prepare(ctx, c); err2 == nil {
+			err2 = d.confirmed(c)
+		}
+	})
+	if err2 != nil {
+		return StatusRejected, err2
 	}
 	timeout := entry.Spec.Limits.Timeout
 	if t := c.req.Timeout; t > 0 && t < timeout {
@@ -196,11 +209,7 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	if err != nil {
 		return d.admitFailure(ctx, err, timeout)
 	}
-	result, status, err := d.execute(ctx, c, release, timeout)
-	if err != nil {
-		return status, err
-	}
-	return d.finish(ctx, c, result)
+	return d.execute(ctx, c, release, timeout)
 }
 
 func (d *Dispatcher) resolve(req *Request) (*registry.Entry, error) {
@@ -339,43 +348,66 @@ func cancelled(ctx context.Context, reached Status) (Status, error) {
 	return StatusError, tools.Errorf(tools.SystemError, "the call was cancelled by its caller").WithCode("cancelled").Wrap(ctx.Err())
 }
 
+// outcome is what a worker brings back from one execution: the tool's
+// result or error and, for a result, its checked and sanitized encoding.
 type outcome struct {
-	result any
-	err    error
+	result   any
+	err      error
+	status   Status // of err, when err came from finish
+	data     json.RawMessage
+	report   sanitize.Report
+	execute  time.Duration
+	sanitize time.Duration
 }
 
-// execute runs the tool in its own goroutine so the caller is answered at
-// the deadline even when the tool ignores its context. The slot is freed only
-// when the tool really returns: the in-flight limit never lies.
-func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeout time.Duration) (any, Status, error) {
+// execute runs the tool on a worker so the caller is answered at the
+// deadline even when the tool ignores its context. The slot is freed only
+// when the tool really returns: the in-flight limit never lies. The worker
+// then checks and sanitizes the result; the outcome reaches the envelope
+// only if it arrives in time.
+func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeout time.Duration) (Status, error) {
 	emit := c.req.Emit
 	flush := func() {}
 	if emit != nil {
 		emit, flush = d.opts.Sanitizer.Stream(&c.entry.Spec, emit)
 	}
-	tc := tools.NewCall(c.args, c.req.RequestID, c.req.Caller, emit)
+	tc := tools.NewCall(c.args, c.req.RequestID, c.req.Caller, emit).WithTree(c.tree)
 	if c.req.OnStart != nil {
 		c.req.OnStart()
 	}
 	done := make(chan outcome, 1)
 	start := time.Now()
+	entry := c.entry
 	d.workers.run(func() {
-		defer release()
-		done <- d.invoke(ctx, c.entry, tc)
+		o := d.invoke(ctx, entry, tc)
+		o.execute = time.Since(start)
+		release()
+		flush()
+		if o.err == nil {
+			d.finish(ctx, entry, &o)
+		}
+		done <- o
 	})
 	select {
 	case o := <-done:
-		c.env.Timing.ExecuteMS = millis(time.Since(start))
-		flush()
-		return d.toolOutcome(ctx, o, timeout)
+		c.env.Timing.ExecuteMS = millis(o.execute)
+		c.env.Timing.SanitizeMS += millis(o.sanitize)
+		c.env.Sanitized.Add(o.report)
+		if o.err != nil && o.status == "" {
+			return d.toolOutcome(ctx, o, timeout)
+		}
+		if o.err != nil {
+			return o.status, o.err
+		}
+		c.env.Data = o.data
+		return StatusSuccess, nil
 	case <-ctx.Done():
 		c.env.Timing.ExecuteMS = millis(time.Since(start))
 		go d.watchStuck(c.entry, done)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, StatusTimeout, timeoutError(timeout, "while running")
+			return StatusTimeout, timeoutError(timeout, "while running")
 		}
-		status, err := cancelled(ctx, StatusError)
-		return nil, status, err
+		return cancelled(ctx, StatusError)
 	}
 }
 
@@ -389,7 +421,7 @@ func (d *Dispatcher) invoke(ctx context.Context, e *registry.Entry, tc *tools.Ca
 		}
 	}()
 	r, err := e.Tool.Execute(ctx, tc)
-	return outcome{r, err}
+	return outcome{result: r, err: err}
 }
 
 func (d *Dispatcher) watchStuck(e *registry.Entry, done <-chan outcome) {
@@ -410,49 +442,48 @@ func (d *Dispatcher) watchStuck(e *registry.Entry, done <-chan outcome) {
 	}
 }
 
-func (d *Dispatcher) toolOutcome(ctx context.Context, o outcome, timeout time.Duration) (any, Status, error) {
-	if o.err == nil {
-		return o.result, StatusSuccess, nil
-	}
+// toolOutcome classifies an error the tool returned.
+func (d *Dispatcher) toolOutcome(ctx context.Context, o outcome, timeout time.Duration) (Status, error) {
 	if te, ok := tools.AsError(o.err); ok {
 		if te.Kind == tools.ValidationError {
-			return nil, StatusRejected, te
+			return StatusRejected, te
 		}
-		return nil, StatusError, te
+		return StatusError, te
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil, StatusTimeout, timeoutError(timeout, "while running").Wrap(o.err)
+		return StatusTimeout, timeoutError(timeout, "while running").Wrap(o.err)
 	}
-	return nil, StatusError, o.err
+	return StatusError, o.err
 }
 
-// finish validates and sanitizes the result into the envelope.
-func (d *Dispatcher) finish(ctx context.Context, c *call, result any) (Status, error) {
-	data, err := json.Marshal(result)
+// finish encodes the result, checks it against a declared output schema
+// and sanitizes it, into o. It runs on the worker and touches no shared
+// state: the caller may have been answered already.
+func (d *Dispatcher) finish(ctx context.Context, e *registry.Entry, o *outcome) {
+	data, err := json.Marshal(o.result)
 	if err != nil {
-		return StatusError, fmt.Errorf("encoding the result: %w", err)
+		o.status, o.err = StatusError, fmt.Errorf("encoding the result: %w", err)
+		return
 	}
-	if c.entry.ChecksOutput() {
+	if e.ChecksOutput() {
 		v, err := strictjson.Decode(data, 0)
 		var fields []tools.FieldError
 		if err == nil {
-			fields = c.entry.ValidateOutput(v)
+			fields = e.ValidateOutput(v)
 		}
 		if err != nil || fields != nil {
-			e := tools.Errorf(tools.SystemError, "the tool's result does not fit its output schema").WithCode("invalid_output")
-			e.Fields = fields
-			return StatusInvalidOutput, e.Wrap(err)
+			te := tools.Errorf(tools.SystemError, "the tool's result does not fit its output schema").WithCode("invalid_output")
+			te.Fields = fields
+			o.status, o.err = StatusInvalidOutput, te.Wrap(err)
+			return
 		}
 	}
 	start := time.Now()
-	out, rep, err := d.opts.Sanitizer.Output(ctx, &c.entry.Spec, data)
-	c.env.Timing.SanitizeMS += millis(time.Since(start))
-	c.env.Sanitized.Add(rep)
+	o.data, o.report, err = d.opts.Sanitizer.Output(ctx, &e.Spec, data)
+	o.sanitize = time.Since(start)
 	if err != nil {
-		return StatusError, err
+		o.status, o.err = StatusError, err
 	}
-	c.env.Data = out
-	return StatusSuccess, nil
 }
 
 // failure fills the envelope's error. Anything that is not a *tools.Error is

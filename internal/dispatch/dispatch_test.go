@@ -173,3 +173,23 @@ func BenchmarkDispatchEcho(b *testing.B) {
 		}
 	}
 }
+
+// TestPanicInPrepareReachesCaller: a panic while preparing a call (on a
+// worker) is raised in the caller's goroutine, not the worker's, so the
+// process survives and the server's recoverer answers it.
+func TestPanicInPrepareReachesCaller(t *testing.T) {
+	d := newDispatcher(t, nil, noop{})
+	d.opts.Sanitizer = panickySanitizer{d.opts.Sanitizer}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("the panic did not reach the caller")
+		}
+	}()
+	d.Execute(context.Background(), &Request{Tool: "noop", Body: []byte(`{"x":"a"}`)})
+}
+
+type panickySanitizer struct{ Sanitizer }
+
+func (panickySanitizer) Input(context.Context, *tools.Spec, any) (any, sanitize.Report, error) {
+	panic("sanitizer bug")
+}

@@ -26,6 +26,23 @@ func (w *workers) run(job func()) {
 	}
 }
 
+// await runs job on a worker and waits for it to finish. A panic in job is
+// raised again in the caller, where the server's recoverer answers it: a
+// worker must never take the process down.
+func (w *workers) await(job func()) {
+	done := make(chan struct{})
+	var failure any
+	w.run(func() {
+		defer close(done)
+		defer func() { failure = recover() }()
+		job()
+	})
+	<-done
+	if failure != nil {
+		panic(failure)
+	}
+}
+
 func (w *workers) loop(job func()) {
 	t := time.NewTimer(w.idle)
 	defer t.Stop()

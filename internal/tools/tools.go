@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"time"
 
@@ -185,6 +186,7 @@ type Call struct {
 	Caller string
 
 	emit func(Chunk)
+	tree any // Args decoded, when the pipeline has it
 }
 
 // Chunk is a piece of streamed output.
@@ -198,11 +200,22 @@ func NewCall(args json.RawMessage, requestID, caller string, emit func(Chunk)) *
 	return &Call{Args: args, RequestID: requestID, Caller: caller, emit: emit}
 }
 
-// Decode unmarshals the arguments into v, refusing fields v does not know.
-// It uses encoding/json/v2's reference implementation: case-sensitive
-// names (as the schema has them), and about three times faster than
-// encoding/json on the pipeline's hot path.
+// WithTree attaches the decoded form of Args (the tree the pipeline
+// validated), so Decode need not parse the text again. The tool may keep
+// or change what it decodes from it: the pipeline no longer uses it.
+func (c *Call) WithTree(tree any) *Call {
+	c.tree = tree
+	return c
+}
+
+// Decode stores the arguments into v (a pointer). From the pipeline it reads
+// the tree the schema validated, without parsing the text again; otherwise it
+// parses Args with encoding/json/v2's reference implementation, refusing
+// fields v does not know. Names match exactly, as the schema has them.
 func (c *Call) Decode(v any) error {
+	if rv := reflect.ValueOf(v); c.tree != nil && rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		return assign(rv.Elem(), c.tree, "")
+	}
 	if err := jsonv2.Unmarshal(c.Args, v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return Errorf(ValidationError, "arguments do not fit the tool's parameters: %v", err)
 	}
