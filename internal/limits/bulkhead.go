@@ -32,6 +32,20 @@ type waiter struct {
 	granted bool // set under mu when the slot is handed over
 }
 
+// full refuses as admit would when no slot and no queue place is free.
+func (b *bulkhead) full() error {
+	b.mu.Lock()
+	full := b.running >= b.limits.MaxInFlight && b.waiters.Len() >= b.limits.Queue()
+	pos := b.waiters.Len() + 1
+	b.mu.Unlock()
+	if !full {
+		return nil
+	}
+	b.rejected(ReasonQueueFull)
+	return overload(ReasonQueueFull, fmt.Sprintf("the tool is at capacity: %d running and %d queued",
+		b.limits.MaxInFlight, b.limits.Queue()), b.retryAfter(pos))
+}
+
 func (b *bulkhead) admit(ctx context.Context) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -124,6 +124,19 @@ func (l *Limiter) Admit(ctx context.Context, e *registry.Entry) (func(), error) 
 	return release, nil
 }
 
+// Full returns the refusal Admit would give right now if the tool's
+// bulkhead (or the global cap) has no room, else nil. The pipeline asks
+// before it reads the arguments: under a stampede, refusing costs no
+// decoding or validation. It is a hint; Admit still decides.
+func (l *Limiter) Full(e *registry.Entry) error {
+	b := l.bulkhead(e)
+	if l.cap > 0 && l.global.Load() >= l.cap {
+		b.rejected(ReasonGlobalCap)
+		return overload(ReasonGlobalCap, "toold is at its global capacity", b.retryAfter(b.limits.Queue()+1))
+	}
+	return b.full()
+}
+
 func overload(reason, msg string, retry time.Duration) *tools.Error {
 	e := tools.Errorf(tools.OverloadError, "%s", msg).WithCode(reason)
 	e.RetryAfter = retry

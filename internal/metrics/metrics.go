@@ -23,6 +23,18 @@ type Tools struct {
 	calls    *prometheus.CounterVec
 	stuck    *prometheus.GaugeVec
 	target   *prometheus.GaugeVec
+	// byTool holds each tool's series, resolved once: looking a series up
+	// by its labels hashes them, several times per call otherwise.
+	byTool map[string]*series
+}
+
+type series struct {
+	duration map[dispatch.Status]prometheus.Observer
+	calls    map[dispatch.Status]prometheus.Counter
+	queue    prometheus.Observer
+	execute  prometheus.Observer
+	sanitize prometheus.Observer
+	stuck    prometheus.Gauge
 }
 
 var _ dispatch.Observer = (*Tools)(nil)
@@ -47,6 +59,7 @@ func New(reg prometheus.Registerer, r *registry.Registry) *Tools {
 		target: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_latency_target_seconds",
 			Help: "Documented latency bounds per tool: bound=target|max (objectives) and timeout (enforced)."},
 			[]string{"tool", "category", "bound"}),
+		byTool: map[string]*series{},
 	}
 	for _, e := range r.Entries() {
 		m.register(e)
@@ -61,34 +74,43 @@ func (m *Tools) register(e *registry.Entry) {
 	m.target.WithLabelValues(name, cat, "target").Set(l.Target.Seconds())
 	m.target.WithLabelValues(name, cat, "max").Set(l.Max.Seconds())
 	m.target.WithLabelValues(name, cat, "timeout").Set(l.Timeout.Seconds())
-	m.stuck.WithLabelValues(name)
-	for _, s := range dispatch.Statuses {
-		if s != dispatch.StatusNotFound {
-			m.calls.WithLabelValues(name, string(s))
+	s := &series{duration: map[dispatch.Status]prometheus.Observer{}, calls: map[dispatch.Status]prometheus.Counter{},
+		queue: m.phase.WithLabelValues(name, "queue"), execute: m.phase.WithLabelValues(name, "execute"),
+		sanitize: m.phase.WithLabelValues(name, "sanitize"), stuck: m.stuck.WithLabelValues(name)}
+	for _, st := range dispatch.Statuses {
+		if st != dispatch.StatusNotFound {
+			s.calls[st] = m.calls.WithLabelValues(name, string(st))
+			s.duration[st] = m.duration.WithLabelValues(name, cat, string(st))
 		}
 	}
+	m.byTool[name] = s
 }
 
 // Observe records one call.
 func (m *Tools) Observe(e *registry.Entry, env *dispatch.Envelope) {
-	name := e.Spec.Name
-	m.duration.WithLabelValues(name, string(e.Spec.Category), string(env.Status)).Observe(env.DurationMS / 1000)
-	m.calls.WithLabelValues(name, string(env.Status)).Inc()
+	s, ok := m.byTool[e.Spec.Name]
+	if !ok {
+		return // not from the registry these metrics were built for
+	}
+	s.duration[env.Status].Observe(env.DurationMS / 1000)
+	s.calls[env.Status].Inc()
 	t := env.Timing
 	if t.QueuedMS > 0 || t.ExecuteMS > 0 { // it reached the bulkhead
-		m.phase.WithLabelValues(name, "queue").Observe(t.QueuedMS / 1000)
+		s.queue.Observe(t.QueuedMS / 1000)
 	}
 	if t.ExecuteMS > 0 {
-		m.phase.WithLabelValues(name, "execute").Observe(t.ExecuteMS / 1000)
+		s.execute.Observe(t.ExecuteMS / 1000)
 	}
 	if t.SanitizeMS > 0 {
-		m.phase.WithLabelValues(name, "sanitize").Observe(t.SanitizeMS / 1000)
+		s.sanitize.Observe(t.SanitizeMS / 1000)
 	}
 }
 
 // Stuck moves the tool's stuck gauge.
 func (m *Tools) Stuck(e *registry.Entry, delta int) {
-	m.stuck.WithLabelValues(e.Spec.Name).Add(float64(delta))
+	if s, ok := m.byTool[e.Spec.Name]; ok {
+		s.stuck.Add(float64(delta))
+	}
 }
 
 // Buckets returns the histogram buckets: a fine base for fast tools plus
