@@ -190,7 +190,10 @@ func (s *Server) writeEnvelope(w http.ResponseWriter, r *http.Request, env *disp
 		ri.status = status
 		return // nobody is listening
 	}
-	writeJSON(w, status, env)
+	body := env.AppendJSON(make([]byte, 0, 512+len(env.Data)))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

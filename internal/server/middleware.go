@@ -20,19 +20,19 @@ import (
 
 type ctxKey int
 
-const (
-	keyInfo ctxKey = iota
-	keyPrincipal
-)
+const keyInfo ctxKey = 0
 
-// reqInfo collects what the access log line reports; handlers fill it.
+// reqInfo is the request's state across middleware: who called (set by
+// authenticate) and what the access log line reports (filled by handlers).
+// One context value, so the request is copied once, not per middleware.
 type reqInfo struct {
-	id      string
-	tool    string
-	outcome string
-	errType string
-	caller  string
-	status  int
+	id        string
+	principal *auth.Principal
+	tool      string
+	outcome   string
+	errType   string
+	caller    string
+	status    int
 }
 
 func info(r *http.Request) *reqInfo {
@@ -43,7 +43,7 @@ func info(r *http.Request) *reqInfo {
 }
 
 func principal(r *http.Request) *auth.Principal {
-	if p, ok := r.Context().Value(keyPrincipal).(*auth.Principal); ok {
+	if p := info(r).principal; p != nil {
 		return p
 	}
 	return auth.Anonymous
@@ -222,8 +222,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		info(r).caller = p.Name
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
+		ri := info(r)
+		ri.caller, ri.principal = p.Name, p
+		next.ServeHTTP(w, r)
 	})
 }
 

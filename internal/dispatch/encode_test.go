@@ -1,0 +1,61 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"toold/internal/sanitize"
+	"toold/internal/tools"
+)
+
+// plain has the envelope's fields without its MarshalJSON: what
+// encoding/json writes for them is the reference AppendJSON must match.
+type plain Envelope
+
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	started := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
+	tests := []Envelope{
+		{RequestID: "abc", Tool: "echo", Status: StatusSuccess, Success: true, Data: json.RawMessage(`{"a":[1,"x"]}`),
+			DurationMS: 1.234, Timing: Timing{QueuedMS: 0.002, ExecuteMS: 1.2, SanitizeMS: 0.031}, StartedAt: started},
+		{RequestID: "r", Tool: "weird \"<tool>\"\n\x01\u2028é\xff", Status: StatusRejected,
+			Error: &ErrorBody{Type: tools.ValidationError, Code: "invalid_json", Message: "bad <json> & more", Suggestion: "s",
+				Fields: []tools.FieldError{{Pointer: "/a", Message: "m"}}, Example: json.RawMessage(`{"x":1}`), Retryable: false},
+			DurationMS: 1e-9, StartedAt: started},
+		{RequestID: "r", Status: StatusError, Error: &ErrorBody{Type: tools.OverloadError, RetryAfterMS: 1200, Retryable: true},
+			DurationMS: 123456.5, StartedAt: started,
+			Sanitized: sanitize.Report{Redactions: 2, ByKind: map[string]int{"email": 2}, Truncated: true, OriginalBytes: 9, Notes: []string{"n"}}},
+		{},
+	}
+	for i, env := range tests {
+		want, err := json.Marshal((*plain)(&env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := env.AppendJSON(nil)
+		var w, g any
+		if err := json.Unmarshal(want, &w); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%d: AppendJSON wrote invalid JSON: %v\n%s", i, err, got)
+		}
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Errorf("%d: (-encoding/json +AppendJSON):\n%s", i, diff)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "\f\b", "quote\"back\\slash", "\x00\x1f\x7f", "<>&", "\u2028\u2029", "\xff\xfe", "é日本"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); string(got) != string(want) {
+			t.Fatalf("appendString(%q) = %s, encoding/json writes %s", s, got, want)
+		}
+	})
+}
