@@ -340,3 +340,24 @@ func TestExamplesAreValid(t *testing.T) {
 		}
 	}
 }
+
+func TestPprofCanBeTurnedOff(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("server: {pprof: false}\n"), 0o644)
+	on := start(t, nil, "-workspace", workspace(t))
+	off := start(t, nil, "-workspace", workspace(t), "-config", cfg)
+	for _, tt := range []struct {
+		in   *instance
+		want int
+	}{{on, 200}, {off, 404}} {
+		resp, err := http.Get(tt.in.admin + "/debug/pprof/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("/debug/pprof/: %d, want %d", resp.StatusCode, tt.want)
+		}
+	}
+}

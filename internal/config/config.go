@@ -65,6 +65,9 @@ type ServerConfig struct {
 	GlobalCap int `yaml:"global_cap" validate:"gte=0"`
 	// DrainGrace is how long accepted calls may finish after SIGTERM.
 	DrainGrace time.Duration `yaml:"drain_grace" validate:"gte=0"`
+	// Pprof serves /debug/pprof on the admin listener next to /metrics
+	// (default true; turn it off where the metrics port is shared).
+	Pprof *bool `yaml:"pprof"`
 	// ConfirmSecret signs confirmation tokens. Replicas that share it
 	// accept each other's tokens; empty means a random secret per process
 	// (a token then works only on the replica that issued it). Give at
