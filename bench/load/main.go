@@ -1,0 +1,232 @@
+// Command load is toold's load harness. In one run, on loopback only and
+// bounded in time, it measures:
+//
+//  1. throughput: a bare net/http JSON echo server and toold serving its
+//     echo tool, driven alternately by the same generator at 64 keep-alive
+//     connections; req/s, p50 and p99 of each, and the ratio;
+//  2. overload: toold's sleep tool with 10 in flight and 100 queued,
+//     sleeping 50 ms, hit by 500 concurrent clients; accepted, rejected,
+//     lost (must be 0), the largest in-flight count observed (must be 10),
+//     and the p99 of rejections and of accepted calls;
+//  3. memory: toold's RSS idle, and with 1,000 callers queued.
+//
+// Servers run pinned to CPU 0 and the generator to CPU 1 when taskset
+// exists. Run it with `make load` (go run ./bench/load).
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+)
+
+type options struct {
+	round, overload time.Duration
+	rounds, conns   int
+	clients, queued int
+}
+
+func main() {
+	role := flag.String("role", "", "internal: run as the bare server")
+	var o options
+	flag.DurationVar(&o.round, "round", 4*time.Second, "length of one throughput round")
+	flag.IntVar(&o.rounds, "rounds", 3, "throughput rounds per server, alternating")
+	flag.IntVar(&o.conns, "conns", 64, "connections of the throughput generator")
+	flag.DurationVar(&o.overload, "overload", 10*time.Second, "length of the overload scenario")
+	flag.IntVar(&o.clients, "clients", 500, "concurrent clients of the overload scenario")
+	flag.IntVar(&o.queued, "queued", 1000, "callers to park in a queue for the memory figure")
+	flag.Parse()
+	if *role == "bare" {
+		serveBare()
+		return
+	}
+	log.SetFlags(0)
+	if err := harness(o); err != nil {
+		log.Fatal("load: ", err)
+	}
+}
+
+func harness(o options) error {
+	dir, err := os.MkdirTemp("", "toold-load-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin, err := buildToold(dir)
+	if err != nil {
+		return err
+	}
+	pinned := pinSelf()
+	fmt.Printf("toold load harness: %s, GOMAXPROCS %d, servers pinned to CPU 0 and generator to CPU 1: %v\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), pinned)
+
+	bare, err := startBare(dir, pinned)
+	if err != nil {
+		return err
+	}
+	defer bare.stop()
+	td, err := startToold(bin, dir, "main", `
+tools:
+  echo: {enabled: true}
+  sleep: {enabled: true, limits: {max_in_flight: 10, max_queue: 100, timeout: 30s, max: 10s, target: 1s}}
+`, pinned)
+	if err != nil {
+		return err
+	}
+	defer td.stop()
+	idle := td.rss()
+
+	if err := throughput(o, bare.addr, td.addr); err != nil {
+		return err
+	}
+	if err := overload(o, td); err != nil {
+		return err
+	}
+	return memory(o, bin, dir, pinned, idle)
+}
+
+// buildToold builds the real binary, as deployed.
+func buildToold(dir string) (string, error) {
+	root, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	bin := filepath.Join(dir, "toold")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/toold")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// pinSelf moves every thread of this process to CPU 1 and the Go scheduler
+// to one P, when taskset exists and there are two CPUs or more.
+func pinSelf() bool {
+	if _, err := exec.LookPath("taskset"); err != nil || runtime.NumCPU() < 2 {
+		return false
+	}
+	if err := exec.Command("taskset", "-a", "-p", "-c", "1", fmt.Sprint(os.Getpid())).Run(); err != nil {
+		return false
+	}
+	runtime.GOMAXPROCS(1)
+	return true
+}
+
+// server is a child process serving on loopback.
+type server struct {
+	cmd   *exec.Cmd
+	addr  string // host:port
+	admin string // http://host:port, toold only
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+	}
+}
+
+// rss reads the server's resident set from /proc, in bytes.
+func (s *server) rss() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return -1
+}
+
+func command(pinned bool, name string, args ...string) *exec.Cmd {
+	if pinned {
+		return exec.Command("taskset", append([]string{"-c", "0", name}, args...)...)
+	}
+	return exec.Command(name, args...)
+}
+
+var addrRE = regexp.MustCompile(`http://([0-9.]+:[0-9]+)`)
+
+// start runs cmd and waits for the lines naming its addresses.
+func start(cmd *exec.Cmd, want ...string) (*server, map[string]string, error) {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	found := map[string]string{}
+	sc := bufio.NewScanner(out)
+	deadline := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+	defer deadline.Stop()
+	for len(found) < len(want) && sc.Scan() {
+		for _, w := range want {
+			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil && strings.Contains(sc.Text(), w) {
+				found[w] = m[1]
+			}
+		}
+	}
+	if len(found) < len(want) {
+		return nil, nil, fmt.Errorf("%s did not start", cmd.Path)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return &server{cmd: cmd}, found, nil
+}
+
+func startBare(dir string, pinned bool) (*server, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	s, addrs, err := start(command(pinned, self, "-role", "bare"), "bare")
+	if err != nil {
+		return nil, err
+	}
+	s.addr = addrs["bare"]
+	return s, nil
+}
+
+// startToold starts toold with the config (on top of the built-in one), its
+// logs going to a file as an operator's would.
+func startToold(bin, dir, name, config string, pinned bool) (*server, error) {
+	ws := filepath.Join(dir, "ws-"+name)
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(cfg, []byte("workspace: "+ws+"\n"+config), 0o644); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := command(pinned, bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0")
+	cmd.Stderr = logf
+	s, addrs, err := start(cmd, "listening on", "metrics and pprof")
+	if err != nil {
+		return nil, err
+	}
+	s.addr, s.admin = addrs["listening on"], "http://"+addrs["metrics and pprof"]
+	time.Sleep(500 * time.Millisecond) // settle before the idle RSS is read
+	return s, nil
+}
