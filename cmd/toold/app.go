@@ -186,14 +186,14 @@ func sortedKeys(m map[string]bool) []string {
 func registryOptions(cfg *config.Config) registry.Options {
 	o := registry.Options{Defaults: map[tools.Category]tools.Limits{}, Overrides: map[string]registry.Override{}}
 	for name, l := range cfg.Categories {
-		o.Defaults[tools.Category(name)] = l.ToolLimits()
+		o.Defaults[tools.Category(name)] = l.Limits()
 	}
 	for name, t := range cfg.Tools {
 		if t.Enabled != nil && !*t.Enabled {
 			continue
 		}
-		if t.Description != "" || t.Limits != (config.Limits{}) {
-			o.Overrides[name] = registry.Override{Description: t.Description, Limits: t.Limits.ToolLimits()}
+		if t.Description != "" || !t.Limits.IsZero() {
+			o.Overrides[name] = registry.Override{Description: t.Description, Limits: t.Limits.Limits()}
 		}
 	}
 	return o

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"toold/internal/sanitize"
+	"toold/internal/tools"
 	"toold/internal/tools/command"
 )
 
@@ -87,16 +88,9 @@ type Key struct {
 	Tools  []string `yaml:"tools" validate:"min=1,dive,required"`
 }
 
-// Limits override a category's or a tool's limits; zero fields inherit.
-type Limits struct {
-	Timeout     time.Duration `yaml:"timeout" validate:"gte=0"`
-	Target      time.Duration `yaml:"target" validate:"gte=0"`
-	Max         time.Duration `yaml:"max" validate:"gte=0"`
-	MaxInFlight int           `yaml:"max_in_flight" validate:"gte=0,lte=100000"`
-	// MaxQueue: absent inherits; 0 means no queue (refuse at once).
-	MaxQueue  *int          `yaml:"max_queue" validate:"omitempty,gte=0,lte=1000000"`
-	QueueWait time.Duration `yaml:"queue_wait" validate:"gte=0"`
-}
+// Limits override a category's or a tool's limits; zero fields inherit,
+// and max_queue: 0 means no queue.
+type Limits = tools.LimitsConfig
 
 // Tool adjusts one tool.
 type Tool struct {

@@ -234,10 +234,10 @@ func TestMaxQueueZeroMeansNoQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Tools["grep"].Limits.ToolLimits().MaxQueue; got != tools.NoQueue {
+	if got := c.Tools["grep"].Limits.Limits().MaxQueue; got != tools.NoQueue {
 		t.Errorf("max_queue: 0 became %d, want NoQueue", got)
 	}
-	if got := c.Tools["read_file"].Limits.ToolLimits().MaxQueue; got != 0 {
+	if got := c.Tools["read_file"].Limits.Limits().MaxQueue; got != 0 {
 		t.Errorf("absent max_queue became %d, want 0 (inherit)", got)
 	}
 }

@@ -43,13 +43,13 @@ func (c *Config) Validate() error {
 		if !cat.Valid() {
 			continue // reported by the field rules
 		}
-		merged := limits(l).Merge(tools.DefaultLimits(cat))
+		merged := l.Limits().Merge(tools.DefaultLimits(cat))
 		if err := merged.Validate(); err != nil {
 			probs.add("categories."+name, "%v", err)
 		}
 	}
 	for name, t := range c.Tools {
-		if err := t.Limits.coherent(); err != nil {
+		if err := t.Limits.Check(); err != nil {
 			probs.add("tools."+name+".limits", "%v", err)
 		}
 	}
@@ -69,32 +69,6 @@ func (c *Config) Validate() error {
 }
 
 func (a AuthConfig) enabled() bool { return len(a.Keys) > 0 }
-
-// coherent checks the bounds a tool override sets itself; inherited values
-// are checked when the registry resolves them.
-func (l Limits) coherent() error {
-	if l.Target > 0 && l.Max > 0 && l.Target > l.Max {
-		return fmt.Errorf("target %v is above max %v", l.Target, l.Max)
-	}
-	if l.Max > 0 && l.Timeout > 0 && l.Max > l.Timeout {
-		return fmt.Errorf("max %v is above timeout %v", l.Max, l.Timeout)
-	}
-	return nil
-}
-
-// ToolLimits converts configured limits to the contract's.
-func (l Limits) ToolLimits() tools.Limits { return limits(l) }
-
-func limits(l Limits) tools.Limits {
-	t := tools.Limits{Timeout: l.Timeout, Target: l.Target, Max: l.Max, MaxInFlight: l.MaxInFlight, QueueWait: l.QueueWait}
-	if l.MaxQueue != nil {
-		t.MaxQueue = *l.MaxQueue
-		if t.MaxQueue == 0 {
-			t.MaxQueue = tools.NoQueue
-		}
-	}
-	return t
-}
 
 // loopback reports whether a listen address binds loopback only. An empty
 // host ("":8080) binds every interface, so it is not.

@@ -2,6 +2,8 @@ package command
 
 import (
 	"time"
+
+	"toold/internal/tools"
 )
 
 // Config is the `commands:` section of toold's configuration. Zero values
@@ -57,19 +59,6 @@ type Rlimits struct {
 	Processes int `yaml:"processes" validate:"gte=-1,lte=1048576"`
 }
 
-// Limits override the system_command category's limits for one tool
-// (timeout 30s, target 1s, max 2s, 10 in flight, 100 queued); zero fields
-// inherit the category's.
-type Limits struct {
-	Timeout     time.Duration `yaml:"timeout" validate:"gte=0"`
-	Target      time.Duration `yaml:"target" validate:"gte=0"`
-	Max         time.Duration `yaml:"max" validate:"gte=0"`
-	MaxInFlight int           `yaml:"max_in_flight" validate:"gte=0,lte=100000"`
-	// MaxQueue: absent inherits; 0 means no queue (refuse at once).
-	MaxQueue  *int          `yaml:"max_queue" validate:"omitempty,gte=0,lte=1000000"`
-	QueueWait time.Duration `yaml:"queue_wait" validate:"gte=0"`
-}
-
 // Sandbox is the isolation settings a declarative tool and
 // execute_command share.
 type Sandbox struct {
@@ -96,8 +85,10 @@ type Sandbox struct {
 	Rlimits Rlimits `yaml:"rlimits"`
 	// MaxOutputBytes overrides the section's cap per stream.
 	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
-	// Limits override the category's execution limits.
-	Limits Limits `yaml:"limits"`
+	// Limits override the system_command category's limits (timeout 30s,
+	// target 1s, max 2s, 10 in flight, 100 queued); zero fields inherit,
+	// and max_queue: 0 means no queue.
+	Limits tools.LimitsConfig `yaml:"limits"`
 }
 
 // ToolConfig declares one command tool.

@@ -75,7 +75,7 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 		output: tc.Output, sb: sb, defaults: defaults}
 	d.spec = tools.Spec{Name: tc.Name, Description: tc.Description, Instructions: tc.Instructions,
 		Returns: returnsText, Category: tools.SystemCommand, Parameters: params, Output: resultSchema(),
-		Examples: examples, RequiresConfirmation: tc.RequiresConfirmation, Limits: tc.Limits.tools(),
+		Examples: examples, RequiresConfirmation: tc.RequiresConfirmation, Limits: tc.Limits.Limits(),
 		Containment: sb.describe()}
 	return d, nil
 }
@@ -153,17 +153,6 @@ func resultSchema() json.RawMessage {
 		panic("command: Result has no schema: " + err.Error())
 	}
 	return s
-}
-
-func (l Limits) tools() tools.Limits {
-	t := tools.Limits{Timeout: l.Timeout, Target: l.Target, Max: l.Max, MaxInFlight: l.MaxInFlight, QueueWait: l.QueueWait}
-	if l.MaxQueue != nil {
-		t.MaxQueue = *l.MaxQueue
-		if t.MaxQueue == 0 {
-			t.MaxQueue = tools.NoQueue
-		}
-	}
-	return t
 }
 
 // propertyNames returns the top-level properties of a parameters schema.

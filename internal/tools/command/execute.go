@@ -89,7 +89,7 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 		Parameters:           execParameters(t.maxTimeout),
 		Output:               resultSchema(),
 		RequiresConfirmation: true,
-		Limits:               c.Limits.tools(),
+		Limits:               c.Limits.Limits(),
 		Containment:          sb.describe(),
 		Examples: []tools.Example{{Description: "list a directory",
 			Arguments: json.RawMessage(`{"command":["` + names[0] + `"],"cwd":"."}`)}},
