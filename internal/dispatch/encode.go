@@ -4,20 +4,22 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"toold/internal/strictjson"
 )
 
-// AppendJSON appends the envelope's JSON to dst. It writes what
-// encoding/json would (a test holds them equal) without reflection, and
-// without re-validating Data, which the sanitizer already returned as valid
-// JSON: the envelope is written once per call, so this is the hot path.
+// AppendJSON appends the envelope's JSON to dst. It writes the JSON value
+// encoding/json would (a test holds them equal; only <, > and & are left
+// unescaped) without reflection, and without re-validating Data, which the
+// sanitizer already returned as valid JSON: the envelope is written once per
+// call, so this is the hot path.
 func (env *Envelope) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"request_id":`...)
-	dst = appendString(dst, env.RequestID)
+	dst = strictjson.AppendString(dst, env.RequestID)
 	dst = append(dst, `,"tool":`...)
-	dst = appendString(dst, env.Tool)
+	dst = strictjson.AppendString(dst, env.Tool)
 	dst = append(dst, `,"status":`...)
-	dst = appendString(dst, string(env.Status))
+	dst = strictjson.AppendString(dst, string(env.Status))
 	dst = append(dst, `,"success":`...)
 	dst = strconv.AppendBool(dst, env.Success)
 	dst = append(dst, `,"data":`...)
@@ -69,59 +71,4 @@ func appendFloat(dst []byte, f float64) []byte {
 		return append(dst, b...)
 	}
 	return strconv.AppendFloat(dst, f, 'f', -1, 64)
-}
-
-// appendString writes s as a JSON string, escaping as encoding/json does
-// (HTML characters included) and replacing invalid UTF-8.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -47,15 +47,3 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
-
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "\f\b", "quote\"back\\slash", "\x00\x1f\x7f", "<>&", "\u2028\u2029", "\xff\xfe", "é日本"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); string(got) != string(want) {
-			t.Fatalf("appendString(%q) = %s, encoding/json writes %s", s, got, want)
-		}
-	})
-}
