@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -37,6 +38,8 @@ type harness struct {
 }
 
 type harnessOpts struct {
+	// metrics, when set, receives the limiter's metrics.
+	metrics *prometheus.Registry
 	keys    []auth.Key
 	origins []string
 	maxBody int64
@@ -61,7 +64,11 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	core, logs := observer.New(zap.DebugLevel)
 	log := zap.New(core)
-	lim := limits.New(limits.Options{})
+	var metricsReg prometheus.Registerer // a nil *Registry in an interface is not nil
+	if o.metrics != nil {
+		metricsReg = o.metrics
+	}
+	lim := limits.New(limits.Options{Registerer: metricsReg})
 	san, err := sanitize.New(sanitize.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
