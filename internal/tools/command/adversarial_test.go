@@ -384,3 +384,25 @@ func TestNetworkOff(t *testing.T) {
 		t.Errorf("the listener accepted %d connections", n)
 	}
 }
+
+// TestPrivateTempDirRemoved: each run has its own TMPDIR, which is gone
+// when the call returns, whatever the command left in it.
+func TestPrivateTempDirRemoved(t *testing.T) {
+	for _, m := range modes {
+		t.Run(string(m), func(t *testing.T) {
+			s, _ := newSet(t, m, Config{Tools: []ToolConfig{argvTool("tmp", "sh", "-c", `echo x > "$TMPDIR/left"; printf %s "$TMPDIR"`)}})
+			r, err := call(t, tool(t, s, "tmp"), map[string]any{}, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dir := strings.TrimSpace(r.Stdout); !strings.HasPrefix(dir, "/") || r.ExitCode != 0 {
+				t.Fatalf("the command could not use its TMPDIR %q: %+v", dir, r)
+			}
+			// The host side of every run's directory lives under the set's
+			// base, whatever path the sandbox shows the command.
+			if left, _ := os.ReadDir(s.tmpBase); len(left) != 0 {
+				t.Errorf("%d run directories left under %s", len(left), s.tmpBase)
+			}
+		})
+	}
+}

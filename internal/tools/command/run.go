@@ -369,7 +369,10 @@ func startError(program string, err error) error {
 		return tools.NewUserError("program %s was not found", program).Wrap(err).
 			WithSuggestion("ask the operator to install it or fix the tool's configuration")
 	case errors.Is(err, fs.ErrPermission):
-		return tools.NewPermissionError("program %s may not be run", program).Wrap(err)
+		// The kernel says EACCES both for the program and for the working
+		// directory; under a dropped uid the directory is the usual cause.
+		return tools.NewPermissionError("program %s could not be started: permission denied", program).Wrap(err).
+			WithSuggestion("the operator must make the program and the workspace (every directory down to it) readable and searchable by the uid commands run as (commands.run_as, default 65534)")
 	case errors.Is(err, errClosed):
 		return tools.Errorf(tools.OverloadError, "toold is shutting down").Wrap(err).WithSuggestion("retry shortly")
 	}
