@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"go.uber.org/zap"
@@ -258,42 +257,6 @@ func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
 	return nil
 }
 
-// confirmed passes calls of tools that need no confirmation, and calls that
-// carry a valid token for exactly this caller, tool and arguments; any other
-// call is answered with a fresh challenge.
-func (d *Dispatcher) confirmed(c *call) error {
-	if !c.entry.Spec.RequiresConfirmation {
-		return nil
-	}
-	canonical, err := json.Marshal(c.tree) // map keys sorted: key order and spacing do not matter
-	if err != nil {
-		return err
-	}
-	name, gate := c.entry.Spec.Name, d.opts.Confirm
-	e := tools.Errorf(tools.ConfirmationRequired, "the tool %q changes things and needs a person to confirm this exact call", name)
-	if c.req.ConfirmToken != "" {
-		err := gate.Check(c.req.Caller, name, canonical, c.req.ConfirmToken)
-		if err == nil {
-			return nil
-		}
-		e = tools.Errorf(tools.ConfirmationRequired, "%v; a new token for this call is attached", err).WithCode("token_refused")
-	}
-	token, exp := gate.Issue(c.req.Caller, name, canonical)
-	e.Suggestion = "show the call to a person; if they approve, send the same call again within " +
-		time.Until(exp).Round(time.Second).String() + " with the header Toold-Confirm: <error.confirm_token>"
-	return &confirmation{err: e, token: token, expires: exp}
-}
-
-// confirmation is a challenge: the error and the token that answers it.
-type confirmation struct {
-	err     *tools.Error
-	token   string
-	expires time.Time
-}
-
-func (c *confirmation) Error() string { return c.err.Error() }
-func (c *confirmation) Unwrap() error { return c.err }
-
 // unwrap returns the inner object of {"arguments": {...}}.
 func unwrap(v any, allowed bool) (any, bool) {
 	m, ok := v.(map[string]any)
@@ -346,144 +309,6 @@ func cancelled(ctx context.Context, reached Status) (Status, error) {
 		return reached, te
 	}
 	return StatusError, tools.Errorf(tools.SystemError, "the call was cancelled by its caller").WithCode("cancelled").Wrap(ctx.Err())
-}
-
-// outcome is what a worker brings back from one execution: the tool's
-// result or error and, for a result, its checked and sanitized encoding.
-type outcome struct {
-	result   any
-	err      error
-	status   Status // of err, when err came from finish
-	data     json.RawMessage
-	report   sanitize.Report
-	execute  time.Duration
-	sanitize time.Duration
-}
-
-// execute runs the tool on a worker so the caller is answered at the
-// deadline even when the tool ignores its context. The slot is freed only
-// when the tool really returns: the in-flight limit never lies. The worker
-// then checks and sanitizes the result; the outcome reaches the envelope
-// only if it arrives in time.
-func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeout time.Duration) (Status, error) {
-	emit := c.req.Emit
-	flush := func() {}
-	if emit != nil {
-		emit, flush = d.opts.Sanitizer.Stream(&c.entry.Spec, emit)
-	}
-	tc := tools.NewCall(c.args, c.req.RequestID, c.req.Caller, emit).WithTree(c.tree)
-	if c.req.OnStart != nil {
-		c.req.OnStart()
-	}
-	done := make(chan outcome, 1)
-	start := time.Now()
-	entry := c.entry
-	d.workers.run(func() {
-		o := d.invoke(ctx, entry, tc)
-		o.execute = time.Since(start)
-		release()
-		flush()
-		if o.err == nil {
-			d.finish(ctx, entry, &o)
-		}
-		done <- o
-	})
-	select {
-	case o := <-done:
-		c.env.Timing.ExecuteMS = millis(o.execute)
-		c.env.Timing.SanitizeMS += millis(o.sanitize)
-		c.env.Sanitized.Add(o.report)
-		if o.err != nil && o.status == "" {
-			return d.toolOutcome(ctx, o, timeout)
-		}
-		if o.err != nil {
-			return o.status, o.err
-		}
-		c.env.Data = o.data
-		return StatusSuccess, nil
-	case <-ctx.Done():
-		c.env.Timing.ExecuteMS = millis(time.Since(start))
-		go d.watchStuck(c.entry, done)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return StatusTimeout, timeoutError(timeout, "while running")
-		}
-		return cancelled(ctx, StatusError)
-	}
-}
-
-// invoke calls the tool, turning a panic into a system error.
-func (d *Dispatcher) invoke(ctx context.Context, e *registry.Entry, tc *tools.Call) (o outcome) {
-	defer func() {
-		if p := recover(); p != nil {
-			d.log.Error("tool panicked", zap.String("tool", e.Spec.Name), zap.String("request_id", tc.RequestID),
-				zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-			o = outcome{err: fmt.Errorf("panic: %v", p)}
-		}
-	}()
-	r, err := e.Tool.Execute(ctx, tc)
-	return outcome{result: r, err: err}
-}
-
-func (d *Dispatcher) watchStuck(e *registry.Entry, done <-chan outcome) {
-	t := time.NewTimer(d.opts.StuckAfter)
-	defer t.Stop()
-	select {
-	case <-done:
-		return
-	case <-t.C:
-	}
-	for _, o := range d.opts.Observers {
-		o.Stuck(e, +1)
-	}
-	d.log.Warn("tool ignores its cancelled context and still holds its slot", zap.String("tool", e.Spec.Name))
-	<-done
-	for _, o := range d.opts.Observers {
-		o.Stuck(e, -1)
-	}
-}
-
-// toolOutcome classifies an error the tool returned.
-func (d *Dispatcher) toolOutcome(ctx context.Context, o outcome, timeout time.Duration) (Status, error) {
-	if te, ok := tools.AsError(o.err); ok {
-		if te.Kind == tools.ValidationError {
-			return StatusRejected, te
-		}
-		return StatusError, te
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return StatusTimeout, timeoutError(timeout, "while running").Wrap(o.err)
-	}
-	return StatusError, o.err
-}
-
-// finish encodes the result, checks it against a declared output schema
-// and sanitizes it, into o. It runs on the worker and touches no shared
-// state: the caller may have been answered already.
-func (d *Dispatcher) finish(ctx context.Context, e *registry.Entry, o *outcome) {
-	data, err := json.Marshal(o.result)
-	if err != nil {
-		o.status, o.err = StatusError, fmt.Errorf("encoding the result: %w", err)
-		return
-	}
-	if e.ChecksOutput() {
-		v, err := strictjson.Decode(data, 0)
-		var fields []tools.FieldError
-		if err == nil {
-			fields = e.ValidateOutput(v)
-		}
-		if err != nil || fields != nil {
-			te := tools.Errorf(tools.SystemError, "the tool's result does not fit its output schema").WithCode("invalid_output")
-			te.Fields = fields
-			o.status, o.err = StatusInvalidOutput, te.Wrap(err)
-			return
-		}
-	}
-	start := time.Now()
-	o.data, o.report, err = d.opts.Sanitizer.Output(ctx, &e.Spec, data)
-	o.sanitize = time.Since(start)
-	if err != nil {
-		o.status, o.err = StatusError, err
-	}
 }
 
 // failure fills the envelope's error. Anything that is not a *tools.Error is

@@ -62,12 +62,7 @@ type ErrorBody struct {
 	// ConfirmExpiresAt (RFC 3339).
 	ConfirmToken     string `json:"confirm_token,omitempty"`
 	ConfirmExpiresAt string `json:"confirm_expires_at,omitempty"`
-
-	cause error // logged, never sent
 }
-
-// Cause is the underlying error, for logs only.
-func (e *ErrorBody) Cause() error { return e.cause }
 
 // Timing splits the duration into the pipeline's phases.
 type Timing struct {
@@ -90,7 +85,7 @@ func Failure(requestID, tool string, status Status, err *tools.Error) *Envelope 
 func (env *Envelope) fail(status Status, te *tools.Error) {
 	env.Status, env.Success, env.Data = status, false, nil
 	env.Error = &ErrorBody{Type: te.Kind, Code: te.Code, Message: te.Message, Suggestion: te.Suggestion,
-		Fields: te.Fields, Retryable: retryable(te), cause: te.Err}
+		Fields: te.Fields, Retryable: retryable(te)}
 	if te.RetryAfter > 0 {
 		env.Error.RetryAfterMS = max(1, te.RetryAfter.Milliseconds())
 	}
