@@ -49,16 +49,25 @@ func principal(r *http.Request) *auth.Principal {
 	return auth.Anonymous
 }
 
-// requestID honours a well-formed X-Request-ID or makes one, and echoes it.
-func (s *Server) requestID(next http.Handler) http.Handler {
+// frame is the one middleware every request passes: it honours a
+// well-formed X-Request-ID or makes one (and echoes it), turns a panic in
+// toold's own code into a 500 envelope, and writes one access log line. One
+// frame rather than a chain of them keeps a request's goroutine shallow:
+// calls parked in a bulkhead queue hold that stack (see dispatch.workers).
+func (s *Server) frame(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		id := r.Header.Get("X-Request-ID")
 		if !validRequestID(id) {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-ID", id)
 		ri := &reqInfo{id: id}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyInfo, ri)))
+		r = r.WithContext(context.WithValue(r.Context(), keyInfo, ri))
+		sw := &statusWriter{ResponseWriter: w}
+		defer s.logRequest(sw, r, ri, start)
+		defer s.recoverPanic(sw, r, ri)
+		next.ServeHTTP(sw, r)
 	})
 }
 
@@ -114,74 +123,81 @@ func (w *statusWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// accessLog writes one line per request: route pattern, status, duration,
-// request id, tool, outcome. Never arguments or outputs: those may hold
-// secrets, and the sanitizer is not the log's job.
-func (s *Server) accessLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		ri := info(r)
-		route := chi.RouteContext(r.Context()).RoutePattern()
-		if route == "" {
-			route = "unmatched"
-		}
-		status := sw.status
-		if ri.status != 0 {
-			status = ri.status // 499: written to nobody, but logged
-		}
-		d := time.Since(start)
-		s.metrics.observe(r.Method, route, status, d)
-		s.log.Info("request",
-			zap.String("method", r.Method), zap.String("route", route), zap.Int("status", status),
-			zap.Float64("duration_ms", float64(d.Microseconds())/1000), zap.String("request_id", ri.id),
-			zap.String("tool", ri.tool), zap.String("outcome", ri.outcome), zap.String("error_type", ri.errType),
-			zap.String("caller", ri.caller))
-	})
+// logRequest writes the access log line: route pattern, status,
+// duration, request id, tool, outcome. Never arguments or outputs: those may
+// hold secrets, and the sanitizer is not the log's job.
+func (s *Server) logRequest(sw *statusWriter, r *http.Request, ri *reqInfo, start time.Time) {
+	route := chi.RouteContext(r.Context()).RoutePattern()
+	if route == "" {
+		route = "unmatched"
+	}
+	status := sw.status
+	if ri.status != 0 {
+		status = ri.status // 499: written to nobody, but logged
+	}
+	d := time.Since(start)
+	s.metrics.observe(r.Method, route, status, d)
+	s.log.Info("request",
+		zap.String("method", r.Method), zap.String("route", route), zap.Int("status", status),
+		zap.Float64("duration_ms", float64(d.Microseconds())/1000), zap.String("request_id", ri.id),
+		zap.String("tool", ri.tool), zap.String("outcome", ri.outcome), zap.String("error_type", ri.errType),
+		zap.String("caller", ri.caller))
 }
 
-// recoverer turns a handler panic into a 500 envelope. (Tool panics are
-// recovered inside the pipeline; this guards toold's own code.)
-func (s *Server) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				ri := info(r)
-				s.log.Error("handler panicked", zap.String("request_id", ri.id), zap.Any("panic", p),
-					zap.ByteString("stack", debug.Stack()))
-				s.refuse(w, r, "", dispatch.StatusError, tools.Errorf(tools.SystemError, "internal error; the operator can find it in the logs under request id %s", ri.id))
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
+// recoverPanic turns a panic in toold's own code into a 500 envelope. (Tool
+// panics are recovered inside the pipeline.)
+func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	s.log.Error("handler panicked", zap.String("request_id", ri.id), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+	s.refuse(w, r, "", dispatch.StatusError, tools.Errorf(tools.SystemError, "internal error; the operator can find it in the logs under request id %s", ri.id))
 }
 
-// checkOrigin refuses browser requests from origins not on the allow-list,
-// and, when no keys are configured, requests whose Host is not a loopback
-// name: together they stop a web page (including one whose domain was
-// rebound to 127.0.0.1) from driving a toold on the victim's machine.
-func (s *Server) checkOrigin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && !s.origins[strings.ToLower(o)] {
-			s.refuse(w, r, "", dispatch.StatusRejected, tools.NewPermissionError("requests from the origin %q are not allowed", o).
-				WithCode("origin_not_allowed").WithSuggestion("add the origin to server.allowed_origins in the config"))
-			return
+// guard wraps a /tools handler with the origin and host checks and
+// authentication, inline rather than as more middleware frames.
+func (s *Server) guard(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.originAllowed(w, r) && s.authenticated(w, r) {
+			h(w, r)
 		}
-		if !s.opts.Keyring.Enabled() && !s.hostAllowed(r.Host) {
-			s.refuse(w, r, "", dispatch.StatusRejected, tools.NewPermissionError("the Host %q is not a loopback name", r.Host).
-				WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys"))
-			return
+	}
+}
+
+// originOnly wraps a handler that needs no credentials (CORS preflights).
+func (s *Server) originOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.originAllowed(w, r) {
+			h(w, r)
 		}
-		if o := r.Header.Get("Origin"); o != "" {
-			w.Header().Set("Access-Control-Allow-Origin", o)
-			w.Header().Add("Vary", "Origin")
-		}
-		next.ServeHTTP(w, r)
-	})
+	}
+}
+
+// originAllowed refuses browser requests from origins not on the
+// allow-list, and, when no keys are configured, requests whose Host is not a
+// loopback name: together they stop a web page (including one whose domain
+// was rebound to 127.0.0.1) from driving a toold on the victim's machine.
+func (s *Server) originAllowed(w http.ResponseWriter, r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o != "" && !s.origins[strings.ToLower(o)] {
+		s.refuse(w, r, "", dispatch.StatusRejected, tools.NewPermissionError("requests from the origin %q are not allowed", o).
+			WithCode("origin_not_allowed").WithSuggestion("add the origin to server.allowed_origins in the config"))
+		return false
+	}
+	if !s.opts.Keyring.Enabled() && !s.hostAllowed(r.Host) {
+		s.refuse(w, r, "", dispatch.StatusRejected, tools.NewPermissionError("the Host %q is not a loopback name", r.Host).
+			WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys"))
+		return false
+	}
+	if o != "" {
+		w.Header().Set("Access-Control-Allow-Origin", o)
+		w.Header().Add("Vary", "Origin")
+	}
+	return true
 }
 
 func (s *Server) hostAllowed(hostport string) bool {
@@ -206,26 +222,24 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// authenticate requires "Authorization: Bearer <key>" when keys are
+// authenticated requires "Authorization: Bearer <key>" when keys are
 // configured. The key is never logged; only the key's name is.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := auth.Anonymous
-		if s.opts.Keyring.Enabled() {
-			scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-			if !strings.EqualFold(scheme, "Bearer") || key == "" {
-				s.refuse(w, r, "", dispatch.StatusRejected, unauthenticated("no API key was sent"))
-				return
-			}
-			if p = s.opts.Keyring.Authenticate(strings.TrimSpace(key)); p == nil {
-				s.refuse(w, r, "", dispatch.StatusRejected, unauthenticated("the API key is not valid"))
-				return
-			}
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) bool {
+	p := auth.Anonymous
+	if s.opts.Keyring.Enabled() {
+		scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || key == "" {
+			s.refuse(w, r, "", dispatch.StatusRejected, unauthenticated("no API key was sent"))
+			return false
 		}
-		ri := info(r)
-		ri.caller, ri.principal = p.Name, p
-		next.ServeHTTP(w, r)
-	})
+		if p = s.opts.Keyring.Authenticate(strings.TrimSpace(key)); p == nil {
+			s.refuse(w, r, "", dispatch.StatusRejected, unauthenticated("the API key is not valid"))
+			return false
+		}
+	}
+	ri := info(r)
+	ri.caller, ri.principal = p.Name, p
+	return true
 }
 
 func unauthenticated(msg string) *tools.Error {

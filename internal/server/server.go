@@ -136,24 +136,18 @@ func (s *Server) done() {
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.requestID, s.accessLog, s.recoverer)
+	r.Use(s.frame)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Get("/openapi.yaml", s.openapi)
-	r.Group(func(r chi.Router) {
-		r.Use(s.checkOrigin)
-		// CORS preflights carry no credentials: answered before auth.
-		r.Options("/tools", s.preflight)
-		r.Options("/tools/*", s.preflight)
-		r.Group(func(r chi.Router) {
-			r.Use(s.authenticate)
-			r.Get("/tools", s.listTools)
-			r.Get("/tools/{name}", s.getTool)
-			r.Get("/tools/{name}/schema", s.getSchema)
-			r.Post("/tools/{name}/execute", s.execute)
-		})
-	})
+	// CORS preflights carry no credentials: answered before auth.
+	r.Options("/tools", s.originOnly(s.preflight))
+	r.Options("/tools/*", s.originOnly(s.preflight))
+	r.Get("/tools", s.guard(s.listTools))
+	r.Get("/tools/{name}", s.guard(s.getTool))
+	r.Get("/tools/{name}/schema", s.guard(s.getSchema))
+	r.Post("/tools/{name}/execute", s.guard(s.execute))
 	return r
 }
