@@ -100,4 +100,7 @@ func (o *options) apply(c *config.Config) {
 	if o.set["insecure-no-auth"] {
 		c.InsecureNoAuth = o.insecureNoAuth
 	}
+	if o.set["drain-grace"] {
+		c.Server.DrainGrace = o.drainGrace
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"toold/internal/apitest"
+	"toold/internal/config"
 )
 
 // instance is a toold started by run() in this process, on loopback port 0.
@@ -359,5 +360,33 @@ func TestPprofCanBeTurnedOff(t *testing.T) {
 		if resp.StatusCode != tt.want {
 			t.Errorf("/debug/pprof/: %d, want %d", resp.StatusCode, tt.want)
 		}
+	}
+}
+
+// TestSettingFlagsApply: every setting flag (and its TOOLD_ variable)
+// reaches the configuration toold runs with.
+func TestSettingFlagsApply(t *testing.T) {
+	o, err := parseFlags([]string{"-listen", "127.0.0.1:1", "-admin-listen", "off", "-workspace", "/w", "-log-level", "debug",
+		"-insecure-no-auth", "-drain-grace", "7s"}, func(string) (string, bool) { return "", false }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := config.Default()
+	o.apply(c)
+	if c.Listen != "127.0.0.1:1" || c.AdminListen != "" || c.Workspace != "/w" || c.LogLevel != "debug" ||
+		!c.InsecureNoAuth || c.Server.DrainGrace != 7*time.Second {
+		t.Errorf("flags not applied: %+v", c)
+	}
+	o, err = parseFlags(nil, func(k string) (string, bool) {
+		v, ok := map[string]string{"TOOLD_DRAIN_GRACE": "9s", "TOOLD_LISTEN": "127.0.0.1:2"}[k]
+		return v, ok
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = config.Default()
+	o.apply(c)
+	if c.Listen != "127.0.0.1:2" || c.Server.DrainGrace != 9*time.Second {
+		t.Errorf("environment not applied: listen %q, grace %v", c.Listen, c.Server.DrainGrace)
 	}
 }
