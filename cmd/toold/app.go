@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -99,7 +100,7 @@ func build(cfg *config.Config, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.insecure = !keyring.Enabled() && !isLoopback(cfg.Listen)
+	a.insecure = !keyring.Enabled() && !config.Loopback(cfg.Listen)
 	a.api, a.admin = a.httpServers()
 	ok = true
 	return a, nil
@@ -132,7 +133,7 @@ func (a *app) tools() ([]tools.Tool, error) {
 	for name := range a.cfg.Tools {
 		if !known[name] {
 			probs.Problems = append(probs.Problems, config.Problem{Path: "tools." + name,
-				Message: "no such tool (tools: " + strings.Join(sortedKeys(known), ", ") + ")"})
+				Message: "no such tool (tools: " + strings.Join(slices.Sorted(maps.Keys(known)), ", ") + ")"})
 		}
 	}
 	if len(probs.Problems) > 0 {
@@ -172,15 +173,6 @@ func (a *app) candidates() ([]candidate, error) {
 	return all, nil
 }
 
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // registryOptions passes the configured category defaults and the
 // overrides of enabled tools.
 func registryOptions(cfg *config.Config) registry.Options {
@@ -205,15 +197,6 @@ func keys(cfg *config.Config) []auth.Key {
 		ks = append(ks, auth.Key{Name: k.Name, SHA256: k.SHA256, Tools: k.Tools})
 	}
 	return ks
-}
-
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // httpServers builds the API and admin servers with explicit timeouts. A

@@ -61,7 +61,7 @@ func (c *Config) Validate() error {
 	} else if err != nil {
 		probs.add("sanitize", "%v", err)
 	}
-	if !c.Auth.enabled() && !c.InsecureNoAuth && !loopback(c.Listen) {
+	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {
 		probs.add("listen", "%q is not a loopback address and no auth keys are configured; "+
 			"add auth.keys, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)
 	}
@@ -70,9 +70,9 @@ func (c *Config) Validate() error {
 
 func (a AuthConfig) enabled() bool { return len(a.Keys) > 0 }
 
-// loopback reports whether a listen address binds loopback only. An empty
-// host ("":8080) binds every interface, so it is not.
-func loopback(addr string) bool {
+// Loopback reports whether a listen address binds loopback only. An empty
+// host (":8080") binds every interface, so it is not.
+func Loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
