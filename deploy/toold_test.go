@@ -104,10 +104,10 @@ func deploymentEnv(t testing.TB, c *corev1.Container, secrets map[string]map[str
 	return env
 }
 
-// loadDeployedConfig loads the deployed config with toold's own loader,
-// defaults included, in the environment the Deployment gives it (the
-// example Secret's placeholder hash).
-func loadDeployedConfig(t testing.TB, m *manifests) (*config.Config, []string) {
+// writeDeployedConfig writes the ConfigMap's config to a file and returns
+// it with the environment the Deployment gives toold (the example Secret's
+// placeholder values).
+func writeDeployedConfig(t testing.TB, m *manifests) (string, []string) {
 	t.Helper()
 	data, _, err := deployedConfig(m)
 	if err != nil {
@@ -117,7 +117,15 @@ func loadDeployedConfig(t testing.TB, m *manifests) (*config.Config, []string) {
 	if err := os.WriteFile(f, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := deploymentEnv(t, m.container(t), exampleSecrets(t))
+	return f, deploymentEnv(t, m.container(t), exampleSecrets(t))
+}
+
+// loadDeployedConfig loads the deployed config with toold's own loader,
+// defaults included, in the environment the Deployment gives it (the
+// example Secret's placeholder hash).
+func loadDeployedConfig(t testing.TB, m *manifests) (*config.Config, []string) {
+	t.Helper()
+	f, env := writeDeployedConfig(t, m)
 	cfg, err := config.Load(f, func(k string) (string, bool) {
 		for _, kv := range env {
 			if name, v, _ := strings.Cut(kv, "="); name == k {
@@ -143,15 +151,7 @@ func processEnv(env []string) []string {
 // variables (the placeholder hash of the example Secret).
 func TestConfigPassesTooldCheck(t *testing.T) {
 	m := renderBase(t)
-	data, _, err := deployedConfig(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(t.TempDir(), "toold.yaml")
-	if err := os.WriteFile(f, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := deploymentEnv(t, m.container(t), exampleSecrets(t))
+	f, env := writeDeployedConfig(t, m)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, toolBin, "-check-config", f, "-workspace", t.TempDir())

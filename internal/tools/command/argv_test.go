@@ -64,15 +64,7 @@ func TestRender(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := av.render(params)
-			if te, _ := tools.AsError(err); c.kind != "" && (te == nil || te.Kind != c.kind) {
-				t.Fatalf("err = %v, want kind %s", err, c.kind)
-			}
-			if c.kind == "" && err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			checkOutcome(t, got, err, c.want, c.kind)
 		})
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"toold/internal/tools"
 )
 
@@ -36,15 +34,7 @@ func TestCheckArgs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := checkArgs("prog", c.rule, c.args)
-			if te, _ := tools.AsError(err); c.kind != "" && (te == nil || te.Kind != c.kind) {
-				t.Fatalf("err = %v, want kind %s", err, c.kind)
-			}
-			if c.kind == "" && err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			checkOutcome(t, got, err, c.want, c.kind)
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 
 	"toold/internal/tools"
@@ -136,4 +137,19 @@ func procsOfUID(uid int) []string {
 		}
 	}
 	return pids
+}
+
+// checkOutcome wants an error of the given kind, or (kind "") no error and
+// got equal to want.
+func checkOutcome[T any](t *testing.T, got T, err error, want T, kind tools.Kind) {
+	t.Helper()
+	if te, _ := tools.AsError(err); kind != "" && (te == nil || te.Kind != kind) {
+		t.Fatalf("err = %v, want kind %s", err, kind)
+	}
+	if kind == "" && err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
 }
