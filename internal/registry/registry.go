@@ -45,9 +45,6 @@ type Entry struct {
 	params  *jsonschema.Schema
 	output  *jsonschema.Schema
 	example json.RawMessage
-	// hasArgumentsParam records a top-level "arguments" property, which
-	// turns off the {"arguments": {...}} request wrapper for this tool.
-	hasArgumentsParam bool
 }
 
 // New builds a registry. Every problem (duplicate or invalid name, invalid
@@ -111,7 +108,6 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	if ts := e.params.Types; ts == nil || ts.String() != "[object]" {
 		return nil, fail(`parameters schema must declare "type": "object" at its top level`)
 	}
-	_, e.hasArgumentsParam = e.params.Properties["arguments"]
 	if spec.Output != nil {
 		if e.output, err = compile(spec.Name, "output", spec.Output); err != nil {
 			return nil, fail("%v", err)
@@ -158,7 +154,10 @@ func (r *Registry) Close() error {
 // AcceptsWrapper reports whether a request body {"arguments": {...}} is
 // unwrapped for this tool; it is not when the tool has a parameter of that
 // name, so such a tool's own argument is never misread.
-func (e *Entry) AcceptsWrapper() bool { return !e.hasArgumentsParam }
+func (e *Entry) AcceptsWrapper() bool {
+	_, own := e.params.Properties["arguments"]
+	return !own
+}
 
 // Example returns an arguments object that passes the parameters schema:
 // the tool's first example, or one built from the schema.
