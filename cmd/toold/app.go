@@ -46,7 +46,7 @@ var errDraining = &tools.Error{Kind: tools.OverloadError, Code: "draining", Retr
 type app struct {
 	cfg         *config.Config
 	log         *zap.Logger
-	reg         *registry.Registry
+	reg         *registry.Live
 	srv         *server.Server
 	api         *http.Server
 	admin       *http.Server
@@ -73,9 +73,12 @@ func build(cfg *config.Config, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.reg, err = registry.New(registryOptions(cfg), ts...); err != nil {
+	regOpts := registryOptions(cfg)
+	first, err := registry.New(regOpts, ts...)
+	if err != nil {
 		return nil, err
 	}
+	a.reg = registry.NewLive(first, regOpts)
 	a.closers = append(a.closers, a.reg.Close)
 	keyring, err := auth.NewKeyring(keys(cfg))
 	if err != nil {
@@ -86,11 +89,16 @@ func build(cfg *config.Config, log *zap.Logger) (*app, error) {
 		return nil, err
 	}
 	lim := limits.New(limits.Options{Registerer: a.metrics, GlobalCap: cfg.Server.GlobalCap})
-	lim.Register(a.reg.Entries()...)
+	lim.Register(first.Entries()...)
+	toolMetrics := metrics.New(a.metrics, first)
+	a.reg.Subscribe(func(r *registry.Registry) {
+		lim.Register(r.Entries()...)
+		toolMetrics.Register(r)
+	})
 	disp, err := dispatch.New(dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
 		Confirm:   confirm.New([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL),
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
-		Observers: []dispatch.Observer{metrics.New(a.metrics, a.reg)}})
+		Observers: []dispatch.Observer{toolMetrics}})
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +244,7 @@ func (a *app) httpServers() (*http.Server, *http.Server) {
 // longer so a slow tool's envelope is never cut off.
 func (a *app) longestTimeout() time.Duration {
 	var longest time.Duration
-	for _, e := range a.reg.Entries() {
+	for _, e := range a.reg.Load().Entries() {
 		longest = max(longest, e.Spec.Limits.Timeout)
 	}
 	return longest

@@ -146,11 +146,11 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 
 func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {
 	fmt.Fprintf(stdout, "toold %s listening on %s, serving %d tools from workspace %s\n",
-		versionString(), listenURL(ln.Addr()), a.reg.Len(), absPath(a.cfg.Workspace))
+		versionString(), listenURL(ln.Addr()), a.reg.Load().Len(), absPath(a.cfg.Workspace))
 	if adminLn != nil {
 		fmt.Fprintf(stdout, "metrics and pprof on %s/metrics\n", listenURL(adminLn.Addr()))
 	}
-	a.log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("tools", a.reg.Len()),
+	a.log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("tools", a.reg.Load().Len()),
 		zap.String("workspace", absPath(a.cfg.Workspace)))
 	if a.insecure {
 		msg := "toold serves a non-loopback address WITHOUT authentication (-insecure-no-auth): anyone who can reach it can run its tools"

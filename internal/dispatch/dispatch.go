@@ -80,7 +80,9 @@ type Observer interface {
 
 // Options configure a Dispatcher.
 type Options struct {
-	Registry  *registry.Registry
+	// Registry is the set of tools served; each call resolves its tool in
+	// the snapshot current when it starts.
+	Registry  *registry.Live
 	Sanitizer Sanitizer
 	Limiter   Limiter
 	Observers []Observer
@@ -119,8 +121,9 @@ func New(opts Options) (*Dispatcher, error) {
 	return &Dispatcher{opts: opts, log: opts.Logger, workers: newWorkers(10 * time.Second)}, nil
 }
 
-// Registry returns the tools the dispatcher serves.
-func (d *Dispatcher) Registry() *registry.Registry { return d.opts.Registry }
+// Registry returns the tools the dispatcher serves now: an immutable
+// snapshot, replaced (not changed) when the set of tools changes.
+func (d *Dispatcher) Registry() *registry.Registry { return d.opts.Registry.Load() }
 
 // call is the state of one execution as it moves through the steps.
 type call struct {
@@ -212,11 +215,12 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 }
 
 func (d *Dispatcher) resolve(req *Request) (*registry.Entry, error) {
-	if e, ok := d.opts.Registry.Lookup(req.Tool); ok {
+	reg := d.opts.Registry.Load()
+	if e, ok := reg.Lookup(req.Tool); ok {
 		return e, nil
 	}
 	err := tools.Errorf(tools.NotFound, "there is no tool named %q", req.Tool)
-	if near := nearest(req.Tool, d.opts.Registry, req.Allowed); near != "" {
+	if near := nearest(req.Tool, reg, req.Allowed); near != "" {
 		return nil, err.WithSuggestion("did you mean %q? GET /tools lists every tool", near)
 	}
 	return nil, err.WithSuggestion("GET /tools lists every tool")

@@ -5,7 +5,10 @@
 package metrics
 
 import (
+	"maps"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,8 +27,10 @@ type Tools struct {
 	stuck    *prometheus.GaugeVec
 	target   *prometheus.GaugeVec
 	// byTool holds each tool's series, resolved once: looking a series up
-	// by its labels hashes them, several times per call otherwise.
-	byTool map[string]*series
+	// by its labels hashes them, several times per call otherwise. Tools
+	// come and go while serving, so the map is replaced, never changed.
+	byTool atomic.Pointer[map[string]*series]
+	mu     sync.Mutex // serializes Register
 }
 
 type series struct {
@@ -39,7 +44,8 @@ type series struct {
 
 var _ dispatch.Observer = (*Tools)(nil)
 
-// New registers the tool metrics for the registry's tools on reg. The
+// New registers the tool metrics for the registry's tools on reg (tools
+// added later get theirs through Register). The
 // duration histogram's buckets include every target, max and timeout of the
 // design's table and of every registered tool, so "above target" is exact
 // at a bucket boundary rather than interpolated.
@@ -59,17 +65,36 @@ func New(reg prometheus.Registerer, r *registry.Registry) *Tools {
 		target: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_latency_target_seconds",
 			Help: "Documented latency bounds per tool: bound=target|max (objectives) and timeout (enforced)."},
 			[]string{"tool", "category", "bound"}),
-		byTool: map[string]*series{},
 	}
-	for _, e := range r.Entries() {
-		m.register(e)
-	}
+	m.byTool.Store(&map[string]*series{})
+	m.Register(r)
 	return m
 }
 
-// register exports a tool's bounds and creates its series at zero, so
+// Register creates the series of every tool of r that has none yet (a
+// registry snapshot that gained tools); call it with each new snapshot.
+func (m *Tools) Register(r *registry.Registry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := *m.byTool.Load()
+	var next map[string]*series
+	for _, e := range r.Entries() {
+		if _, ok := cur[e.Spec.Name]; ok {
+			continue
+		}
+		if next == nil {
+			next = maps.Clone(cur)
+		}
+		next[e.Spec.Name] = m.series(e)
+	}
+	if next != nil {
+		m.byTool.Store(&next)
+	}
+}
+
+// series exports a tool's bounds and creates its series at zero, so
 // dashboards and alerts see every tool before its first call.
-func (m *Tools) register(e *registry.Entry) {
+func (m *Tools) series(e *registry.Entry) *series {
 	name, cat, l := e.Spec.Name, string(e.Spec.Category), e.Spec.Limits
 	m.target.WithLabelValues(name, cat, "target").Set(l.Target.Seconds())
 	m.target.WithLabelValues(name, cat, "max").Set(l.Max.Seconds())
@@ -83,12 +108,12 @@ func (m *Tools) register(e *registry.Entry) {
 			s.duration[st] = m.duration.WithLabelValues(name, cat, string(st))
 		}
 	}
-	m.byTool[name] = s
+	return s
 }
 
 // Observe records one call.
 func (m *Tools) Observe(e *registry.Entry, env *dispatch.Envelope) {
-	s, ok := m.byTool[e.Spec.Name]
+	s, ok := (*m.byTool.Load())[e.Spec.Name]
 	if !ok {
 		return // not from the registry these metrics were built for
 	}
@@ -108,7 +133,7 @@ func (m *Tools) Observe(e *registry.Entry, env *dispatch.Envelope) {
 
 // Stuck moves the tool's stuck gauge.
 func (m *Tools) Stuck(e *registry.Entry, delta int) {
-	if s, ok := m.byTool[e.Spec.Name]; ok {
+	if s, ok := (*m.byTool.Load())[e.Spec.Name]; ok {
 		s.stuck.Add(float64(delta))
 	}
 }

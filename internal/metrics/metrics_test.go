@@ -72,3 +72,31 @@ func TestBucketsHoldEveryBound(t *testing.T) {
 		t.Errorf("buckets not sorted: %v", b)
 	}
 }
+
+// TestRegisterLaterTools: a tool that joins the registry while serving (an
+// upstream MCP server's) gets its series and is counted.
+func TestRegisterLaterTools(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	first := registryOf(t)
+	m := New(reg, first)
+	live := registry.NewLive(first, registry.Options{})
+	live.Subscribe(m.Register)
+	live.SetSource("up", []tools.Tool{spec{Name: "up.echo", Description: "d", Category: tools.MCP, Source: "up",
+		Parameters: json.RawMessage(`{"type":"object"}`)}})
+	e, ok := live.Load().Lookup("up.echo")
+	if !ok {
+		t.Fatal("up.echo was not registered")
+	}
+	if got := testutil.ToFloat64(m.target.WithLabelValues("up.echo", "mcp", "target")); got != 1 {
+		t.Errorf("target = %v, want the mcp category's 1s", got)
+	}
+	m.Observe(e, &dispatch.Envelope{Status: dispatch.StatusSuccess, DurationMS: 3})
+	if got := testutil.ToFloat64(m.calls.WithLabelValues("up.echo", "success")); got != 1 {
+		t.Errorf("calls{up.echo,success} = %v", got)
+	}
+	old, _ := first.Lookup("t")
+	m.Observe(old, &dispatch.Envelope{Status: dispatch.StatusSuccess, DurationMS: 3})
+	if got := testutil.ToFloat64(m.calls.WithLabelValues("t", "success")); got != 1 {
+		t.Errorf("the first tool's series were lost: calls = %v", got)
+	}
+}

@@ -63,15 +63,14 @@ func New(opts Options, ts ...tools.Tool) (*Registry, error) {
 			errs = append(errs, fmt.Errorf("tool %q: registered twice; tool names must be unique", e.Spec.Name))
 			continue
 		}
-		r.byName[e.Spec.Name] = e
-		r.entries = append(r.entries, e)
+		r.add(e)
 	}
 	for name := range opts.Overrides {
 		if _, ok := r.byName[name]; !ok {
 			errs = append(errs, fmt.Errorf("tool %q: configured but not registered (disabled or misspelt?)", name))
 		}
 	}
-	slices.SortFunc(r.entries, func(a, b *Entry) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
+	r.sort()
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return r, errors.Join(errs...)
 }

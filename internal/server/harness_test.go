@@ -73,7 +73,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disp, err := dispatch.New(dispatch.Options{Registry: reg, Limiter: lim, Sanitizer: san,
+	disp, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Limiter: lim, Sanitizer: san,
 		Logger: log, StuckAfter: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,33 @@ type Spec struct {
 	// Containment names how the tool is isolated from the host (for tools
 	// that start processes); empty for in-process tools. Shown in discovery.
 	Containment string
+	// Title is a short human-readable name for hosts' user interfaces.
+	Title string
+	// Effects say what a call may do to the world: MCP hosts see them as
+	// annotations, and an execution interrupted with its replica is run
+	// again only when its tool is Idempotent.
+	Effects Effects
+	// Source names where a tool comes from when it is not toold's own:
+	// the upstream MCP server of a proxied tool. Tools of one source are
+	// replaced together when that source's list changes.
+	Source string
+}
+
+// Effects describe a tool's side effects, as MCP's tool annotations do. The
+// zero value claims nothing: not read-only, not idempotent, no outside world.
+type Effects struct {
+	// ReadOnly: the tool does not change its environment.
+	ReadOnly bool
+	// Destructive: a change may delete or overwrite (meaningful only when
+	// not ReadOnly).
+	Destructive bool
+	// Idempotent: calling it again with the same arguments has no
+	// additional effect, so a lost call may safely be run again.
+	Idempotent bool
+	// OpenWorld: the tool reaches an open set of outside entities (the
+	// web, a third-party API); false for a closed domain such as the
+	// workspace.
+	OpenWorld bool
 }
 
 // Example is one illustrative call.

@@ -119,6 +119,13 @@ type ToolConfig struct {
 	// RequiresConfirmation makes every call wait for the caller's
 	// confirmation.
 	RequiresConfirmation bool `yaml:"requires_confirmation"`
+	// ReadOnly declares that the command changes nothing (git status,
+	// git log): MCP hosts see readOnlyHint, and an interrupted async call
+	// of it may be run again. Default false: a command may change things.
+	ReadOnly bool `yaml:"read_only"`
+	// Idempotent declares that running the command twice with the same
+	// arguments has no additional effect (implied by read_only).
+	Idempotent bool `yaml:"idempotent"`
 	// Examples are argument objects shown to models; each must validate.
 	Examples []Example `yaml:"examples" validate:"dive"`
 	Sandbox  `yaml:"sandbox"`

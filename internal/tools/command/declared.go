@@ -76,8 +76,16 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 	d.spec = tools.Spec{Name: tc.Name, Description: tc.Description, Instructions: tc.Instructions,
 		Returns: returnsText, Category: tools.SystemCommand, Parameters: params, Output: resultSchema(),
 		Examples: examples, RequiresConfirmation: tc.RequiresConfirmation, Limits: tc.Limits.Limits(),
-		Containment: sb.describe()}
+		Containment: sb.describe(), Effects: commandEffects(tc, sb.network)}
 	return d, nil
+}
+
+// commandEffects: a command may change anything its sandbox lets it reach,
+// unless the operator declared it read-only; with the network on it
+// reaches the outside world.
+func commandEffects(tc ToolConfig, network bool) tools.Effects {
+	return tools.Effects{ReadOnly: tc.ReadOnly, Destructive: !tc.ReadOnly,
+		Idempotent: tc.ReadOnly || tc.Idempotent, OpenWorld: network}
 }
 
 // returnsText describes Result for models.

@@ -89,6 +89,7 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 		Parameters:           execParameters(t.maxTimeout),
 		Output:               resultSchema(),
 		RequiresConfirmation: true,
+		Effects:              tools.Effects{Destructive: true, OpenWorld: sb.network},
 		Limits:               c.Limits.Limits(),
 		Containment:          sb.describe(),
 		Examples: []tools.Example{{Description: "list a directory",

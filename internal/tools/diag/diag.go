@@ -28,6 +28,8 @@ type EchoOut struct {
 func Echo() tools.Tool {
 	return tools.Typed(tools.Spec{
 		Name:         "echo",
+		Title:        "Echo",
+		Effects:      tools.Effects{ReadOnly: true, Idempotent: true},
 		Description:  "Returns the message (and optional data) it is given, unchanged.",
 		Instructions: "Use it to check that the tool server works end to end; it has no effect.",
 		Category:     tools.Direct,
@@ -52,6 +54,8 @@ type SleepOut struct {
 func Sleep() tools.Tool {
 	return tools.Typed(tools.Spec{
 		Name:         "sleep",
+		Title:        "Sleep",
+		Effects:      tools.Effects{ReadOnly: true, Idempotent: true},
 		Description:  "Waits for the given number of milliseconds, then returns.",
 		Instructions: "Use it only to test timeouts and concurrency limits.",
 		Category:     tools.Direct,

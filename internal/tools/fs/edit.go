@@ -27,6 +27,8 @@ type editResult struct {
 func (w *Workspace) editFileTool() tools.Tool {
 	return tools.Typed(tools.Spec{
 		Name:        "edit_file",
+		Title:       "Edit a file",
+		Effects:     tools.Effects{Destructive: true},
 		Category:    tools.Direct,
 		Description: "Change a text file in the workspace by replacing exact occurrences of a string.",
 		Instructions: "Use edit_file for targeted changes to a file you have read: copy old_string exactly " +

@@ -48,7 +48,9 @@ const maxLineText = 500
 func (w *Workspace) grepTool() tools.Tool {
 	return tools.Typed(tools.Spec{
 		Name:     "grep",
+		Title:    "Search file contents",
 		Category: tools.Direct,
+		Effects:  tools.Effects{ReadOnly: true, Idempotent: true},
 		Description: "Search the contents of text files in the workspace with a regular expression " +
 			"and return matching lines with their line numbers.",
 		Instructions: "Use grep to find where something is defined or used when you do not know which file " +

@@ -27,7 +27,9 @@ type listEntry struct {
 func (w *Workspace) listFilesTool() tools.Tool {
 	return tools.Typed(tools.Spec{
 		Name:     "list_files",
+		Title:    "List files",
 		Category: tools.Direct,
+		Effects:  tools.Effects{ReadOnly: true, Idempotent: true},
 		Description: "List files and directories in the workspace that match glob patterns, " +
 			"with their kind and size.",
 		Instructions: "Use list_files to discover what exists before reading or editing, or to find files " +

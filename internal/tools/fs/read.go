@@ -52,7 +52,9 @@ type pathError struct {
 func (w *Workspace) readFileTool() tools.Tool {
 	return tools.Typed(tools.Spec{
 		Name:     "read_file",
+		Title:    "Read files",
 		Category: tools.Direct,
+		Effects:  tools.Effects{ReadOnly: true, Idempotent: true},
 		Description: "Read one or more text files from the workspace with numbered lines, " +
 			"and the SHA-256 that write_file and edit_file require.",
 		Instructions: "Use read_file before answering questions about a file or changing it. " +

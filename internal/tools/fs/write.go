@@ -34,6 +34,8 @@ type writeResult struct {
 func (w *Workspace) writeFileTool() tools.Tool {
 	return tools.Typed(tools.Spec{
 		Name:        "write_file",
+		Title:       "Write a file",
+		Effects:     tools.Effects{Destructive: true},
 		Category:    tools.Direct,
 		Description: "Create a text file in the workspace, or replace a whole file whose current content you have read.",
 		Instructions: "Use write_file to create a new file, or to rewrite most of an existing one; for a small " +

@@ -1,0 +1,99 @@
+package registry
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"toold/internal/tools"
+)
+
+// Live is the set of tools toold serves while it changes: upstream MCP
+// servers come, go and change their lists. Readers Load an immutable
+// snapshot, so a listing or a call never sees half a list; a change builds a
+// new snapshot and swaps it in atomically.
+type Live struct {
+	cur  atomic.Pointer[Registry]
+	mu   sync.Mutex // serializes changes and their notifications
+	opts Options
+	subs []func(*Registry)
+}
+
+// NewLive serves r, and builds later snapshots with opts.
+func NewLive(r *Registry, opts Options) *Live {
+	l := &Live{opts: opts}
+	l.cur.Store(r)
+	return l
+}
+
+// Static serves r and nothing else (tests, tools that never change).
+func Static(r *Registry) *Live { return NewLive(r, Options{}) }
+
+// Load returns the current snapshot.
+func (l *Live) Load() *Registry { return l.cur.Load() }
+
+// Subscribe calls fn with every new snapshot, in order, after it is swapped
+// in (the limiter creates bulkheads for new tools, metrics their series,
+// the MCP server tells its sessions). fn must not call SetSource.
+func (l *Live) Subscribe(fn func(*Registry)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.subs = append(l.subs, fn)
+}
+
+// SetSource replaces every tool of the source (tools.Spec.Source) with ts,
+// keeping all others. A tool that cannot be served — invalid name or
+// schema, impossible limits, a name another tool already has — is skipped
+// and reported in the returned errors, each naming it; the rest are served.
+// An empty ts removes the source's tools.
+func (l *Live) SetSource(source string, ts []tools.Tool) []error {
+	if source == "" {
+		return []error{errors.New("registry: tools replaced at run time need a source")}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.Load()
+	next := &Registry{byName: map[string]*Entry{}}
+	for _, e := range old.entries {
+		if e.Spec.Source != source {
+			next.add(e)
+		}
+	}
+	var errs []error
+	for _, t := range ts {
+		e, err := newEntry(t, l.opts)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case e.Spec.Source != source:
+			errs = append(errs, fmt.Errorf("tool %q: its source is %q, not %q", e.Spec.Name, e.Spec.Source, source))
+		case next.byName[e.Spec.Name] != nil:
+			errs = append(errs, fmt.Errorf("tool %q: the name is taken by another tool (source %q)", e.Spec.Name,
+				cmp.Or(next.byName[e.Spec.Name].Spec.Source, "toold")))
+		default:
+			next.add(e)
+		}
+	}
+	next.sort()
+	l.cur.Store(next)
+	for _, fn := range l.subs {
+		fn(next)
+	}
+	return errs
+}
+
+// Close closes every tool of the current snapshot that holds resources.
+func (l *Live) Close() error { return l.Load().Close() }
+
+func (r *Registry) add(e *Entry) {
+	r.byName[e.Spec.Name] = e
+	r.entries = append(r.entries, e)
+}
+
+func (r *Registry) sort() {
+	slices.SortFunc(r.entries, func(a, b *Entry) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
+}
