@@ -5,6 +5,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -115,4 +116,19 @@ func NewKey() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return "toold_" + hex.EncodeToString(b[:])
+}
+
+type ctxKey struct{}
+
+// NewContext returns ctx carrying the authenticated caller, for handlers
+// mounted behind toold's authentication that are not its own (the MCP
+// transport).
+func NewContext(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// FromContext returns the caller NewContext stored, or nil.
+func FromContext(ctx context.Context) *Principal {
+	p, _ := ctx.Value(ctxKey{}).(*Principal)
+	return p
 }

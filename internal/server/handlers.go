@@ -175,6 +175,9 @@ func requestedTimeout(r *http.Request) (time.Duration, *tools.Error) {
 	return d, nil
 }
 
+// wwwAuthenticate is the challenge of every 401: a Bearer API key.
+const wwwAuthenticate = `Bearer realm="toold"`
+
 // writeEnvelope writes an envelope with the status the table gives it.
 func (s *Server) writeEnvelope(w http.ResponseWriter, r *http.Request, env *dispatch.Envelope) {
 	status := httpStatus(env)
@@ -185,6 +188,11 @@ func (s *Server) writeEnvelope(w http.ResponseWriter, r *http.Request, env *disp
 		if ms := env.Error.RetryAfterMS; ms > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
 			w.Header().Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10))
 		}
+	}
+	if status == http.StatusUnauthorized {
+		// RFC 9110 §11.6.1, and MCP's authorization rules: a 401 names
+		// the scheme the client must use.
+		w.Header().Set("WWW-Authenticate", wwwAuthenticate)
 	}
 	if status == StatusClientClosed {
 		ri.status = status

@@ -243,6 +243,9 @@ func TestAuth(t *testing.T) {
 			if tt.code != "" && (r.env.Error == nil || r.env.Error.Code != tt.code) {
 				t.Errorf("error = %+v, want code %s", r.env.Error, tt.code)
 			}
+			if got := r.header.Get("WWW-Authenticate"); (tt.status == 401) != (got != "") {
+				t.Errorf("WWW-Authenticate = %q on a %d", got, tt.status)
+			}
 			if tt.contains != "" && !bytes.Contains(compactJSON(r.body), []byte(tt.contains)) {
 				t.Errorf("body lacks %s: %s", tt.contains, r.body)
 			}
