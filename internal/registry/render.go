@@ -58,8 +58,20 @@ type Item struct {
 	Examples             []exampleItem   `json:"examples,omitempty"`
 	RequiresConfirmation bool            `json:"requires_confirmation"`
 	Containment          string          `json:"containment,omitempty"`
-	Limits               LimitsItem      `json:"limits"`
-	Targets              TargetsItem     `json:"targets"`
+	Title                string          `json:"title,omitempty"`
+	Effects              EffectsItem     `json:"effects"`
+	// Source names the upstream MCP server of a proxied tool.
+	Source  string      `json:"source,omitempty"`
+	Limits  LimitsItem  `json:"limits"`
+	Targets TargetsItem `json:"targets"`
+}
+
+// EffectsItem is what a call may do to the world (tools.Effects).
+type EffectsItem struct {
+	ReadOnly    bool `json:"read_only"`
+	Destructive bool `json:"destructive"`
+	Idempotent  bool `json:"idempotent"`
+	OpenWorld   bool `json:"open_world"`
 }
 
 type exampleItem struct {
@@ -86,7 +98,8 @@ func (e *Entry) Item() Item {
 	s, l := e.Spec, e.Spec.Limits
 	it := Item{Name: s.Name, Description: s.Description, Instructions: s.Instructions, Returns: s.Returns,
 		Category: string(s.Category), Parameters: s.Parameters, Output: s.Output,
-		RequiresConfirmation: s.RequiresConfirmation, Containment: s.Containment,
+		RequiresConfirmation: s.RequiresConfirmation, Containment: s.Containment, Title: s.Title,
+		Effects: EffectsItem(s.Effects), Source: s.Source,
 		Limits:  LimitsItem{ms(l.Timeout), ms(l.QueueWait), l.MaxInFlight, l.Queue()},
 		Targets: TargetsItem{ms(l.Target), ms(l.Max)}}
 	for _, ex := range s.Examples {
@@ -171,18 +184,48 @@ func anthropicItem(e *Entry) any {
 		"input_schema": bareSchema(e.Spec.Parameters)}
 }
 
-// mcpItem is a Tool of MCP's tools/list result. outputSchema is included
-// only when it describes an object, as MCP requires.
-func mcpItem(e *Entry) any {
-	m := map[string]any{"name": e.Spec.Name, "description": e.modelDescription(), "inputSchema": e.Spec.Parameters}
-	if e.output != nil && e.output.Types != nil && e.output.Types.ToStrings()[0] == "object" {
-		m["outputSchema"] = e.Spec.Output
-	}
-	if e.Spec.RequiresConfirmation {
-		m["annotations"] = map[string]any{"destructiveHint": true}
-	}
-	return m
+// MCPTool is a tool as MCP's tools/list shows it: the same for
+// GET /tools?format=mcp and toold's own MCP server.
+type MCPTool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema is set only when it describes an object, as MCP
+	// requires.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  MCPAnnotations  `json:"annotations"`
 }
+
+// MCPAnnotations are MCP's tool annotations, derived from the tool's
+// Effects: hints for hosts deciding what to ask their user, never trusted
+// for security.
+type MCPAnnotations struct {
+	ReadOnlyHint bool `json:"readOnlyHint"`
+	// DestructiveHint is meaningful only when the tool is not read-only.
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	IdempotentHint  bool  `json:"idempotentHint"`
+	OpenWorldHint   bool  `json:"openWorldHint"`
+}
+
+// MCP renders the entry as an MCP tool. A tool that needs confirmation is
+// destructive whatever else it says.
+func (e *Entry) MCP() MCPTool {
+	s := e.Spec
+	t := MCPTool{Name: s.Name, Title: s.Title, Description: e.modelDescription(), InputSchema: s.Parameters,
+		Annotations: MCPAnnotations{ReadOnlyHint: s.Effects.ReadOnly, IdempotentHint: s.Effects.Idempotent,
+			OpenWorldHint: s.Effects.OpenWorld}}
+	if !s.Effects.ReadOnly {
+		d := s.Effects.Destructive || s.RequiresConfirmation
+		t.Annotations.DestructiveHint = &d
+	}
+	if e.output != nil && e.output.Types != nil && e.output.Types.ToStrings()[0] == "object" {
+		t.OutputSchema = s.Output
+	}
+	return t
+}
+
+func mcpItem(e *Entry) any { return e.MCP() }
 
 // renderPrompt writes a model-facing instruction block per tool.
 func renderPrompt(entries []*Entry) []byte {
