@@ -23,6 +23,7 @@ import (
 	"toold/internal/confirm"
 	"toold/internal/dispatch"
 	"toold/internal/limits"
+	"toold/internal/mcpserver"
 	"toold/internal/metrics"
 	"toold/internal/registry"
 	"toold/internal/sanitize"
@@ -31,6 +32,7 @@ import (
 	"toold/internal/tools/command"
 	"toold/internal/tools/diag"
 	"toold/internal/tools/fs"
+	"toold/internal/tools/upstream"
 )
 
 // defaultDrainGrace is how long accepted calls may finish after SIGTERM.
@@ -47,6 +49,9 @@ type app struct {
 	cfg         *config.Config
 	log         *zap.Logger
 	reg         *registry.Live
+	commands    *command.Set
+	upstream    *upstream.Manager
+	mcp         *mcpserver.Server
 	srv         *server.Server
 	api         *http.Server
 	admin       *http.Server
@@ -80,6 +85,11 @@ func build(cfg *config.Config, log *zap.Logger) (*app, error) {
 	}
 	a.reg = registry.NewLive(first, regOpts)
 	a.closers = append(a.closers, a.reg.Close)
+	if a.upstream, err = upstream.New(cfg.MCP.Servers, upstream.Options{SetTools: a.reg.SetSource, Commands: a.commands,
+		Logger: log.Named("upstream"), Registerer: a.metrics, Version: versionString()}); err != nil {
+		return nil, &config.Error{Problems: []config.Problem{{Path: "mcp.servers", Message: err.Error()}}}
+	}
+	a.closers = append(a.closers, a.upstream.Close)
 	keyring, err := auth.NewKeyring(keys(cfg))
 	if err != nil {
 		return nil, err
@@ -102,9 +112,15 @@ func build(cfg *config.Config, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
+		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes})
+	var mcpHandler http.Handler
+	if cfg.MCP.Serves() {
+		mcpHandler = a.mcp.Handler()
+	}
 	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
-		MaxBodyBytes: cfg.Server.MaxBodyBytes, Registerer: a.metrics})
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready})
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +188,7 @@ func (a *app) candidates() ([]candidate, error) {
 		return nil, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}}
 	}
 	a.closers = append(a.closers, cs.Close)
+	a.commands = cs
 	for _, line := range cs.Describe() {
 		a.log.Info("command tool", zap.String("containment", line))
 	}

@@ -23,6 +23,7 @@ type options struct {
 	hashKey        bool
 	newKey         bool
 	version        bool
+	stdio          bool
 	set            map[string]bool // flags given explicitly or by env
 }
 
@@ -43,6 +44,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	fs.BoolVar(&o.hashKey, "hash-key", false, "read an API key on stdin and print the SHA-256 the config stores")
 	fs.BoolVar(&o.newKey, "new-key", false, "print a new random API key and its SHA-256")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP, for hosts that launch servers as processes (logs go to stderr)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: toold [flags]\n\nEvery setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
 		fs.PrintDefaults()
@@ -74,7 +76,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 // one-off commands (which the environment must not trigger).
 func isSetting(name string) bool {
 	switch name {
-	case "check-config", "hash-key", "new-key", "version":
+	case "check-config", "hash-key", "new-key", "version", "stdio":
 		return false
 	}
 	return true
@@ -102,5 +104,10 @@ func (o *options) apply(c *config.Config) {
 	}
 	if o.set["drain-grace"] {
 		c.Server.DrainGrace = o.drainGrace
+	}
+	if o.stdio && !o.set["admin-listen"] {
+		// A host may launch several toold processes: none claims a port
+		// unless told to.
+		c.AdminListen = ""
 	}
 }

@@ -55,6 +55,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return exitCode(2)
 	}
 	defer a.close()
+	if o.stdio {
+		return a.serveStdio(ctx, stdin, stdout)
+	}
 	return a.serve(ctx, stdout)
 }
 
@@ -104,6 +107,11 @@ func hashKey(stdin io.Reader, stdout io.Writer) error {
 	return nil
 }
 
+// nopWriteCloser lets the transport "close" stdout without closing it.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
 // listenURL is how the start-up line shows an address.
 func listenURL(addr net.Addr) string { return "http://" + addr.String() }
 
@@ -130,6 +138,7 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 			return fmt.Errorf("admin listen %s: %w", a.cfg.AdminListen, err)
 		}
 	}
+	a.upstream.Start()
 	a.announce(stdout, ln, adminLn)
 	errc := make(chan error, 2)
 	go func() { errc <- a.api.Serve(ln) }()
@@ -142,6 +151,25 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 	case <-ctx.Done():
 	}
 	return a.drain()
+}
+
+// serveStdio serves MCP on stdin and stdout until the host closes stdin or
+// ctx ends. stdout carries the protocol only: every log line goes to
+// stderr. The admin listener runs only when asked for (-admin-listen).
+func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	a.upstream.Start()
+	if a.cfg.AdminListen != "" {
+		adminLn, err := net.Listen("tcp", a.cfg.AdminListen)
+		if err != nil {
+			return fmt.Errorf("admin listen %s: %w", a.cfg.AdminListen, err)
+		}
+		go func() { _ = a.admin.Serve(adminLn) }()
+		defer a.admin.Close()
+	}
+	a.log.Info("serving MCP on stdio", zap.Int("tools", a.reg.Load().Len()), zap.String("workspace", absPath(a.cfg.Workspace)))
+	err := a.mcp.ServeStdio(ctx, io.NopCloser(stdin), nopWriteCloser{stdout})
+	a.log.Info("stdio closed")
+	return err
 }
 
 func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {

@@ -10,6 +10,7 @@ import (
 	"toold/internal/sanitize"
 	"toold/internal/tools"
 	"toold/internal/tools/command"
+	"toold/internal/tools/upstream"
 )
 
 // Config is toold's configuration.
@@ -36,7 +37,23 @@ type Config struct {
 	// Sanitize is the input and output sanitization policy (see
 	// internal/sanitize); the zero value is the safe default.
 	Sanitize sanitize.Config `yaml:"sanitize"`
+	// MCP is the Model Context Protocol: toold's own MCP server, and the
+	// upstream MCP servers it hosts as tools.
+	MCP MCPConfig `yaml:"mcp"`
 }
+
+// MCPConfig is the mcp section.
+type MCPConfig struct {
+	// Serve exposes every tool over MCP at /mcp on the API listener
+	// (default true); toold -stdio serves them over stdio either way.
+	Serve *bool `yaml:"serve"`
+	// Servers are upstream MCP servers whose tools toold serves as its own
+	// (see internal/tools/upstream).
+	Servers []upstream.Config `yaml:"servers" validate:"dive"`
+}
+
+// Serves reports whether /mcp is served.
+func (m MCPConfig) Serves() bool { return m.Serve == nil || *m.Serve }
 
 // ServerConfig tunes the HTTP server.
 type ServerConfig struct {

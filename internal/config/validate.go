@@ -61,6 +61,13 @@ func (c *Config) Validate() error {
 	} else if err != nil {
 		probs.add("sanitize", "%v", err)
 	}
+	for i, srv := range c.MCP.Servers {
+		if err := srv.Check(); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				probs.add(fmt.Sprintf("mcp.servers[%d]", i), "%s", line)
+			}
+		}
+	}
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {
 		probs.add("listen", "%q is not a loopback address and no auth keys are configured; "+
 			"add auth.keys, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)

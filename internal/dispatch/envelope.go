@@ -92,6 +92,9 @@ func (env *Envelope) fail(status Status, te *tools.Error) {
 }
 
 func retryable(te *tools.Error) bool {
+	if te.Retryable {
+		return true
+	}
 	switch te.Kind {
 	case tools.OverloadError, tools.TimeoutError:
 		return true

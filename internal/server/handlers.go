@@ -26,6 +26,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 		return
 	}
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
@@ -95,10 +101,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	ri := info(r)
 	ri.tool = name
 	if !s.admit() {
-		e := tools.Errorf(tools.OverloadError, "toold is shutting down and accepts no new calls").WithCode("draining").
-			WithSuggestion("retry against another replica, or after toold restarts")
-		e.RetryAfter = time.Second
-		s.refuse(w, r, name, dispatch.StatusRejected, e)
+		s.refuse(w, r, name, dispatch.StatusRejected, drainingError())
 		return
 	}
 	defer s.done()
@@ -186,7 +189,7 @@ func (s *Server) writeEnvelope(w http.ResponseWriter, r *http.Request, env *disp
 	if env.Error != nil {
 		ri.errType = string(env.Error.Type)
 		if ms := env.Error.RetryAfterMS; ms > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
-			w.Header().Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10))
+			w.Header().Set("Retry-After", retryAfterSeconds(time.Duration(ms)*time.Millisecond))
 		}
 	}
 	if status == http.StatusUnauthorized {
@@ -202,6 +205,11 @@ func (s *Server) writeEnvelope(w http.ResponseWriter, r *http.Request, env *disp
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// retryAfterSeconds is a Retry-After value: whole seconds, rounded up.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

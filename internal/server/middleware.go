@@ -182,22 +182,35 @@ func (s *Server) originOnly(h http.HandlerFunc) http.HandlerFunc {
 // loopback name: together they stop a web page (including one whose domain
 // was rebound to 127.0.0.1) from driving a toold on the victim's machine.
 func (s *Server) originAllowed(w http.ResponseWriter, r *http.Request) bool {
+	if te := s.originRefusal(r); te != nil {
+		s.refuse(w, r, "", dispatch.StatusRejected, te)
+		return false
+	}
+	s.corsHeaders(w, r)
+	return true
+}
+
+// originRefusal is originAllowed's decision, for every route that a
+// browser could reach (REST and MCP alike).
+func (s *Server) originRefusal(r *http.Request) *tools.Error {
 	o := r.Header.Get("Origin")
 	if o != "" && !s.origins[strings.ToLower(o)] {
-		s.refuse(w, r, "", dispatch.StatusRejected, tools.NewPermissionError("requests from the origin %q are not allowed", o).
-			WithCode("origin_not_allowed").WithSuggestion("add the origin to server.allowed_origins in the config"))
-		return false
+		return tools.NewPermissionError("requests from the origin %q are not allowed", o).
+			WithCode("origin_not_allowed").WithSuggestion("add the origin to server.allowed_origins in the config")
 	}
 	if !s.opts.Keyring.Enabled() && !s.hostAllowed(r.Host) {
-		s.refuse(w, r, "", dispatch.StatusRejected, tools.NewPermissionError("the Host %q is not a loopback name", r.Host).
-			WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys"))
-		return false
+		return tools.NewPermissionError("the Host %q is not a loopback name", r.Host).
+			WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys")
 	}
-	if o != "" {
+	return nil
+}
+
+// corsHeaders lets an allowed origin read the answer.
+func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" {
 		w.Header().Set("Access-Control-Allow-Origin", o)
 		w.Header().Add("Vary", "Origin")
 	}
-	return true
 }
 
 func (s *Server) hostAllowed(hostport string) bool {
@@ -216,8 +229,9 @@ func (s *Server) hostAllowed(hostport string) bool {
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Request-ID, Toold-Timeout, Toold-Confirm")
-	h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Request-ID, Toold-Timeout, Toold-Confirm, "+
+		"Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID")
+	h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After, Mcp-Session-Id, WWW-Authenticate")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -225,21 +239,29 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 // authenticated requires "Authorization: Bearer <key>" when keys are
 // configured. The key is never logged; only the key's name is.
 func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) bool {
-	p := auth.Anonymous
-	if s.opts.Keyring.Enabled() {
-		scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || key == "" {
-			s.refuse(w, r, "", dispatch.StatusRejected, unauthenticated("no API key was sent"))
-			return false
-		}
-		if p = s.opts.Keyring.Authenticate(strings.TrimSpace(key)); p == nil {
-			s.refuse(w, r, "", dispatch.StatusRejected, unauthenticated("the API key is not valid"))
-			return false
-		}
+	p, te := s.authenticate(r)
+	if te != nil {
+		s.refuse(w, r, "", dispatch.StatusRejected, te)
+		return false
 	}
 	ri := info(r)
 	ri.caller, ri.principal = p.Name, p
 	return true
+}
+
+// authenticate returns the request's caller, or the refusal.
+func (s *Server) authenticate(r *http.Request) (*auth.Principal, *tools.Error) {
+	if !s.opts.Keyring.Enabled() {
+		return auth.Anonymous, nil
+	}
+	scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || key == "" {
+		return nil, unauthenticated("no API key was sent")
+	}
+	if p := s.opts.Keyring.Authenticate(strings.TrimSpace(key)); p != nil {
+		return p, nil
+	}
+	return nil, unauthenticated("the API key is not valid")
 }
 
 func unauthenticated(msg string) *tools.Error {

@@ -39,6 +39,12 @@ type Options struct {
 	OpenAPI []byte
 	// Registerer receives HTTP metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Ready, when set, is asked by /readyz: an error (a required upstream
+	// not connected) makes the replica not ready, with the error's text.
+	Ready func() error
+	// MCP, when set, serves the Model Context Protocol at /mcp behind the
+	// same origin, host and key checks as the REST routes.
+	MCP http.Handler
 }
 
 // Server serves the API; build it with New, serve Handler.
@@ -149,5 +155,9 @@ func (s *Server) routes() chi.Router {
 	r.Get("/tools/{name}", s.guard(s.getTool))
 	r.Get("/tools/{name}/schema", s.guard(s.getSchema))
 	r.Post("/tools/{name}/execute", s.guard(s.execute))
+	if s.opts.MCP != nil {
+		r.Options("/mcp", s.originOnly(s.preflight))
+		r.Handle("/mcp", s.mcp(s.opts.MCP))
+	}
 	return r
 }

@@ -37,7 +37,11 @@ type Error struct {
 	Suggestion string
 	Fields     []FieldError
 	RetryAfter time.Duration
-	Err        error
+	// Retryable marks a failure that may pass if the same call is made
+	// again, such as a lost upstream connection; overload and timeout
+	// errors are retryable whatever it says.
+	Retryable bool
+	Err       error
 }
 
 // FieldError names one failing field of the arguments by JSON pointer.

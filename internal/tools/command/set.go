@@ -134,8 +134,12 @@ func (s *Set) sandbox(c Sandbox) (*sandbox, error) {
 	if want == "" {
 		want = Mode(s.cfg.Containment)
 	}
-	if want == "" {
+	switch want {
+	case "":
 		want = ModeAuto
+	case ModeAuto, ModeNone, ModeNamespaces, ModeBwrap:
+	default:
+		return nil, fmt.Errorf("containment %q is not one of auto, none, namespaces, bwrap", want)
 	}
 	mode, why, l, err := s.host.resolve(want, c.WorkspaceWritable)
 	if err != nil {

@@ -1,0 +1,86 @@
+package mcpserver
+
+import (
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toold/internal/dispatch"
+	"toold/internal/tools"
+)
+
+// confirmInput names the one input request of a confirmation.
+const confirmInput = "confirm"
+
+// multiRoundTrip is the first protocol version with multi-round-trip
+// requests (input_required results the client fulfils and retries).
+const multiRoundTrip = "2026-07-28"
+
+// confirmSchema is the form the host shows its user.
+var confirmSchema = json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean",` +
+	`"title":"Run it","description":"Let the tool run with these arguments."}},"required":["confirm"]}`)
+
+// confirmation is what a call says about a confirmation toold asked for.
+type confirmation struct {
+	token    string
+	declined bool
+}
+
+// confirmationOf reads the confirmation a call carries: a multi-round-trip
+// retry (the request state is toold's token, the input response the user's
+// answer), or the token an older host repeats in the call's _meta. The token
+// is the pipeline's HMAC bound to caller, tool and arguments: the pipeline,
+// not this transport, decides whether it is good.
+func confirmationOf(req *mcp.CallToolRequest) confirmation {
+	p := req.Params
+	if p.RequestState != "" {
+		ans, ok := p.InputResponses[confirmInput].(*mcp.ElicitResult)
+		if !ok || ans.Action != "accept" || ans.Content["confirm"] != true {
+			return confirmation{declined: true}
+		}
+		return confirmation{token: p.RequestState}
+	}
+	if t, ok := p.Meta[MetaConfirmToken].(string); ok {
+		return confirmation{token: t}
+	}
+	return confirmation{}
+}
+
+// confirmationResult asks for confirmation the way the client understands:
+// a 2026-07-28 client that can elicit gets an input_required result, so its
+// host asks the user and retries with the answer; any other client gets
+// isError with confirmation_required and the token in the result's _meta,
+// to repeat the call with the token in the call's _meta once its user
+// agreed.
+func confirmationResult(req *mcp.CallToolRequest, env *dispatch.Envelope, hasOutputSchema bool) *mcp.CallToolResult {
+	if canElicit(req) {
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{confirmInput: &mcp.ElicitParams{Mode: "form", RequestedSchema: confirmSchema,
+				Message: "Run the tool " + env.Tool + "? " + env.Error.Message}},
+			RequestState: env.Error.ConfirmToken,
+		}
+	}
+	res := render(env, hasOutputSchema)
+	res.Meta[MetaConfirmToken] = env.Error.ConfirmToken
+	res.Meta[MetaConfirmExpires] = env.Error.ConfirmExpiresAt
+	return res
+}
+
+func canElicit(req *mcp.CallToolRequest) bool {
+	if req.Session == nil {
+		return false
+	}
+	ip := req.Session.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= multiRoundTrip && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+}
+
+// declined answers a call whose user said no.
+func declined(tool string) *mcp.CallToolResult {
+	env := dispatch.Failure("", tool, dispatch.StatusRejected, permissionDeclined())
+	return render(env, true)
+}
+
+func permissionDeclined() *tools.Error {
+	return tools.NewPermissionError("the user declined to run the tool").WithCode("declined").
+		WithSuggestion("do not repeat the call unless the user asks for it")
+}

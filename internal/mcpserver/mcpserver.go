@@ -1,0 +1,224 @@
+// Package mcpserver serves toold's tools over the Model Context Protocol:
+// Streamable HTTP at /mcp (stateless, so any replica answers any request)
+// and stdio for hosts that launch servers as processes. It translates and
+// never decides: every tools/call becomes a dispatch.Request and goes
+// through dispatch.Execute — validation, sanitizers, bulkhead, deadline,
+// confirmation, metrics — exactly as a REST call does; the envelope is then
+// rendered as an MCP result. The official Go SDK speaks the protocol; the
+// tools are registered with its low-level Server.AddTool and their raw
+// schemas, so validation stays toold's.
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"toold/internal/auth"
+	"toold/internal/dispatch"
+	"toold/internal/registry"
+	"toold/internal/tools"
+)
+
+// Options configure a Server.
+type Options struct {
+	Dispatcher *dispatch.Dispatcher
+	// Registry is the live set of tools; the server follows its changes
+	// and tells the clients that hold a session.
+	Registry *registry.Live
+	Logger   *zap.Logger
+	// Version is toold's version, shown to clients.
+	Version string
+	// MaxBodyBytes caps an HTTP request body (default 1 MiB).
+	MaxBodyBytes int64
+}
+
+// Server is toold's MCP server; build it with New.
+type Server struct {
+	opts  Options
+	log   *zap.Logger
+	sdk   *mcp.Server
+	calls *inflight
+
+	mu     sync.Mutex // guards served
+	served map[string]*registry.Entry
+}
+
+// New builds the server with every tool of the registry and follows the
+// registry's changes.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	s := &Server{opts: opts, log: opts.Logger, calls: newInflight(), served: map[string]*registry.Entry{}}
+	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toold", Title: "toold", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: "toold hosts tools for agents. Every call is validated, sanitized and bounded; a failed call " +
+			"returns isError with a message and a suggestion saying what to change.",
+		Logger:       sdkLogger(opts.Logger),
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	s.sdk.AddReceivingMiddleware(s.middleware)
+	s.sync(opts.Registry.Load())
+	opts.Registry.Subscribe(s.sync)
+	return s
+}
+
+// sync makes the SDK's tool list the registry's: tools whose entry changed
+// are added again (replacing), vanished ones removed. The SDK tells every
+// client holding a session (stdio, or a 2026-07-28 subscription).
+func (s *Server) sync(r *registry.Registry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []string
+	for name := range s.served {
+		if _, ok := r.Lookup(name); !ok {
+			gone = append(gone, name)
+			delete(s.served, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.sdk.RemoveTools(gone...)
+	}
+	for _, e := range r.Entries() {
+		if s.served[e.Spec.Name] == e {
+			continue
+		}
+		s.served[e.Spec.Name] = e
+		s.sdk.AddTool(sdkTool(e.MCP()), s.handler(e.Spec.Name))
+	}
+}
+
+// sdkTool is the registry's MCP rendering in the SDK's type.
+func sdkTool(t registry.MCPTool) *mcp.Tool {
+	out := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.Annotations.ReadOnlyHint, DestructiveHint: t.Annotations.DestructiveHint,
+			IdempotentHint: t.Annotations.IdempotentHint, OpenWorldHint: &t.Annotations.OpenWorldHint}}
+	if t.OutputSchema != nil {
+		out.OutputSchema = t.OutputSchema
+	}
+	return out
+}
+
+// middleware filters tools/list to the tools the caller may use: a key
+// sees only its tools, as on GET /tools.
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/cancelled" {
+			if p, ok := req.GetParams().(*mcp.CancelledParams); ok {
+				s.calls.cancel(caller(ctx).Name, p.RequestID)
+			}
+		}
+		res, err := next(ctx, method, req)
+		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+			p := caller(ctx)
+			visible := make([]*mcp.Tool, 0, len(lr.Tools))
+			for _, t := range lr.Tools {
+				if p.Allows(t.Name) {
+					visible = append(visible, t)
+				}
+			}
+			cp := *lr
+			cp.Tools = visible
+			return &cp, nil
+		}
+		return res, err
+	}
+}
+
+// handler runs one tools/call through the pipeline.
+func (s *Server) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := time.Now()
+		p := caller(ctx)
+		ctx, done := s.calls.track(ctx, p.Name, rpcID(ctx))
+		defer done()
+		dreq := &dispatch.Request{Tool: name, Body: req.Params.Arguments, RequestID: requestID(ctx),
+			Caller: p.Name, Allowed: p.Allows}
+		conf := confirmationOf(req)
+		if conf.declined {
+			return declined(name), nil
+		}
+		dreq.ConfirmToken = conf.token
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			dreq.Emit = progress(ctx, req.Session, tok)
+		}
+		env := s.opts.Dispatcher.Execute(ctx, dreq)
+		s.logCall(env, p.Name, start)
+		if env.Error != nil && (env.Error.Code == "forbidden" || env.Status == dispatch.StatusNotFound) {
+			// A key that may not use the tool sees it as absent, exactly
+			// as the SDK answers a tool that does not exist.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool \"" + name + "\""}
+		}
+		if env.Error != nil && env.Error.Type == tools.ConfirmationRequired {
+			return confirmationResult(req, env, s.hasOutputSchema(name)), nil
+		}
+		return render(env, s.hasOutputSchema(name)), nil
+	}
+}
+
+func (s *Server) hasOutputSchema(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.served[name]
+	return e != nil && e.MCP().OutputSchema != nil
+}
+
+// logCall writes the call's line, with the fields of REST's access line:
+// over stdio there is no HTTP request to log, and over HTTP one request
+// may carry any call.
+func (s *Server) logCall(env *dispatch.Envelope, caller string, start time.Time) {
+	errType := ""
+	if env.Error != nil {
+		errType = string(env.Error.Type)
+	}
+	s.log.Info("mcp call", zap.String("tool", env.Tool), zap.String("outcome", string(env.Status)),
+		zap.String("error_type", errType), zap.String("request_id", env.RequestID), zap.String("caller", caller),
+		zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+}
+
+// progress turns streamed output into notifications/progress for a client
+// that sent a progress token. Chunks are already sanitized by the pipeline.
+func progress(ctx context.Context, ss *mcp.ServerSession, token any) func(tools.Chunk) {
+	var mu sync.Mutex
+	n := 0
+	return func(c tools.Chunk) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n),
+			Message: c.Data, Meta: mcp.Meta{"toold/stream": c.Stream}})
+	}
+}
+
+// caller is the authenticated caller the HTTP side put in the context; a
+// stdio client is the local user who started toold, as an anonymous caller
+// on loopback is.
+func caller(ctx context.Context) *auth.Principal {
+	if p := auth.FromContext(ctx); p != nil {
+		return p
+	}
+	return auth.Anonymous
+}
+
+type requestIDKey struct{}
+
+// WithRequestID gives the calls of one HTTP request that request's id, so
+// the envelope, the call's log line and the access log line agree.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+func requestID(ctx context.Context) string {
+	if id, ok := ctx.Value(requestIDKey{}).(string); ok && id != "" {
+		return id
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,84 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toold/internal/dispatch"
+)
+
+// Meta keys toold reads and writes in MCP's _meta.
+const (
+	// MetaEnvelope carries the envelope's bookkeeping on every result:
+	// request id, status, duration, timing and what the sanitizer did.
+	MetaEnvelope = "toold/envelope"
+	// MetaError carries the envelope's error on every failed result.
+	MetaError = "toold/error"
+	// MetaConfirmToken carries a confirmation token: in a result that asks
+	// for confirmation, and in the _meta of the call that repeats it.
+	MetaConfirmToken = "toold/confirm_token"
+	// MetaConfirmExpires says until when the token is valid (RFC 3339).
+	MetaConfirmExpires = "toold/confirm_expires_at"
+)
+
+// envelopeMeta is the envelope without data and error, which the result
+// carries in its own fields.
+func envelopeMeta(env *dispatch.Envelope) map[string]any {
+	return map[string]any{"request_id": env.RequestID, "status": env.Status, "duration_ms": env.DurationMS,
+		"timing": env.Timing, "started_at": env.StartedAt, "sanitized": env.Sanitized}
+}
+
+// render turns an envelope into a tools/call result. A success is the data
+// as structuredContent plus one text block with the same JSON. A failure is
+// isError with a text that tells the model what went wrong and what to do,
+// and the envelope's error in _meta; it is the structuredContent too when
+// the tool declares no output schema (a client holding the tool's output
+// schema checks structuredContent against it, even on an error).
+func render(env *dispatch.Envelope, hasOutputSchema bool) *mcp.CallToolResult {
+	meta := mcp.Meta{MetaEnvelope: envelopeMeta(env)}
+	if env.Error == nil {
+		data := env.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		return &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: string(data)}},
+			StructuredContent: data}
+	}
+	meta[MetaError] = env.Error
+	res := &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(env.Error)}}}
+	if !hasOutputSchema {
+		res.StructuredContent = env.Error
+	}
+	return res
+}
+
+// describe is the error as a model reads it: what went wrong, what to do,
+// which fields, and when to retry.
+func describe(e *dispatch.ErrorBody) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", e.Type, e.Message)
+	if e.Suggestion != "" {
+		fmt.Fprintf(&b, "\nWhat to do: %s", e.Suggestion)
+	}
+	for _, f := range e.Fields {
+		ptr := f.Pointer
+		if ptr == "" {
+			ptr = "(the arguments)"
+		}
+		fmt.Fprintf(&b, "\n- %s %s", ptr, f.Message)
+	}
+	if len(e.Example) > 0 {
+		fmt.Fprintf(&b, "\nA valid call: %s", e.Example)
+	}
+	if e.Retryable {
+		if e.RetryAfterMS > 0 {
+			fmt.Fprintf(&b, "\nRetry after %d ms.", e.RetryAfterMS)
+		} else {
+			b.WriteString("\nThis may succeed if retried.")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,261 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+	"go.uber.org/zap/zapcore"
+)
+
+// sdkLogger hands the SDK toold's logger from warn up: at info it reports
+// every stateless request's temporary session.
+func sdkLogger(log *zap.Logger) *slog.Logger {
+	core := log.Named("sdk").Core()
+	if c, err := zapcore.NewIncreaseLevelCore(core, zapcore.WarnLevel); err == nil {
+		core = c
+	}
+	return slog.New(zapslog.NewHandler(core))
+}
+
+// DefaultMaxBodyBytes caps an MCP request body when none is configured.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Handler serves MCP's Streamable HTTP transport, stateless: no session is
+// kept between requests, so any replica behind a plain Service answers any
+// request. toold's own origin, host and key checks run before it (the same
+// as for REST), so the SDK's localhost protection is off here: one rule,
+// not two that could disagree.
+//
+// A stateless server cannot match a notifications/cancelled, which arrives
+// in a request of its own, to the call it names; toold keeps a table of
+// its calls in flight, keyed by caller and JSON-RPC id, and cancels the one
+// named. For that the handler reads the id of a tools/call before the SDK
+// does. (A 2026-07-28 client cancels by closing the request's stream, which
+// the SDK propagates.)
+func (s *Server) Handler() http.Handler {
+	max := s.opts.MaxBodyBytes
+	if max <= 0 {
+		max = DefaultMaxBodyBytes
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdk }, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		DisableLocalhostProtection:   true,
+		MaxRequestBodyBytes:          max,
+		PropagateRequestCancellation: true,
+		Logger:                       sdkLogger(s.log),
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				WriteError(w, http.StatusRequestEntityTooLarge, "the request is larger than the "+strconv.FormatInt(max, 10)+"-byte limit")
+				return
+			}
+			if err != nil {
+				WriteError(w, http.StatusBadRequest, "reading the request failed")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if id := callID(body); id != "" {
+				r = r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, id))
+			}
+		}
+		ew := &rpcErrorWriter{ResponseWriter: w}
+		h.ServeHTTP(ew, r)
+		ew.finish()
+	})
+}
+
+// rpcErrorWriter turns the SDK's plain-text HTTP refusals (a body that is
+// not JSON-RPC, an unknown method, a wrong protocol version) into JSON-RPC
+// error bodies with the same status, which MCP clients decode and show.
+type rpcErrorWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (w *rpcErrorWriter) WriteHeader(code int) {
+	if code >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.status = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rpcErrorWriter) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		return w.body.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets the SDK stream events through the wrapper.
+func (w *rpcErrorWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && w.status == 0 {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *rpcErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *rpcErrorWriter) finish() {
+	if w.status == 0 {
+		return
+	}
+	msg := strings.TrimSpace(w.body.String())
+	code := int64(jsonrpc.CodeInvalidRequest)
+	switch {
+	case strings.HasPrefix(msg, "malformed payload"):
+		code = jsonrpc.CodeParseError
+	case strings.Contains(msg, "not handled"):
+		code = jsonrpc.CodeMethodNotFound
+	}
+	w.Header().Del("X-Content-Type-Options")
+	writeRPCError(w.ResponseWriter, w.status, code, msg)
+}
+
+// WriteError answers an HTTP request refused before the SDK saw it (no
+// key, a foreign origin, draining) with a JSON-RPC error body, which MCP
+// clients show their user.
+func WriteError(w http.ResponseWriter, status int, msg string) {
+	writeRPCError(w, status, jsonrpc.CodeInvalidRequest, msg)
+}
+
+func writeRPCError(w http.ResponseWriter, status int, code int64, msg string) {
+	body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}})
+	if err != nil {
+		http.Error(w, msg, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// ServeStdio serves MCP on in and out (newline-delimited JSON-RPC) until
+// the client closes in or ctx ends. Nothing else may write to out.
+func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	err := s.sdk.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: int(max(s.opts.MaxBodyBytes, DefaultMaxBodyBytes))})
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+type rpcIDKey struct{}
+
+// rpcID is the JSON-RPC id of the HTTP request's tools/call, or "".
+func rpcID(ctx context.Context) string {
+	id, _ := ctx.Value(rpcIDKey{}).(string)
+	return id
+}
+
+// callID reads the id of a single tools/call message; anything else
+// (another method, a batch, a body that is not JSON) yields "" and is left
+// to the SDK.
+func callID(body []byte) string {
+	if !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return ""
+	}
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "tools/call" || len(m.ID) == 0 {
+		return ""
+	}
+	var id any
+	if json.Unmarshal(m.ID, &id) != nil {
+		return ""
+	}
+	return idString(id)
+}
+
+// idString renders a JSON-RPC id so that 7 and "7" stay apart.
+func idString(id any) string {
+	switch v := id.(type) {
+	case string:
+		return "s:" + v
+	case float64:
+		return "n:" + strconv.FormatFloat(v, 'f', -1, 64)
+	case int64:
+		return "n:" + strconv.FormatInt(v, 10)
+	case json.Number:
+		return "n:" + v.String()
+	}
+	return ""
+}
+
+// inflight are the calls that a notifications/cancelled may name.
+type inflight struct {
+	mu    sync.Mutex
+	calls map[callKey][]*tracked
+}
+
+type callKey struct{ caller, id string }
+
+type tracked struct{ cancel context.CancelFunc }
+
+func newInflight() *inflight { return &inflight{calls: map[callKey][]*tracked{}} }
+
+// track registers a call under its caller and id; done forgets it.
+func (f *inflight) track(ctx context.Context, caller, id string) (context.Context, func()) {
+	if id == "" {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	k, t := callKey{caller, id}, &tracked{cancel}
+	f.mu.Lock()
+	f.calls[k] = append(f.calls[k], t)
+	f.mu.Unlock()
+	return ctx, func() {
+		f.mu.Lock()
+		list := f.calls[k]
+		for i, x := range list {
+			if x == t {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(f.calls, k)
+		} else {
+			f.calls[k] = list
+		}
+		f.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancel cancels the caller's call with that id. Two clients of one key
+// may use the same ids; when the id names more than one call, none is
+// cancelled: cancelling the wrong call is worse than letting one finish.
+func (f *inflight) cancel(caller string, requestID any) bool {
+	id := idString(requestID)
+	if id == "" {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	list := f.calls[callKey{caller, id}]
+	if len(list) != 1 {
+		return false
+	}
+	list[0].cancel()
+	return true
+}

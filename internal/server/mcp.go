@@ -1,0 +1,65 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"toold/internal/auth"
+	"toold/internal/dispatch"
+	"toold/internal/mcpserver"
+	"toold/internal/tools"
+)
+
+// mcp guards the MCP endpoint exactly as the REST routes are guarded —
+// origin and Host checks, then the API key — so REST and MCP refuse the
+// same requests; a refusal is written as a JSON-RPC error, which MCP
+// clients show, with the status the one table gives. An accepted request
+// counts as an execution for the drain.
+func (s *Server) mcp(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ri := info(r)
+		if te := s.originRefusal(r); te != nil {
+			s.refuseMCP(w, r, te)
+			return
+		}
+		p, te := s.authenticate(r)
+		if te != nil {
+			s.refuseMCP(w, r, te)
+			return
+		}
+		ri.caller, ri.principal = p.Name, p
+		s.corsHeaders(w, r)
+		if !s.admit() {
+			s.refuseMCP(w, r, drainingError())
+			return
+		}
+		defer s.done()
+		ctx := mcpserver.WithRequestID(auth.NewContext(r.Context(), p), ri.id)
+		h.ServeHTTP(w, r.WithContext(ctx))
+	}
+}
+
+func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, te *tools.Error) {
+	env := dispatch.Failure(info(r).id, "", dispatch.StatusRejected, te)
+	status := httpStatus(env)
+	ri := info(r)
+	ri.outcome, ri.errType = string(env.Status), string(te.Kind)
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+	}
+	if te.RetryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterSeconds(te.RetryAfter))
+	}
+	msg := te.Message
+	if te.Suggestion != "" {
+		msg += "; " + te.Suggestion
+	}
+	mcpserver.WriteError(w, status, msg)
+}
+
+func drainingError() *tools.Error {
+	e := tools.Errorf(tools.OverloadError, "toold is shutting down and accepts no new calls").WithCode("draining").
+		WithSuggestion("retry against another replica, or after toold restarts")
+	e.RetryAfter = time.Second
+	return e
+}

@@ -1,0 +1,181 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ProcessSpec is a long-lived program run in the command tools' sandbox —
+// an upstream MCP server speaking on its standard streams. It gets what a
+// command gets (containment, the environment allow-list, rlimits, a private
+// TMPDIR, its own process group) but no output cap: stdout is its protocol.
+type ProcessSpec struct {
+	// Argv is the command line; Argv[0] is found on the sandbox's PATH.
+	Argv []string
+	// Dir is the working directory, relative to the workspace ("" is the
+	// workspace).
+	Dir     string
+	Sandbox Sandbox
+	// StderrTail is how much of the last stderr output Stderr keeps
+	// (default 8 KiB).
+	StderrTail int
+}
+
+// Process is a started ProcessSpec. Its stdin and stdout are the caller's
+// to use; Stop ends it and its whole process tree.
+type Process struct {
+	Stdin  io.WriteCloser
+	Stdout io.ReadCloser
+
+	cmd  *exec.Cmd
+	k    *killer
+	tmp  string
+	sb   *sandbox
+	done chan struct{}
+	err  error // set before done is closed
+
+	mu   sync.Mutex
+	tail []byte
+	max  int
+	stop sync.Once
+}
+
+// Start runs spec in its sandbox. The program is checked like a command
+// tool's (found, executable); the sandbox is resolved like a tool's.
+func (s *Set) Start(spec ProcessSpec) (*Process, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("no program to start")
+	}
+	sb, err := s.sandbox(spec.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	program, err := findProgram(spec.Argv[0], envPath(sb.env))
+	if err != nil {
+		return nil, err
+	}
+	dir, err := resolveDir(s.host.workspace, spec.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("cwd: %w", err)
+	}
+	tmp, err := s.tempDir(sb)
+	if err != nil {
+		return nil, fmt.Errorf("creating the private temporary directory: %w", err)
+	}
+	runID := newRunID()
+	env := append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+runID)
+	if !hasVar(env, "HOME") {
+		env = append(env, "HOME="+tmp)
+	}
+	if !hasVar(env, "PATH") {
+		env = append(env, "PATH="+defaultPath)
+	}
+	argv := append([]string{program}, spec.Argv[1:]...)
+	cmd := sb.command(argv, dir, s.host.workspace, tmp, env)
+	p, err := openPipes(cmd, true)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
+	if err := sb.launcher.start(cmd, sb.limits); err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+		}
+		p.closeAll()
+		_ = os.RemoveAll(tmp)
+		return nil, startError(program, err)
+	}
+	p.closeChildEnds()
+	pr := &Process{Stdin: p.inW, Stdout: p.outR, cmd: cmd, tmp: tmp, sb: sb, done: make(chan struct{}),
+		k: &killer{pgid: cmd.Process.Pid, sweep: sb.mode == ModeNone, runID: runID}, max: spec.StderrTail}
+	if pr.max <= 0 {
+		pr.max = 8 << 10
+	}
+	go pr.collectStderr(p.errR)
+	go func() {
+		pr.err = cmd.Wait()
+		close(pr.done)
+	}()
+	return pr, nil
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is how the process ended (nil for exit status 0); valid after Done.
+func (p *Process) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// Pid is the process id (the group's leader).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Stderr returns the end of what the process wrote to stderr, for logs and
+// error messages.
+func (p *Process) Stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return string(p.tail)
+}
+
+func (p *Process) collectStderr(r *os.File) {
+	defer r.Close()
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			p.tail = append(p.tail, buf[:n]...)
+			if over := len(p.tail) - p.max; over > 0 {
+				p.tail = append(p.tail[:0], p.tail[over:]...)
+			}
+			p.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Stop ends the process: stdin is closed (MCP's polite shutdown), then
+// after grace the whole tree gets SIGTERM, and SIGKILL after the sandbox's
+// kill grace. It returns once the process is gone and its temporary
+// directory removed; calling it again does nothing.
+func (p *Process) Stop(grace time.Duration) {
+	p.stop.Do(func() {
+		_ = p.Stdin.Close()
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			t := p.k.term(p.sb.grace)
+			select {
+			case <-p.done:
+			case <-t:
+				p.k.kill(unix.SIGKILL)
+				select {
+				case <-p.done:
+				case <-time.After(2 * time.Second): // not even SIGKILL: leave it to the reaper
+				}
+			}
+		}
+		// Descendants may outlive the leader; the group goes with it.
+		_ = unix.Kill(-p.k.pgid, unix.SIGKILL)
+		if p.k.sweep {
+			p.k.sweepMarked()
+		}
+		_ = p.Stdout.Close()
+		_ = os.RemoveAll(p.tmp)
+	})
+}

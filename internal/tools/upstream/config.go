@@ -1,0 +1,158 @@
+package upstream
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"time"
+
+	"toold/internal/tools"
+	"toold/internal/tools/command"
+)
+
+// Config declares one upstream MCP server (an element of mcp.servers).
+// Exactly one of Command (stdio) and URL (Streamable HTTP) is set.
+type Config struct {
+	// Name prefixes its tools: the upstream tool "echo" of the server
+	// "everything" is served as "everything.echo".
+	Name string `yaml:"name" validate:"required"`
+
+	// Command and Args start the server as a process speaking on its
+	// standard streams, in the command tools' sandbox. Cwd is relative to
+	// the workspace. Env sets fixed variables and EnvAllow names variables
+	// passed on from toold's environment; nothing else is inherited.
+	Command  string            `yaml:"command"`
+	Args     []string          `yaml:"args"`
+	Cwd      string            `yaml:"cwd"`
+	Env      map[string]string `yaml:"env" validate:"dive,keys,required,excludesall==,endkeys"`
+	EnvAllow []string          `yaml:"env_allow" validate:"dive,required,excludesall=="`
+	Sandbox  Sandbox           `yaml:"sandbox"`
+
+	// URL reaches the server over Streamable HTTP; Headers are sent with
+	// every request (credentials as ${ENV}: never logged).
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers" validate:"dive,keys,required,endkeys"`
+
+	// Tools selects which upstream tools are served (by upstream name).
+	Tools Filter `yaml:"tools"`
+	// Limits are the defaults of the server's tools (category mcp: 1s
+	// target, 3s max, 10s timeout); ToolLimits override them per upstream
+	// tool name.
+	Limits     tools.LimitsConfig            `yaml:"limits"`
+	ToolLimits map[string]tools.LimitsConfig `yaml:"tool_limits"`
+	// MaxInFlight caps the calls running on this server over all its
+	// tools, on top of each tool's own bulkhead (default 16).
+	MaxInFlight int `yaml:"max_in_flight" validate:"gte=0,lte=10000"`
+	// ConnectTimeout bounds initialize plus tools/list (default 10s).
+	ConnectTimeout time.Duration `yaml:"connect_timeout" validate:"gte=0"`
+	// MaxMessageBytes bounds one message from the server (default 4 MiB);
+	// a larger one ends the connection, which is then re-established.
+	MaxMessageBytes int `yaml:"max_message_bytes" validate:"gte=0,lte=268435456"`
+	// Confirm lists upstream tool names (path.Match patterns) that need
+	// the caller's confirmation before each call.
+	Confirm []string `yaml:"confirm" validate:"dive,required"`
+	// Required makes /readyz fail while the server is not connected.
+	Required bool `yaml:"required"`
+}
+
+// Sandbox is the containment of a stdio server: the command tools'
+// settings, without the environment (Env and EnvAllow sit on the server).
+// Runtimes reserve far more address space than they use, and a server
+// lives as long as toold: address space and CPU time are unlimited unless
+// set here.
+type Sandbox struct {
+	Containment       string          `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
+	Network           bool            `yaml:"network"`
+	WorkspaceWritable bool            `yaml:"workspace_writable"`
+	ReadOnlyPaths     []string        `yaml:"read_only_paths" validate:"dive,required"`
+	Rlimits           command.Rlimits `yaml:"rlimits"`
+}
+
+// Filter selects tools by upstream name: those matching an Allow pattern
+// (all when Allow is empty) and no Deny pattern.
+type Filter struct {
+	Allow []string `yaml:"allow" validate:"dive,required"`
+	Deny  []string `yaml:"deny" validate:"dive,required"`
+}
+
+// Allows reports whether the upstream tool name passes the filter.
+func (f Filter) Allows(name string) bool {
+	return (len(f.Allow) == 0 || matchAny(f.Allow, name)) && !matchAny(f.Deny, name)
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Defaults of a server, documented on Config.
+const (
+	DefaultMaxInFlight     = 16
+	DefaultConnectTimeout  = 10 * time.Second
+	DefaultMaxMessageBytes = 4 << 20
+)
+
+var serverName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+
+// Check reports what is wrong with a server's declaration, naming fields
+// as the config file does.
+func (c Config) Check() error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !serverName.MatchString(c.Name) {
+		fail("name: %q must be 1-32 letters, digits, '_' or '-' (it prefixes tool names, joined by a dot)", c.Name)
+	}
+	switch {
+	case c.Command == "" && c.URL == "":
+		fail("command or url: a server is started as a process (command) or reached over HTTP (url)")
+	case c.Command != "" && c.URL != "":
+		fail("command and url: give one of them, not both")
+	case c.URL != "":
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			fail("url: %q is not an http(s) URL", c.URL)
+		}
+		if len(c.Args) > 0 || c.Cwd != "" || len(c.Env) > 0 || len(c.EnvAllow) > 0 {
+			fail("args, cwd, env, env_allow: only for a server started with command")
+		}
+	case len(c.Headers) > 0:
+		fail("headers: only for a server reached by url")
+	}
+	for _, pats := range [][]string{c.Tools.Allow, c.Tools.Deny, c.Confirm} {
+		for _, p := range pats {
+			if _, err := path.Match(p, ""); err != nil {
+				fail("pattern %q is malformed", p)
+			}
+		}
+	}
+	for name, l := range c.ToolLimits {
+		if err := l.Limits().Merge(c.Limits.Limits()).Merge(tools.DefaultLimits(tools.MCP)).Validate(); err != nil {
+			fail("tool_limits.%s: %v", name, err)
+		}
+	}
+	if err := c.Limits.Limits().Merge(tools.DefaultLimits(tools.MCP)).Validate(); err != nil {
+		fail("limits: %v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// processSpec is the sandboxed process of a stdio server.
+func (c Config) processSpec() command.ProcessSpec {
+	rl := c.Sandbox.Rlimits
+	if rl.CPU == 0 {
+		rl.CPU = -1
+	}
+	if rl.AddressSpace == 0 {
+		rl.AddressSpace = -1
+	}
+	return command.ProcessSpec{Argv: append([]string{c.Command}, c.Args...), Dir: c.Cwd,
+		Sandbox: command.Sandbox{Containment: c.Sandbox.Containment, Network: c.Sandbox.Network,
+			WorkspaceWritable: c.Sandbox.WorkspaceWritable, ReadOnlyPaths: c.Sandbox.ReadOnlyPaths,
+			EnvAllow: c.EnvAllow, Env: c.Env, Rlimits: rl}}
+}

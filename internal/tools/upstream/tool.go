@@ -1,0 +1,204 @@
+package upstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toold/internal/tools"
+)
+
+// tool is one upstream tool served by toold.
+type tool struct {
+	srv      *server
+	upstream string // its name on the server
+	spec     tools.Spec
+}
+
+var _ tools.Tool = (*tool)(nil)
+
+// newTool describes an upstream tool in toold's terms. Its schemas are
+// passed on as the server wrote them; the registry compiles them (and
+// refuses what it cannot compile, such as a remote $ref, which it never
+// fetches).
+func newTool(s *server, t *mcp.Tool) (*tool, error) {
+	params, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	spec := tools.Spec{Name: s.cfg.Name + "." + t.Name, Title: t.Title, Description: strings.TrimSpace(t.Description),
+		Category: tools.MCP, Parameters: params, Source: s.cfg.Name, RequiresConfirmation: matchAny(s.cfg.Confirm, t.Name),
+		Limits: s.cfg.ToolLimits[t.Name].Limits().Merge(s.cfg.Limits.Limits()), Effects: effects(t.Annotations)}
+	if spec.Description == "" {
+		spec.Description = fmt.Sprintf("The tool %s of the MCP server %s.", t.Name, s.cfg.Name)
+	}
+	if spec.Title == "" && t.Annotations != nil {
+		spec.Title = t.Annotations.Title
+	}
+	if t.OutputSchema != nil {
+		if spec.Output, err = json.Marshal(t.OutputSchema); err != nil {
+			return nil, fmt.Errorf("output schema: %w", err)
+		}
+	}
+	return &tool{srv: s, upstream: t.Name, spec: spec}, nil
+}
+
+// effects reads the server's annotations with MCP's defaults: a tool is
+// destructive and reaches an open world unless it says otherwise. They are
+// the server's claims, shown to hosts as they came.
+func effects(a *mcp.ToolAnnotations) tools.Effects {
+	if a == nil {
+		return tools.Effects{Destructive: true, OpenWorld: true}
+	}
+	e := tools.Effects{ReadOnly: a.ReadOnlyHint, Idempotent: a.IdempotentHint, Destructive: true, OpenWorld: true}
+	if a.DestructiveHint != nil {
+		e.Destructive = *a.DestructiveHint
+	}
+	if a.OpenWorldHint != nil {
+		e.OpenWorld = *a.OpenWorldHint
+	}
+	return e
+}
+
+func (t *tool) Spec() tools.Spec { return t.spec }
+
+// Execute calls the upstream tool with arguments the pipeline validated and
+// sanitized, within the server's cap and the call's deadline.
+func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
+	s := t.srv
+	sess, err := s.session()
+	if err != nil {
+		s.m.metrics.call(s.cfg.Name, "unavailable")
+		return nil, err
+	}
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	default:
+		s.m.metrics.call(s.cfg.Name, "capacity")
+		e := tools.Errorf(tools.OverloadError, "the MCP server %q has %d calls running, its limit", s.cfg.Name, s.cfg.MaxInFlight).
+			WithCode("server_capacity")
+		e.RetryAfter = time.Second
+		return nil, e.WithSuggestion("retry shortly")
+	}
+	params := &mcp.CallToolParams{Name: t.upstream, Arguments: call.Args}
+	if call.Streaming() {
+		tok := progressToken()
+		params.Meta = mcp.Meta{"progressToken": tok}
+		s.mu.Lock()
+		s.progress[tok] = func(c tools.Chunk) { call.Emit(c.Stream, c.Data) }
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.progress, tok)
+			s.mu.Unlock()
+		}()
+	}
+	res, err := sess.CallTool(ctx, params)
+	if err != nil {
+		return nil, t.callError(ctx, err)
+	}
+	if res.IsError {
+		s.m.metrics.call(s.cfg.Name, "tool_error")
+		msg := contentText(res.Content)
+		if msg == "" {
+			msg = "the upstream tool reported an error without a message"
+		}
+		return nil, tools.NewUserError("%s", msg).WithCode("upstream_error").
+			WithSuggestion("read the message: it comes from the MCP server %q", s.cfg.Name)
+	}
+	s.m.metrics.call(s.cfg.Name, "success")
+	return resultData(res)
+}
+
+// callError explains a failed call: the caller's deadline or cancellation
+// is the pipeline's to report; a lost connection is retryable; an error
+// the server answered with is the server's word on the arguments or itself.
+func (t *tool) callError(ctx context.Context, err error) error {
+	s := t.srv
+	if ctx.Err() != nil {
+		s.m.metrics.call(s.cfg.Name, "cancelled")
+		return ctx.Err()
+	}
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) {
+		s.m.metrics.call(s.cfg.Name, "protocol_error")
+		if rpc.Code == jsonrpc.CodeInvalidParams {
+			return tools.NewUserError("the MCP server %q refused the call: %s", s.cfg.Name, rpc.Message).
+				WithCode("upstream_refused").WithSuggestion("check the arguments against the tool's schema")
+		}
+		return tools.Errorf(tools.SystemError, "the MCP server %q answered with an error: %s", s.cfg.Name, rpc.Message).
+			WithCode("upstream_error").Wrap(err)
+	}
+	s.m.metrics.call(s.cfg.Name, "unavailable")
+	e := tools.Errorf(tools.SystemError, "the connection to the MCP server %q was lost during the call", s.cfg.Name).
+		WithCode("upstream_unavailable").WithSuggestion("retry: toold reconnects to the server on its own").Wrap(err)
+	e.Retryable = true
+	return e
+}
+
+// resultData maps a result to the envelope's data: the structured content
+// when the server gave one; otherwise {"text": the text blocks joined,
+// "content": every block} (see the README for the blocks' shape).
+func resultData(res *mcp.CallToolResult) (any, error) {
+	if res.StructuredContent != nil {
+		return res.StructuredContent, nil
+	}
+	blocks := make([]map[string]any, 0, len(res.Content))
+	for _, c := range res.Content {
+		blocks = append(blocks, block(c))
+	}
+	return map[string]any{"text": contentText(res.Content), "content": blocks}, nil
+}
+
+// block is one content block in the envelope's data. Binary data stays
+// base64, as MCP sends it, with its decoded size.
+func block(c mcp.Content) map[string]any {
+	switch v := c.(type) {
+	case *mcp.TextContent:
+		return map[string]any{"type": "text", "text": v.Text}
+	case *mcp.ImageContent:
+		return map[string]any{"type": "image", "mime_type": v.MIMEType, "data": v.Data, "bytes": len(v.Data)}
+	case *mcp.AudioContent:
+		return map[string]any{"type": "audio", "mime_type": v.MIMEType, "data": v.Data, "bytes": len(v.Data)}
+	case *mcp.ResourceLink:
+		return map[string]any{"type": "resource_link", "uri": v.URI, "name": v.Name, "title": v.Title,
+			"description": v.Description, "mime_type": v.MIMEType}
+	case *mcp.EmbeddedResource:
+		out := map[string]any{"type": "resource"}
+		if r := v.Resource; r != nil {
+			out["uri"], out["mime_type"] = r.URI, r.MIMEType
+			if r.Blob != nil {
+				out["blob"], out["bytes"] = r.Blob, len(r.Blob)
+			} else {
+				out["text"] = r.Text
+			}
+		}
+		return out
+	}
+	return map[string]any{"type": "unknown"}
+}
+
+func contentText(cs []mcp.Content) string {
+	var parts []string
+	for _, c := range cs {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func progressToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,460 @@
+// Package upstream hosts MCP servers as toold tools. Each server declared
+// in mcp.servers is connected (a process in the command tools' sandbox, or
+// Streamable HTTP), its tools are listed and served as "<server>.<tool>" in
+// the category mcp, so every call to them passes toold's pipeline:
+// validation by toold's own compiled schemas, sanitizers both ways, the
+// tool's bulkhead plus a per-server cap, the deadline, metrics and logs.
+//
+// An upstream failure stays contained: a server that crashes or becomes
+// unreachable is reconnected with backoff; calls in flight end with a
+// retryable system_error (upstream_unavailable), new calls are refused with
+// 503 and Retry-After until it is back; initialize and tools/list are
+// bounded by a timeout; a notifications/tools/list_changed re-lists the
+// server and swaps its tools in the registry at once.
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"toold/internal/tools"
+	"toold/internal/tools/command"
+)
+
+// Options are what the servers need from the rest of toold.
+type Options struct {
+	// SetTools replaces every tool of a source (a server's name) with ts
+	// and reports the tools it could not serve (registry.Live.SetSource).
+	SetTools func(source string, ts []tools.Tool) []error
+	// Commands starts stdio servers in the command tools' sandbox.
+	Commands *command.Set
+	// HTTPClient reaches servers declared by url; nil uses a client of its
+	// own with no proxy.
+	HTTPClient *http.Client
+	Logger     *zap.Logger
+	Registerer prometheus.Registerer
+	// Version is toold's, shown to the servers.
+	Version string
+	// Backoff bounds the waits between reconnection attempts (default
+	// 200ms doubling to 30s, with jitter).
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Manager runs the upstream servers; build it with New, Start it, Close it.
+type Manager struct {
+	opts    Options
+	log     *zap.Logger
+	servers []*server
+	metrics *metrics
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// New checks every server's declaration; nothing is started yet.
+func New(cfgs []Config, opts Options) (*Manager, error) {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 200 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: true}}
+	}
+	m := &Manager{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registerer)}
+	var errs []error
+	seen := map[string]bool{}
+	for i, c := range cfgs {
+		if err := c.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("mcp.servers[%d] (%s): %w", i, c.Name, err))
+			continue
+		}
+		if seen[c.Name] {
+			errs = append(errs, fmt.Errorf("mcp.servers[%d] (%s): the name is used twice", i, c.Name))
+			continue
+		}
+		if c.Command != "" && opts.Commands == nil {
+			errs = append(errs, fmt.Errorf("mcp.servers[%d] (%s): no command sandbox to start it in", i, c.Name))
+			continue
+		}
+		seen[c.Name] = true
+		m.servers = append(m.servers, newServer(c, m))
+	}
+	return m, errors.Join(errs...)
+}
+
+// Start connects every server in the background. It waits for each
+// server's first attempt, at most its connect timeout, so that the tools
+// of the servers that answer are served from the first request; the others
+// keep being retried.
+func (m *Manager) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	var first sync.WaitGroup
+	for _, s := range m.servers {
+		first.Add(1)
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			s.run(ctx, first.Done)
+		}()
+	}
+	first.Wait()
+}
+
+// Close disconnects every server and stops their processes.
+func (m *Manager) Close() error {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+	return nil
+}
+
+// Ready returns an error naming the required servers not connected now.
+func (m *Manager) Ready() error {
+	var down []string
+	for _, s := range m.servers {
+		if s.cfg.Required && !s.up() {
+			down = append(down, s.cfg.Name)
+		}
+	}
+	if len(down) > 0 {
+		return fmt.Errorf("required MCP servers not connected: %s", strings.Join(down, ", "))
+	}
+	return nil
+}
+
+// States reports each server's state, for discovery and start-up lines.
+func (m *Manager) States() map[string]string {
+	out := map[string]string{}
+	for _, s := range m.servers {
+		out[s.cfg.Name] = s.state()
+	}
+	return out
+}
+
+// server is one upstream MCP server and its connection.
+type server struct {
+	cfg Config
+	m   *Manager
+	log *zap.Logger
+	sem chan struct{}
+
+	mu       sync.Mutex
+	sess     *mcp.ClientSession
+	retryAt  time.Time // when a server that is down is tried again
+	progress map[string]func(tools.Chunk)
+	relist   chan struct{}
+}
+
+func newServer(c Config, m *Manager) *server {
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	s := &server{cfg: c, m: m, log: m.log.With(zap.String("server", c.Name)), sem: make(chan struct{}, c.MaxInFlight),
+		progress: map[string]func(tools.Chunk){}, relist: make(chan struct{}, 1)}
+	m.metrics.init(c.Name)
+	return s
+}
+
+func (s *server) up() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sess != nil
+}
+
+func (s *server) state() string {
+	if s.up() {
+		return "up"
+	}
+	return "down"
+}
+
+// session returns the live session, or the refusal for a server that is
+// down, with when to retry.
+func (s *server) session() (*mcp.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess != nil {
+		return s.sess, nil
+	}
+	e := tools.Errorf(tools.OverloadError, "the MCP server %q is not connected", s.cfg.Name).WithCode("upstream_unavailable")
+	e.RetryAfter = max(time.Until(s.retryAt), time.Second)
+	return nil, e.WithSuggestion("retry after %v; toold reconnects on its own", e.RetryAfter.Round(time.Second))
+}
+
+// run connects, serves and reconnects until ctx ends. firstDone is called
+// once the first attempt has ended either way.
+func (s *server) run(ctx context.Context, firstDone func()) {
+	backoff := s.m.opts.MinBackoff
+	once := sync.Once{}
+	for ctx.Err() == nil {
+		conn, err := s.connect(ctx)
+		once.Do(firstDone)
+		if err == nil {
+			backoff = s.m.opts.MinBackoff
+			s.serve(ctx, conn)
+			if ctx.Err() != nil {
+				return
+			}
+			s.m.metrics.reconnects.WithLabelValues(s.cfg.Name).Inc()
+		} else if ctx.Err() == nil {
+			s.log.Warn("MCP server unavailable", zap.Error(err), zap.Duration("retry_in", backoff))
+		}
+		// Full jitter around the backoff, so servers that died together
+		// do not come back in step.
+		wait := backoff/2 + rand.N(backoff/2+1)
+		s.mu.Lock()
+		s.retryAt = time.Now().Add(wait)
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		backoff = min(backoff*2, s.m.opts.MaxBackoff)
+	}
+}
+
+// conn is one established connection.
+type conn struct {
+	sess *mcp.ClientSession
+	proc *command.Process // nil over HTTP
+}
+
+func (c *conn) close() {
+	_ = c.sess.Close()
+	if c.proc != nil {
+		c.proc.Stop(2 * time.Second)
+	}
+}
+
+// connect starts or reaches the server, initializes a session and lists
+// its tools, all within the connect timeout, and serves the tools.
+func (s *server) connect(ctx context.Context) (*conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
+	defer cancel()
+	c := &conn{}
+	var transport mcp.Transport
+	if s.cfg.Command != "" {
+		p, err := s.m.opts.Commands.Start(s.cfg.processSpec())
+		if err != nil {
+			return nil, fmt.Errorf("starting %s: %w", s.cfg.Command, err)
+		}
+		c.proc = p
+		transport = &mcp.IOTransport{Reader: p.Stdout, Writer: p.Stdin, MaxLineLength: s.cfg.MaxMessageBytes}
+	} else {
+		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxRetries: -1,
+			HTTPClient: withHeaders(s.m.opts.HTTPClient, s.cfg.Headers)}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toold", Version: s.m.opts.Version}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case s.relist <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: s.onProgress,
+		KeepAlive:                   30 * time.Second,
+	})
+	// Connect's context bounds the handshake; the session outlives it.
+	sess, err := connectBounded(cctx, client, transport)
+	if err != nil {
+		if c.proc != nil {
+			c.proc.Stop(0)
+			if tail := strings.TrimSpace(c.proc.Stderr()); tail != "" {
+				err = fmt.Errorf("%w (stderr: %s)", err, lastLine(tail))
+			}
+		}
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	c.sess = sess
+	if err := s.list(cctx, sess); err != nil {
+		c.close()
+		return nil, err
+	}
+	s.mu.Lock()
+	s.sess = sess
+	s.mu.Unlock()
+	s.m.metrics.up.WithLabelValues(s.cfg.Name).Set(1)
+	s.log.Info("MCP server connected", zap.String("protocol", sess.InitializeResult().ProtocolVersion),
+		zap.String("server_name", sess.InitializeResult().ServerInfo.Name))
+	return c, nil
+}
+
+// connectBounded runs Connect and gives up at ctx's deadline even if the
+// transport does not watch ctx (a process that never answers initialize).
+func connectBounded(ctx context.Context, client *mcp.Client, t mcp.Transport) (*mcp.ClientSession, error) {
+	type result struct {
+		sess *mcp.ClientSession
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sess, err := client.Connect(ctx, t, nil)
+		done <- result{sess, err}
+	}()
+	select {
+	case r := <-done:
+		return r.sess, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.sess != nil {
+				_ = r.sess.Close()
+			}
+		}()
+		return nil, fmt.Errorf("no answer: %w", ctx.Err())
+	}
+}
+
+// serve waits for the connection to end (or ctx), re-listing on every
+// list_changed; then the server is down and its calls are refused.
+func (s *server) serve(ctx context.Context, c *conn) {
+	ended := make(chan struct{})
+	go func() {
+		_ = c.sess.Wait()
+		close(ended)
+	}()
+	var procDone <-chan struct{}
+	if c.proc != nil {
+		procDone = c.proc.Done()
+	}
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-ended:
+			s.log.Warn("MCP server disconnected")
+			break loop
+		case <-procDone:
+			s.log.Warn("MCP server process exited", zap.Error(c.proc.Err()), zap.String("stderr", lastLine(c.proc.Stderr())))
+			break loop
+		case <-s.relist:
+			lctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
+			if err := s.list(lctx, c.sess); err != nil {
+				s.log.Warn("re-listing tools after list_changed failed; keeping the previous list", zap.Error(err))
+			}
+			cancel()
+		}
+	}
+	s.mu.Lock()
+	s.sess = nil
+	s.mu.Unlock()
+	s.m.metrics.up.WithLabelValues(s.cfg.Name).Set(0)
+	c.close()
+}
+
+// maxTools bounds how many tools one server may list: a server that
+// pages forever cannot hold toold's start.
+const maxTools = 1000
+
+// list reads every page of the server's tools and serves them. A tool whose
+// name or schema cannot be served is skipped with a warning naming it.
+func (s *server) list(ctx context.Context, sess *mcp.ClientSession) error {
+	var ts []tools.Tool
+	n := 0
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		if n++; n > maxTools {
+			return fmt.Errorf("tools/list: more than %d tools", maxTools)
+		}
+		if !s.cfg.Tools.Allows(t.Name) {
+			continue
+		}
+		pt, err := newTool(s, t)
+		if err != nil {
+			s.log.Warn("skipping an upstream tool", zap.String("tool", t.Name), zap.Error(err))
+			continue
+		}
+		ts = append(ts, pt)
+	}
+	for _, err := range s.m.opts.SetTools(s.cfg.Name, ts) {
+		s.log.Warn("skipping an upstream tool", zap.Error(err))
+	}
+	s.m.metrics.tools.WithLabelValues(s.cfg.Name).Set(float64(len(ts)))
+	return nil
+}
+
+func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	tok, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	emit := s.progress[tok]
+	s.mu.Unlock()
+	if emit == nil {
+		return
+	}
+	msg := req.Params.Message
+	if msg == "" {
+		msg = fmt.Sprintf("progress %g", req.Params.Progress)
+		if req.Params.Total > 0 {
+			msg += fmt.Sprintf(" of %g", req.Params.Total)
+		}
+	}
+	emit(tools.Chunk{Stream: "progress", Data: msg + "\n"})
+}
+
+// withHeaders returns a client that adds the server's headers to every
+// request. The headers may hold credentials: they are never logged.
+func withHeaders(c *http.Client, h map[string]string) *http.Client {
+	if len(h) == 0 {
+		return c
+	}
+	cp := *c
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cp.Transport = headerTransport{base: base, h: h}
+	return &cp
+}
+
+type headerTransport struct {
+	base http.RoundTripper
+	h    map[string]string
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for _, k := range slices.Sorted(maps.Keys(t.h)) {
+		r.Header.Set(k, t.h[k])
+	}
+	return t.base.RoundTrip(r)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return s
+}
