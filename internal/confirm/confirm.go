@@ -59,24 +59,32 @@ var (
 	ErrUsed      = errors.New("the confirmation token was already used")
 )
 
+// nonceSize is the random part of a token: two challenges for the same
+// call in the same second get different tokens, so using one does not
+// spend the other.
+const nonceSize = 16
+
 // Issue returns a token for this caller, tool and arguments, and when it
 // expires. args must be the canonical encoding of the arguments.
 func (g *Gate) Issue(caller, tool string, args []byte) (string, time.Time) {
 	exp := g.now().Add(g.ttl).Truncate(time.Second)
-	mac := g.mac(caller, tool, args, exp)
 	buf := binary.BigEndian.AppendUint64(nil, uint64(exp.Unix()))
-	return base64.RawURLEncoding.EncodeToString(append(buf, mac...)), exp
+	nonce := make([]byte, nonceSize)
+	_, _ = rand.Read(nonce)
+	buf = append(buf, nonce...)
+	return base64.RawURLEncoding.EncodeToString(append(buf, g.mac(caller, tool, args, exp, nonce)...)), exp
 }
 
 // Check accepts a token once, for exactly the call it was issued for.
 func (g *Gate) Check(caller, tool string, args []byte, token string) error {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) != 8+sha256.Size {
+	if err != nil || len(raw) != 8+nonceSize+sha256.Size {
 		return ErrMalformed
 	}
 	exp := time.Unix(int64(binary.BigEndian.Uint64(raw[:8])), 0)
-	want := g.mac(caller, tool, args, exp)
-	if subtle.ConstantTimeCompare(want, raw[8:]) != 1 {
+	mac := raw[8+nonceSize:]
+	want := g.mac(caller, tool, args, exp, raw[8:8+nonceSize])
+	if subtle.ConstantTimeCompare(want, mac) != 1 {
 		return ErrMismatch
 	}
 	now := g.now()
@@ -85,7 +93,7 @@ func (g *Gate) Check(caller, tool string, args []byte, token string) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	key := string(raw[8:])
+	key := string(mac)
 	if _, seen := g.used[key]; seen {
 		return ErrUsed
 	}
@@ -109,10 +117,10 @@ func (g *Gate) forget(now time.Time) {
 	}
 }
 
-func (g *Gate) mac(caller, tool string, args []byte, exp time.Time) []byte {
+func (g *Gate) mac(caller, tool string, args []byte, exp time.Time, nonce []byte) []byte {
 	h := hmac.New(sha256.New, g.secret)
 	sum := sha256.Sum256(args)
-	for _, part := range [][]byte{[]byte(caller), []byte(tool), sum[:]} {
+	for _, part := range [][]byte{[]byte(caller), []byte(tool), sum[:], nonce} {
 		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(part))))
 		h.Write(part)
 	}

@@ -67,3 +67,26 @@ func FuzzCheck(f *testing.F) {
 		_ = g.Check("a", "t", []byte("y"), token) // never panics; other args never match
 	})
 }
+
+// TestTwoChallengesInOneSecond: a second challenge for the same call, in
+// the same second, gets a token of its own; using the first does not spend
+// it (it once did: the tokens were equal, and the second was "used").
+func TestTwoChallengesInOneSecond(t *testing.T) {
+	g := New([]byte("secret"), time.Minute)
+	now := time.Now()
+	g.now = func() time.Time { return now }
+	args := []byte(`{"what":"x"}`)
+	a, _ := g.Issue("alice", "danger", args)
+	b, _ := g.Issue("alice", "danger", args)
+	if a == b {
+		t.Fatal("two challenges got the same token")
+	}
+	for _, tok := range []string{a, b} {
+		if err := g.Check("alice", "danger", args, tok); err != nil {
+			t.Errorf("token %d: %v", len(tok), err)
+		}
+	}
+	if err := g.Check("alice", "danger", args, b); !errors.Is(err, ErrUsed) {
+		t.Errorf("replay: %v", err)
+	}
+}
