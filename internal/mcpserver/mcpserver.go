@@ -109,11 +109,6 @@ func sdkTool(t registry.MCPTool) *mcp.Tool {
 // sees only its tools, as on GET /tools.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "notifications/cancelled" {
-			if p, ok := req.GetParams().(*mcp.CancelledParams); ok {
-				s.calls.cancel(caller(ctx).Name, p.RequestID)
-			}
-		}
 		res, err := next(ctx, method, req)
 		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 			p := caller(ctx)

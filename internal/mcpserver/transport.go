@@ -69,8 +69,11 @@ func (s *Server) Handler() http.Handler {
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			if id := callID(body); id != "" {
-				r = r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, id))
+			switch m := peek(body); m.method {
+			case "tools/call":
+				r = r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, m.id))
+			case "notifications/cancelled":
+				s.calls.cancel(caller(r.Context()).Name, m.cancelled)
 			}
 		}
 		ew := &rpcErrorWriter{ResponseWriter: w}
@@ -165,22 +168,44 @@ func rpcID(ctx context.Context) string {
 	return id
 }
 
-// callID reads the id of a single tools/call message; anything else
-// (another method, a batch, a body that is not JSON) yields "" and is left
-// to the SDK.
-func callID(body []byte) string {
-	if !bytes.Contains(body, []byte(`"tools/call"`)) {
-		return ""
+// message is what the handler reads of a request before the SDK does.
+type message struct {
+	method    string
+	id        string // of a tools/call
+	cancelled string // the id a notifications/cancelled names
+}
+
+// peek reads a single tools/call's id, or the id a notifications/cancelled
+// names; anything else (another method, a batch, a body that is not JSON)
+// is left to the SDK alone. A stateless server's SDK cannot route a
+// cancellation to a call made in another request (it would even close the
+// notification's temporary session before reading it), so toold does.
+func peek(body []byte) message {
+	if !bytes.Contains(body, []byte(`"tools/call"`)) && !bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+		return message{}
 	}
 	var m struct {
 		Method string          `json:"method"`
 		ID     json.RawMessage `json:"id"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
 	}
-	if json.Unmarshal(body, &m) != nil || m.Method != "tools/call" || len(m.ID) == 0 {
-		return ""
+	if json.Unmarshal(body, &m) != nil {
+		return message{}
 	}
+	switch {
+	case m.Method == "tools/call" && len(m.ID) > 0:
+		return message{method: m.Method, id: rawID(m.ID)}
+	case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
+		return message{method: m.Method, cancelled: rawID(m.Params.RequestID)}
+	}
+	return message{}
+}
+
+func rawID(raw json.RawMessage) string {
 	var id any
-	if json.Unmarshal(m.ID, &id) != nil {
+	if json.Unmarshal(raw, &id) != nil {
 		return ""
 	}
 	return idString(id)
@@ -193,10 +218,6 @@ func idString(id any) string {
 		return "s:" + v
 	case float64:
 		return "n:" + strconv.FormatFloat(v, 'f', -1, 64)
-	case int64:
-		return "n:" + strconv.FormatInt(v, 10)
-	case json.Number:
-		return "n:" + v.String()
 	}
 	return ""
 }
@@ -245,8 +266,7 @@ func (f *inflight) track(ctx context.Context, caller, id string) (context.Contex
 // cancel cancels the caller's call with that id. Two clients of one key
 // may use the same ids; when the id names more than one call, none is
 // cancelled: cancelling the wrong call is worse than letting one finish.
-func (f *inflight) cancel(caller string, requestID any) bool {
-	id := idString(requestID)
+func (f *inflight) cancel(caller, id string) bool {
 	if id == "" {
 		return false
 	}

@@ -1,0 +1,196 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"toold/api"
+	"toold/internal/apitest"
+	"toold/internal/auth"
+	"toold/internal/dispatch"
+	"toold/internal/limits"
+	"toold/internal/mcpserver"
+	"toold/internal/registry"
+	"toold/internal/sanitize"
+	"toold/internal/server"
+	"toold/internal/tools"
+	"toold/internal/tools/diag"
+)
+
+// The keys of the harness: one for every tool, one for echo only.
+const (
+	fullKey = "toold_full_key_for_mcp_tests_0123"
+	echoKey = "toold_echo_key_for_mcp_tests_0123"
+)
+
+// harness is a real toold stack — dispatcher, REST server, /mcp — on
+// loopback, plus its live registry so tests can change the tools.
+type harness struct {
+	t    *testing.T
+	url  string
+	live *registry.Live
+	mcp  *mcpserver.Server
+	logs *observer.ObservedLogs
+	slow *slowTool
+}
+
+type harnessOpts struct {
+	keys    bool
+	origins []string
+	maxBody int64
+}
+
+func newHarness(t *testing.T, o harnessOpts) *harness {
+	t.Helper()
+	slow := &slowTool{started: make(chan struct{}, 8), ended: make(chan error, 8)}
+	reg, err := registry.New(registry.Options{}, diag.Echo(), diag.Sleep(), slow, streamTool{}, dangerTool{}, failTool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := registry.NewLive(reg, registry.Options{})
+	core, logs := observer.New(zap.InfoLevel)
+	log := zap.New(core)
+	san, err := sanitize.New(sanitize.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := limits.New(limits.Options{})
+	live.Subscribe(func(r *registry.Registry) { lim.Register(r.Entries()...) })
+	disp, err := dispatch.New(dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []auth.Key
+	if o.keys {
+		keys = []auth.Key{{Name: "full", SHA256: auth.Hash(fullKey), Tools: []string{"*"}},
+			{Name: "echo-only", SHA256: auth.Hash(echoKey), Tools: []string{"echo"}}}
+	}
+	kr, err := auth.NewKeyring(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: live, Logger: log, Version: "test", MaxBodyBytes: o.maxBody})
+	srv, err := server.New(server.Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
+		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, MCP: ms.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	hs.Listener.Close()
+	if hs.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return &harness{t: t, url: hs.URL, live: live, mcp: ms, logs: logs, slow: slow}
+}
+
+// bearer adds a key to every request, through the contract checker.
+type bearer struct {
+	key  string
+	base http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.key != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.key)
+	}
+	return b.base.RoundTrip(r)
+}
+
+// client connects the official Go SDK's client to /mcp at the protocol
+// version given, with every response held to api/openapi.yaml.
+func (h *harness) client(version, key string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	h.t.Helper()
+	hc := &http.Client{Transport: bearer{key, apitest.Checker(h.t, http.DefaultTransport)}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", HTTPClient: hc, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		h.t.Fatalf("connect at %s: %v", version, err)
+	}
+	h.t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// slowTool runs until its context ends and reports how it ended.
+type slowTool struct {
+	started chan struct{}
+	ended   chan error
+}
+
+func (*slowTool) Spec() tools.Spec {
+	return tools.Spec{Name: "slow", Description: "Waits until cancelled.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`), Effects: tools.Effects{ReadOnly: true}}
+}
+
+func (s *slowTool) Execute(ctx context.Context, _ *tools.Call) (any, error) {
+	s.started <- struct{}{}
+	select {
+	case <-ctx.Done():
+		s.ended <- ctx.Err()
+		return nil, ctx.Err()
+	case <-time.After(4 * time.Second):
+		s.ended <- nil
+		return map[string]any{"slept": true}, nil
+	}
+}
+
+// streamTool emits two chunks, one holding a secret, then answers.
+type streamTool struct{}
+
+func (streamTool) Spec() tools.Spec {
+	return tools.Spec{Name: "stream", Description: "Streams two lines.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (streamTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
+	call.Emit("stdout", "first line\n")
+	call.Emit("stdout", "token ghp_0123456789abcdefghijABCDEFGHIJ012345\n")
+	return map[string]any{"lines": 2}, nil
+}
+
+// dangerTool needs confirmation and counts its runs.
+type dangerTool struct{}
+
+var dangerRuns = struct {
+	sync.Mutex
+	n int
+}{}
+
+func (dangerTool) Spec() tools.Spec {
+	return tools.Spec{Name: "danger", Description: "Deletes a thing.", Category: tools.Direct, RequiresConfirmation: true,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"what":{"type":"string"}},"required":["what"]}`)}
+}
+
+func (dangerTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
+	dangerRuns.Lock()
+	dangerRuns.n++
+	dangerRuns.Unlock()
+	return map[string]any{"deleted": true}, nil
+}
+
+// failTool fails with a user error.
+type failTool struct{}
+
+func (failTool) Spec() tools.Spec {
+	return tools.Spec{Name: "fail", Description: "Always fails.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (failTool) Execute(context.Context, *tools.Call) (any, error) {
+	return nil, tools.NewUserError("the thing is missing").WithSuggestion("create it first")
+}
