@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -93,10 +94,12 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	if call.Streaming() {
 		tok := progressToken()
 		params.Meta = mcp.Meta{"progressToken": tok}
+		sink := &progressSink{emit: call.Emit, last: time.Now()}
 		s.mu.Lock()
-		s.progress[tok] = func(c tools.Chunk) { call.Emit(c.Stream, c.Data) }
+		s.progress[tok] = sink
 		s.mu.Unlock()
 		defer func() {
+			sink.settle()
 			s.mu.Lock()
 			delete(s.progress, tok)
 			s.mu.Unlock()
@@ -104,7 +107,7 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	}
 	res, err := sess.CallTool(ctx, params)
 	if err != nil {
-		return nil, t.callError(ctx, err)
+		return nil, t.callError(ctx, sess, err)
 	}
 	if res.IsError {
 		s.m.metrics.call(s.cfg.Name, "tool_error")
@@ -119,17 +122,22 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	return resultData(res)
 }
 
+// codeRejectedByTransport is the SDK's code for a message its transport
+// could not deliver (over HTTP: the connection failed or the server
+// answered with an HTTP error), which says nothing about the call itself.
+const codeRejectedByTransport = -32005
+
 // callError explains a failed call: the caller's deadline or cancellation
 // is the pipeline's to report; a lost connection is retryable; an error
 // the server answered with is the server's word on the arguments or itself.
-func (t *tool) callError(ctx context.Context, err error) error {
+func (t *tool) callError(ctx context.Context, sess *mcp.ClientSession, err error) error {
 	s := t.srv
 	if ctx.Err() != nil {
 		s.m.metrics.call(s.cfg.Name, "cancelled")
 		return ctx.Err()
 	}
 	var rpc *jsonrpc.Error
-	if errors.As(err, &rpc) {
+	if errors.As(err, &rpc) && rpc.Code != codeRejectedByTransport {
 		s.m.metrics.call(s.cfg.Name, "protocol_error")
 		if rpc.Code == jsonrpc.CodeInvalidParams {
 			return tools.NewUserError("the MCP server %q refused the call: %s", s.cfg.Name, rpc.Message).
@@ -139,6 +147,10 @@ func (t *tool) callError(ctx context.Context, err error) error {
 			WithCode("upstream_error").Wrap(err)
 	}
 	s.m.metrics.call(s.cfg.Name, "unavailable")
+	// Over HTTP nothing else may notice that the server went away: end
+	// the session, so the server is down (new calls are refused with a
+	// retry hint) and reconnected.
+	s.drop(sess)
 	e := tools.Errorf(tools.SystemError, "the connection to the MCP server %q was lost during the call", s.cfg.Name).
 		WithCode("upstream_unavailable").WithSuggestion("retry: toold reconnects to the server on its own").Wrap(err)
 	e.Retryable = true
@@ -195,6 +207,37 @@ func contentText(cs []mcp.Content) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// progressSink passes one call's progress notifications to its stream.
+type progressSink struct {
+	emit func(stream, data string)
+
+	mu              sync.Mutex
+	last            time.Time
+	progress, total float64
+}
+
+func (p *progressSink) notify(progress, total float64, msg string) {
+	p.mu.Lock()
+	p.last, p.progress, p.total = time.Now(), progress, total
+	p.mu.Unlock()
+	p.emit("progress", msg)
+}
+
+// settle waits, briefly, for notifications still on their way: the SDK
+// hands a response to its caller at once but queues notifications, so the
+// last ones may be handled just after the call returned. It stops when the
+// server reported its total, or after 10 ms without one (100 ms at most).
+func (p *progressSink) settle() {
+	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		p.mu.Lock()
+		done := (p.total > 0 && p.progress >= p.total) || time.Since(p.last) > 10*time.Millisecond
+		p.mu.Unlock()
+		if done {
+			return
+		}
+	}
 }
 
 func progressToken() string {

@@ -159,7 +159,7 @@ type server struct {
 	mu       sync.Mutex
 	sess     *mcp.ClientSession
 	retryAt  time.Time // when a server that is down is tried again
-	progress map[string]func(tools.Chunk)
+	progress map[string]*progressSink
 	relist   chan struct{}
 }
 
@@ -174,7 +174,7 @@ func newServer(c Config, m *Manager) *server {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	s := &server{cfg: c, m: m, log: m.log.With(zap.String("server", c.Name)), sem: make(chan struct{}, c.MaxInFlight),
-		progress: map[string]func(tools.Chunk){}, relist: make(chan struct{}, 1)}
+		progress: map[string]*progressSink{}, relist: make(chan struct{}, 1)}
 	m.metrics.init(c.Name)
 	return s
 }
@@ -205,6 +205,19 @@ func (s *server) session() (*mcp.ClientSession, error) {
 	return nil, e.WithSuggestion("retry after %v; toold reconnects on its own", e.RetryAfter.Round(time.Second))
 }
 
+// drop ends sess if it is still the server's session.
+func (s *server) drop(sess *mcp.ClientSession) {
+	s.mu.Lock()
+	cur := s.sess == sess
+	if cur {
+		s.sess = nil
+	}
+	s.mu.Unlock()
+	if cur {
+		_ = sess.Close()
+	}
+}
+
 // run connects, serves and reconnects until ctx ends. firstDone is called
 // once the first attempt has ended either way.
 func (s *server) run(ctx context.Context, firstDone func()) {
@@ -212,6 +225,9 @@ func (s *server) run(ctx context.Context, firstDone func()) {
 	once := sync.Once{}
 	for ctx.Err() == nil {
 		conn, err := s.connect(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("MCP server unavailable", zap.Error(err), zap.Duration("retry_in", backoff))
+		}
 		once.Do(firstDone)
 		if err == nil {
 			backoff = s.m.opts.MinBackoff
@@ -220,8 +236,6 @@ func (s *server) run(ctx context.Context, firstDone func()) {
 				return
 			}
 			s.m.metrics.reconnects.WithLabelValues(s.cfg.Name).Inc()
-		} else if ctx.Err() == nil {
-			s.log.Warn("MCP server unavailable", zap.Error(err), zap.Duration("retry_in", backoff))
 		}
 		// Full jitter around the backoff, so servers that died together
 		// do not come back in step.
@@ -405,9 +419,9 @@ func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 		return
 	}
 	s.mu.Lock()
-	emit := s.progress[tok]
+	sink := s.progress[tok]
 	s.mu.Unlock()
-	if emit == nil {
+	if sink == nil {
 		return
 	}
 	msg := req.Params.Message
@@ -417,7 +431,7 @@ func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 			msg += fmt.Sprintf(" of %g", req.Params.Total)
 		}
 	}
-	emit(tools.Chunk{Stream: "progress", Data: msg + "\n"})
+	sink.notify(req.Params.Progress, req.Params.Total, msg+"\n")
 }
 
 // withHeaders returns a client that adds the server's headers to every
