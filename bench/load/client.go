@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http/httputil"
 	"strconv"
 	"time"
 )
@@ -37,10 +38,14 @@ func dial(addr string) (*conn, error) {
 	return &conn{addr: addr, c: c, r: bufio.NewReaderSize(c, 16<<10)}, nil
 }
 
-// request builds a POST with a JSON body.
-func request(host, path string, body []byte) []byte {
+// request builds a POST with a JSON body; extra are more header lines.
+func request(host, path string, body []byte, extra ...string) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, host, len(body))
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", path, host, len(body))
+	for _, h := range extra {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("\r\n")
 	b.Write(body)
 	return b.Bytes()
 }
@@ -62,7 +67,7 @@ func (c *conn) do(req []byte, deadline time.Time) (reply, error) {
 	if rep.status, err = strconv.Atoi(string(line[9:12])); err != nil {
 		return reply{}, err
 	}
-	length := -1
+	length, chunked := -1, false
 	for {
 		h, err := c.r.ReadSlice('\n')
 		if err != nil {
@@ -77,7 +82,21 @@ func (c *conn) do(req []byte, deadline time.Time) (reply, error) {
 			length, _ = strconv.Atoi(string(bytes.TrimSpace(value)))
 		case asciiEqualFold(name, "Retry-After"):
 			rep.retryAfter = true
+		case asciiEqualFold(name, "Transfer-Encoding"):
+			chunked = bytes.Contains(value, []byte("chunked"))
 		}
+	}
+	if chunked {
+		// An event stream (MCP's Streamable HTTP answers one this way).
+		body, err := io.ReadAll(httputil.NewChunkedReader(c.r))
+		if err != nil {
+			return reply{}, err
+		}
+		if _, err := c.r.Discard(2); err != nil { // the CRLF after the last chunk
+			return reply{}, err
+		}
+		rep.body = body
+		return rep, nil
 	}
 	if length < 0 {
 		return reply{}, errors.New("response without Content-Length")

@@ -8,7 +8,13 @@
 //     sleeping 50 ms, hit by 500 concurrent clients; accepted, rejected,
 //     lost (must be 0), the largest in-flight count observed (must be 10),
 //     and the p99 of rejections and of accepted calls;
-//  3. memory: toold's RSS idle, and with 1,000 callers queued.
+//  3. memory: toold's RSS idle, and with 1,000 callers queued;
+//  4. MCP: echo over toold's /mcp against the same tool over REST and
+//     against a bare go-sdk stateless server, alternately;
+//  5. hosting: an upstream stdio MCP server's echo called directly by a
+//     go-sdk client, and through toold (REST and /mcp), one at a time.
+//
+// -only runs some of them (throughput,overload,memory,mcp,hosting).
 //
 // Servers run pinned to CPU 0 and the generator to CPU 1 when taskset
 // exists. Run it with `make load` (go run ./bench/load).
@@ -25,6 +31,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,6 +40,11 @@ type options struct {
 	round, overload time.Duration
 	rounds, conns   int
 	clients, queued int
+	only            string
+}
+
+func (o options) runs(scenario string) bool {
+	return o.only == "" || slices.Contains(strings.Split(o.only, ","), scenario)
 }
 
 func main() {
@@ -44,9 +56,17 @@ func main() {
 	flag.DurationVar(&o.overload, "overload", 10*time.Second, "length of the overload scenario")
 	flag.IntVar(&o.clients, "clients", 500, "concurrent clients of the overload scenario")
 	flag.IntVar(&o.queued, "queued", 1000, "callers to park in a queue for the memory figure")
+	flag.StringVar(&o.only, "only", "", "scenarios to run, comma-separated (default all): throughput,overload,memory,mcp,hosting")
 	flag.Parse()
-	if *role == "bare" {
+	switch *role {
+	case "bare":
 		serveBare()
+		return
+	case "baremcp":
+		serveBareMCP()
+		return
+	case "mcpstdio":
+		serveMCPStdio()
 		return
 	}
 	log.SetFlags(0)
@@ -85,13 +105,35 @@ tools:
 	defer td.stop()
 	idle := td.rss()
 
-	if err := throughput(o, bare.addr, td.addr); err != nil {
-		return err
+	if o.runs("throughput") {
+		if err := throughput(o, bare.addr, td.addr); err != nil {
+			return err
+		}
 	}
-	if err := overload(o, td); err != nil {
-		return err
+	if o.runs("mcp") {
+		bareMCP, err := startBareMCP(pinned)
+		if err != nil {
+			return err
+		}
+		defer bareMCP.stop()
+		if err := mcpThroughput(o, td.addr, bareMCP.addr); err != nil {
+			return err
+		}
 	}
-	return memory(o, bin, dir, pinned, idle)
+	if o.runs("hosting") {
+		if err := hosting(o, bin, dir, pinned); err != nil {
+			return err
+		}
+	}
+	if o.runs("overload") {
+		if err := overload(o, td); err != nil {
+			return err
+		}
+	}
+	if o.runs("memory") {
+		return memory(o, bin, dir, pinned, idle)
+	}
+	return nil
 }
 
 // buildToold builds the real binary, as deployed.

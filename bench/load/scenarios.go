@@ -81,31 +81,47 @@ func closedLoop(addr string, req []byte, conns int, d time.Duration, ok func(rep
 	return all, nil
 }
 
+// target is one server of a throughput comparison.
+type target struct {
+	name string
+	addr string
+	req  []byte
+	ok   func(reply) bool
+}
+
 func throughput(o options, bareAddr, tooldAddr string) error {
-	targets := []struct {
-		name string
-		addr string
-		req  []byte
-		ok   func(reply) bool
-	}{
+	total, err := compare(o, "Throughput", []target{
 		{"bare net/http", bareAddr, request(bareAddr, "/echo", echoBody), func(r reply) bool { return r.status == 200 }},
-		{"toold echo", tooldAddr, request(tooldAddr, "/tools/echo/execute", echoBody),
-			func(r reply) bool { return r.status == 200 && bytes.Contains(r.body, []byte(`"success":true`)) }},
+		{"toold echo", tooldAddr, request(tooldAddr, "/tools/echo/execute", echoBody), restOK},
+	})
+	if err != nil {
+		return err
 	}
+	ratio := total[1].rate() / total[0].rate()
+	fmt.Printf("\ntoold/bare throughput: %.0f%% (target >= 60%%); toold p99 %v (target < 10ms)\n",
+		100*ratio, pct(total[1].lat, .99).Round(time.Microsecond))
+	return nil
+}
+
+func restOK(r reply) bool { return r.status == 200 && bytes.Contains(r.body, []byte(`"success":true`)) }
+
+// compare drives the targets alternately with the same closed-loop
+// generator, after a warm-up of each, and prints their req/s and latency.
+func compare(o options, title string, targets []target) ([]*stats, error) {
 	total := make([]*stats, len(targets))
 	for i := range total {
 		total[i] = &stats{}
 	}
-	for _, t := range targets { // warm up both, not counted
+	for _, t := range targets { // warm up each, not counted
 		if _, err := closedLoop(t.addr, t.req, o.conns, time.Second, t.ok); err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
+			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
 	for range o.rounds {
 		for i, t := range targets {
 			s, err := closedLoop(t.addr, t.req, o.conns, o.round, t.ok)
 			if err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
+				return nil, fmt.Errorf("%s: %w", t.name, err)
 			}
 			total[i].n += s.n
 			total[i].elapsed += s.elapsed
@@ -113,7 +129,7 @@ func throughput(o options, bareAddr, tooldAddr string) error {
 			total[i].lat = append(total[i].lat, s.lat...)
 		}
 	}
-	fmt.Printf("\n## Throughput: %d connections, %d alternating rounds of %v each\n\n", o.conns, o.rounds, o.round)
+	fmt.Printf("\n## %s: %d connections, %d alternating rounds of %v each\n\n", title, o.conns, o.rounds, o.round)
 	fmt.Println("| server | req/s | p50 | p99 | bad answers |")
 	fmt.Println("|---|---|---|---|---|")
 	for i, t := range targets {
@@ -121,10 +137,7 @@ func throughput(o options, bareAddr, tooldAddr string) error {
 		fmt.Printf("| %s | %.0f | %v | %v | %d |\n", t.name, s.rate(), pct(s.lat, .50).Round(time.Microsecond),
 			pct(s.lat, .99).Round(time.Microsecond), s.errs)
 	}
-	ratio := total[1].rate() / total[0].rate()
-	fmt.Printf("\ntoold/bare throughput: %.0f%% (target >= 60%%); toold p99 %v (target < 10ms)\n",
-		100*ratio, pct(total[1].lat, .99).Round(time.Microsecond))
-	return nil
+	return total, nil
 }
 
 // overload hits the sleep tool (10 in flight, 100 queued, 50 ms per call)
