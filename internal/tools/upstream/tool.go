@@ -94,7 +94,7 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	if call.Streaming() {
 		tok := progressToken()
 		params.Meta = mcp.Meta{"progressToken": tok}
-		sink := &progressSink{emit: call.Emit, last: time.Now()}
+		sink := &progressSink{emit: call.Emit}
 		s.mu.Lock()
 		s.progress[tok] = sink
 		s.mu.Unlock()
@@ -227,14 +227,21 @@ func (p *progressSink) notify(progress, total float64, msg string) {
 
 // settle waits, briefly, for notifications still on their way: the SDK
 // hands a response to its caller at once but queues notifications, so the
-// last ones may be handled just after the call returned. It stops when the
-// server reported its total, or after 10 ms without one (100 ms at most).
+// last ones may be handled just after the call returned. It waits until the
+// server's declared total is reached (250 ms at most), or, without a total,
+// for 10 ms without a notification after the response.
 func (p *progressSink) settle() {
-	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+	end := time.Now()
+	for deadline := end.Add(250 * time.Millisecond); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		p.mu.Lock()
-		done := (p.total > 0 && p.progress >= p.total) || time.Since(p.last) > 10*time.Millisecond
+		reached := p.total > 0 && p.progress >= p.total
+		last := p.last
+		if last.Before(end) {
+			last = end
+		}
+		quiet := p.total == 0 && time.Since(last) > 10*time.Millisecond
 		p.mu.Unlock()
-		if done {
+		if reached || quiet {
 			return
 		}
 	}
