@@ -219,3 +219,56 @@ func TestDrainGraceExpires(t *testing.T) {
 		t.Errorf("drain took %v with a 300ms grace", d)
 	}
 }
+
+// TestDrainCancelsMCPCalls: an MCP call still running when the grace ends
+// is cancelled like a REST one and answered (isError, draining), and a
+// new MCP request during the drain is refused with 503.
+func TestDrainCancelsMCPCalls(t *testing.T) {
+	p := startProcess(t, "server: {drain_grace: 300ms}\ntools:\n  sleep: {enabled: true, limits: {timeout: 30s, max: 30s}}\n")
+	post := func(body string) (int, string, error) {
+		req, _ := http.NewRequest(http.MethodPost, p.url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	type reply struct {
+		status int
+		body   string
+		err    error
+	}
+	done := make(chan reply, 1)
+	go func() {
+		s, b, err := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":20000}}}`)
+		done <- reply{s, b, err}
+	}()
+	p.waitGauge(t, `toold_tool_in_flight{tool="sleep"}`, "1")
+	start := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.waitGauge(t, "toold_ready", "0")
+	if s, b, err := post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); err != nil || s != 503 || !strings.Contains(b, "shutting down") {
+		t.Errorf("a new MCP request while draining: %d %s %v", s, b, err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.status != 200 || !strings.Contains(r.body, `"isError":true`) || !strings.Contains(r.body, `draining`) {
+			t.Errorf("the MCP call cut by the grace: %d %s %v", r.status, r.body, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the MCP call was not answered after the grace")
+	}
+	if err := <-p.exit; err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("drain took %v with a 300ms grace", d)
+	}
+}

@@ -199,6 +199,7 @@ func (a *app) drain() error {
 	case <-time.After(a.grace):
 		a.log.Warn("grace period over: cancelling the calls still running")
 		a.cancelCalls(errDraining)
+		a.mcp.CancelAll(errDraining)
 		select {
 		case <-a.srv.Idle():
 		case <-time.After(5 * time.Second):

@@ -69,6 +69,11 @@ func New(opts Options) *Server {
 	return s
 }
 
+// CancelAll cancels every call in flight with cause — at the end of the
+// drain's grace, when the HTTP requests' contexts are cancelled too: the
+// SDK does not tie an older client's call to its request's context.
+func (s *Server) CancelAll(cause error) { s.calls.cancelAll(cause) }
+
 // sync makes the SDK's tool list the registry's: tools whose entry changed
 // are added again (replacing), vanished ones removed. The SDK tells every
 // client holding a session (stdio, or a 2026-07-28 subscription).

@@ -230,16 +230,14 @@ type inflight struct {
 
 type callKey struct{ caller, id string }
 
-type tracked struct{ cancel context.CancelFunc }
+type tracked struct{ cancel context.CancelCauseFunc }
 
 func newInflight() *inflight { return &inflight{calls: map[callKey][]*tracked{}} }
 
-// track registers a call under its caller and id; done forgets it.
+// track registers a call under its caller and id (an id "" is never named
+// by a cancellation, but is still cancelled by cancelAll); done forgets it.
 func (f *inflight) track(ctx context.Context, caller, id string) (context.Context, func()) {
-	if id == "" {
-		return ctx, func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	k, t := callKey{caller, id}, &tracked{cancel}
 	f.mu.Lock()
 	f.calls[k] = append(f.calls[k], t)
@@ -259,7 +257,18 @@ func (f *inflight) track(ctx context.Context, caller, id string) (context.Contex
 			f.calls[k] = list
 		}
 		f.mu.Unlock()
-		cancel()
+		cancel(nil)
+	}
+}
+
+// cancelAll cancels every call in flight with cause.
+func (f *inflight) cancelAll(cause error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, list := range f.calls {
+		for _, t := range list {
+			t.cancel(cause)
+		}
 	}
 }
 
@@ -276,6 +285,6 @@ func (f *inflight) cancel(caller, id string) bool {
 	if len(list) != 1 {
 		return false
 	}
-	list[0].cancel()
+	list[0].cancel(context.Canceled)
 	return true
 }
