@@ -37,7 +37,11 @@ type Error struct {
 	Suggestion string
 	Fields     []FieldError
 	RetryAfter time.Duration
-	Err        error
+	// Retryable marks a failure the same call may get past later (a remote
+	// service that is down or answered 5xx). Overload and timeout errors
+	// are retryable whatever it says.
+	Retryable bool
+	Err       error
 }
 
 // FieldError names one failing field of the arguments by JSON pointer.
@@ -65,6 +69,12 @@ func (e *Error) WithSuggestion(format string, args ...any) *Error {
 // WithCode sets the machine-readable code and returns e.
 func (e *Error) WithCode(code string) *Error {
 	e.Code = code
+	return e
+}
+
+// WithRetryAfter marks e retryable after d and returns e.
+func (e *Error) WithRetryAfter(d time.Duration) *Error {
+	e.Retryable, e.RetryAfter = true, d
 	return e
 }
 
