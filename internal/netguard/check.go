@@ -25,28 +25,40 @@ func (g *Guard) CheckURL(u *url.URL) error {
 }
 
 func (g *Guard) checkURL(u *url.URL) *RefusedError {
-	target := u.Redacted()
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && g.allowHTTP:
 	case u.Scheme == "http":
-		return refused(target, "", "plain http is not allowed; use https, or allow http for this destination")
+		return refused(u.Redacted(), "", "plain http is not allowed; use https, or allow http for this destination")
 	default:
-		return refused(target, "", "scheme %q is not allowed (https only)", u.Scheme)
+		return refused(u.Redacted(), "", "scheme %q is not allowed (https only)", u.Scheme)
 	}
 	if u.User != nil {
-		return refused(target, "", "credentials in the URL are refused; send them in a header")
+		return refused(u.Redacted(), "", "credentials in the URL are refused; send them in a header")
 	}
 	if u.Opaque != "" || u.Host == "" {
-		return refused(target, "", "the URL has no host")
+		return refused(u.Redacted(), "", "the URL has no host")
 	}
+	if _, ok := g.passed.Load(u.Host); ok {
+		return nil
+	}
+	target := u.Redacted()
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return refused(target, "", "port %q is not a number from 1 to 65535", p)
 		}
 	}
-	return g.checkHost(target, u.Hostname())
+	if err := g.checkHost(target, u.Hostname()); err != nil {
+		return err
+	}
+	if g.npassed.Add(1) <= maxPassed { // the static verdict on a host never changes
+		g.passed.Store(u.Host, struct{}{})
+	}
+	return nil
 }
+
+// maxPassed bounds the hosts whose static check is remembered.
+const maxPassed = 1024
 
 // checkHost applies the static rules to a host (a name or an address
 // literal, without brackets or port).

@@ -37,6 +37,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"code.dny.dev/ssrf"
@@ -113,6 +115,9 @@ type Guard struct {
 	resolver      *net.Resolver
 	dialTimeout   time.Duration
 	classes       *ssrf.Guardian
+	// passed remembers hosts (host[:port]) whose static check passed.
+	passed  sync.Map
+	npassed atomic.Int64
 	// firewall, set by tests only, sees every address the guard let
 	// through, just before the socket connects; an error stops it.
 	firewall func(netip.AddrPort) error

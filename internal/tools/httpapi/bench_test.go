@@ -1,0 +1,97 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"toold/internal/dispatch"
+)
+
+const issueJSON = `{"number":42,"title":"Crash on start","state":"open","labels":[{"name":"bug"}],"user":{"login":"ada"},"comments":3}`
+
+// BenchmarkHTTPTool calls one loopback API two ways in one run: a bare
+// http.Client (request, read, decode the JSON — what any caller does), and
+// a declared HTTP tool through toold's whole pipeline (dispatch.Execute:
+// strict decoding, schema validation, input sanitizer, bulkhead, deadline,
+// rates, breaker, the request built from the template, the guarded
+// transport, the answer checked, decoded, shaped by jq and sanitized). The
+// ratio toold/bare is the figure; the README quotes it.
+func BenchmarkHTTPTool(b *testing.B) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, issueJSON)
+	}))
+	b.Cleanup(api.Close)
+	b.Run("bare", func(b *testing.B) {
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+		b.ReportAllocs()
+		for b.Loop() {
+			req, _ := http.NewRequest(http.MethodGet, api.URL+"/repos/acme/toold/issues/42", nil)
+			req.Header.Set("Accept", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var v any
+			if err := json.Unmarshal(body, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// toold: the answer passed on as the result (checked to be one valid
+	// JSON value); toold_jq: the same shaped by a jq expression, which
+	// decodes it and encodes the shape.
+	for _, v := range []struct{ name, jq string }{{"toold", ""}, {"toold_jq", "{number, title, state, labels: [.labels[].name]}"}} {
+		b.Run(v.name, func(b *testing.B) {
+			s, _, _ := build(b, nil, `
+tools:
+  - name: issue
+    description: Reads one issue.
+    parameters:
+      type: object
+      properties: {owner: {type: string}, repo: {type: string}, number: {type: integer, minimum: 1}}
+      required: [owner, repo, number]
+      additionalProperties: false
+    request: {url: "`+api.URL+`/repos/{owner}/{repo}/issues/{number}"}
+    response: {jq: '`+v.jq+`'}
+    allow: [127.0.0.1]
+    allow_http: true
+`)
+			d := pipeline(b, s)
+			req := &dispatch.Request{Tool: "issue", Body: []byte(`{"owner":"acme","repo":"toold","number":42}`), RequestID: "bench"}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if env := d.Execute(ctx, req); !env.Success {
+					b.Fatal(env.Error)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOpenBreaker: a call to a tool whose API's breaker is open,
+// through the whole pipeline, refused without touching the network.
+func BenchmarkOpenBreaker(b *testing.B) {
+	u := newUpstream(b, status(500, `{}`))
+	s, _, _ := build(b, u, oneTool("GET", "    retry: {attempts: 1}\n")+"breaker: {failures: 1, open_for: 1h}\n")
+	d := pipeline(b, s)
+	execute(d, "t", `{}`) // opens it
+	req := &dispatch.Request{Tool: "t", Body: []byte(`{"id":"x"}`), RequestID: "bench"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if env := d.Execute(ctx, req); env.Error == nil || env.Error.Code != "circuit_open" {
+			b.Fatal(env.Error)
+		}
+	}
+	if u.hits.Load() != 1 {
+		b.Fatalf("the open breaker let %d requests through", u.hits.Load()-1)
+	}
+}
