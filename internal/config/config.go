@@ -10,6 +10,7 @@ import (
 	"toold/internal/sanitize"
 	"toold/internal/tools"
 	"toold/internal/tools/command"
+	"toold/internal/tools/httpapi"
 )
 
 // Config is toold's configuration.
@@ -36,6 +37,9 @@ type Config struct {
 	// Sanitize is the input and output sanitization policy (see
 	// internal/sanitize); the zero value is the safe default.
 	Sanitize sanitize.Config `yaml:"sanitize"`
+	// HTTP are the external_api tools declared over HTTP APIs, and the
+	// upstream hosts they share (see internal/tools/httpapi).
+	HTTP httpapi.Config `yaml:"http"`
 }
 
 // ServerConfig tunes the HTTP server.
@@ -98,6 +102,11 @@ type Tool struct {
 	Enabled     *bool  `yaml:"enabled"`
 	Description string `yaml:"description"`
 	Limits      Limits `yaml:"limits"`
+	// Fallback names tools that answer, in order, with the same arguments
+	// when this one fails in a way another tool may get past (timeout,
+	// overload, an unavailable upstream, a system error); it replaces
+	// fallbacks the tool declares itself.
+	Fallback []string `yaml:"fallback" validate:"omitempty,dive,tool_name"`
 }
 
 // FSConfig bounds the file tools; zero fields take the tools' defaults.
