@@ -140,7 +140,7 @@ func (d *Dispatcher) toolOutcome(ctx context.Context, o outcome, timeout time.Du
 // and sanitizes it, into o. It runs on the worker and touches no shared
 // state: the caller may have been answered already.
 func (d *Dispatcher) finish(ctx context.Context, e *registry.Entry, o *outcome) {
-	data, err := json.Marshal(o.result)
+	data, err := encodeResult(o.result)
 	if err != nil {
 		o.status, o.err = StatusError, fmt.Errorf("encoding the result: %w", err)
 		return
@@ -164,4 +164,15 @@ func (d *Dispatcher) finish(ctx context.Context, e *registry.Entry, o *outcome) 
 	if err != nil {
 		o.status, o.err = StatusError, err
 	}
+}
+
+// encodeResult is the result's JSON. A tool that already holds its result
+// as JSON (an HTTP API's answer) returns json.RawMessage; it is used as it
+// is rather than compacted into a copy: the output sanitizer walks it next
+// and returns anything that is not valid JSON as one string.
+func encodeResult(v any) ([]byte, error) {
+	if raw, ok := v.(json.RawMessage); ok && len(raw) > 0 {
+		return raw, nil
+	}
+	return json.Marshal(v)
 }
