@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"mime"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -30,8 +31,8 @@ func apiMessage(ans *answer) string {
 		msg = string(ans.body)
 	}
 	msg = oneLine(msg)
-	if msg == "" {
-		return ""
+	if msg == "" || strings.EqualFold(msg, http.StatusText(ans.status)) {
+		return "" // the status line says it already
 	}
 	return ": " + msg
 }

@@ -157,11 +157,11 @@ func (t *tool) admit(ctx context.Context, call *tools.Call, need time.Duration) 
 			r.CancelAt(now)
 		}
 		t.set.metrics.refusals.WithLabelValues(t.spec.Name, code).Inc()
-		msg := "toold's rate for this tool or its API is used up"
+		msg := "toold's rate for this tool (or its API) allows the next request in %v"
 		if code == "upstream_rate_limited" {
-			msg = "the API asked toold to wait before calling it again"
+			msg = "the API asked toold to wait %v before calling it again"
 		}
-		return tools.Errorf(tools.OverloadError, "%s; the next call fits in %v, past this call's deadline", msg, wait.Round(time.Millisecond)).
+		return tools.Errorf(tools.OverloadError, msg+", longer than this call's deadline allows", wait.Round(time.Millisecond)).
 			WithCode(code).WithSuggestion("call again after retry_after_ms").WithRetryAfter(min(wait, maxReportedRetryAfter))
 	}
 	return t.wait(ctx, call, wait, reason)
