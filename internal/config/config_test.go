@@ -85,14 +85,7 @@ server:
 workspace: ${MISSING}
 `)
 	_, err := Load(p, env(nil))
-	cerr, ok := err.(*Error)
-	if !ok {
-		t.Fatalf("error %T %v", err, err)
-	}
-	got := map[string]string{}
-	for _, pr := range cerr.Problems {
-		got[pr.Path] = pr.Message
-	}
+	got := problemMap(t, err)
 	want := map[string]string{
 		"lisen":                         `did you mean "listen"`,
 		"tools.read_file.limits.timout": `did you mean "timeout"`,
@@ -121,14 +114,7 @@ server:
   max_body_bytes: -1
 `)
 	_, err = Load(p, env(nil))
-	cerr, _ = err.(*Error)
-	if cerr == nil {
-		t.Fatal("no error")
-	}
-	got = map[string]string{}
-	for _, pr := range cerr.Problems {
-		got[pr.Path] = pr.Message
-	}
+	got = problemMap(t, err)
 	want = map[string]string{
 		"log_level":                "not one of",
 		"tools.grep.limits":        "above max",
@@ -255,14 +241,7 @@ http:
 tools:
   read_file: {fallback: ["bad name"]}
 `), env(nil))
-	cerr, ok := err.(*Error)
-	if !ok {
-		t.Fatalf("error %T %v", err, err)
-	}
-	got := map[string]string{}
-	for _, pr := range cerr.Problems {
-		got[pr.Path] = pr.Message
-	}
+	got := problemMap(t, err)
 	for path, say := range map[string]string{
 		"http.proxy":            "not a URL",
 		"http.breaker.failures": "at least 0",
@@ -278,4 +257,18 @@ tools:
 			t.Errorf("%s: %q, want it to say %q (all: %v)", path, got[path], say, got)
 		}
 	}
+}
+
+// problemMap is a config error's problems, message by path.
+func problemMap(t *testing.T, err error) map[string]string {
+	t.Helper()
+	cerr, ok := err.(*Error)
+	if !ok {
+		t.Fatalf("error %T %v", err, err)
+	}
+	got := map[string]string{}
+	for _, pr := range cerr.Problems {
+		got[pr.Path] = pr.Message
+	}
+	return got
 }

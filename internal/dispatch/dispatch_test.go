@@ -199,7 +199,9 @@ type rawResult struct{ raw string }
 func (r rawResult) Spec() tools.Spec {
 	return tools.Spec{Name: "raw", Description: "Returns JSON it holds.", Category: tools.Direct, Parameters: json.RawMessage(`{"type":"object"}`)}
 }
-func (r rawResult) Execute(context.Context, *tools.Call) (any, error) { return json.RawMessage(r.raw), nil }
+func (r rawResult) Execute(context.Context, *tools.Call) (any, error) {
+	return json.RawMessage(r.raw), nil
+}
 
 // TestRawMessageResult: a result already held as JSON is passed to the
 // output sanitizer as it is (still redacted); one that is not valid JSON

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -97,7 +98,7 @@ func compatible(primary, fb *Entry) error {
 			return fmt.Errorf("it requires %q, which %q does not", name, primary.Spec.Name)
 		}
 	}
-	for _, name := range sortedKeys(p.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(p.Properties)) {
 		fs, ok := f.Properties[name]
 		if !ok {
 			if f.AdditionalProperties == false {
@@ -143,13 +144,4 @@ func subset(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,7 +67,7 @@ type breakerCollector struct {
 func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, name := range sortedKeys(c.s.hosts) {
+	for _, name := range slices.Sorted(maps.Keys(c.s.hosts)) {
 		state := c.s.hosts[name].state()
 		for _, s := range []string{"closed", "half_open", "open"} {
 			v := 0.0

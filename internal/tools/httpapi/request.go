@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -63,7 +64,7 @@ func compileRequest(rc RequestConfig, auth AuthConfig, format string) (*request,
 	if r.cred, err = compileAuth(auth); err != nil {
 		return nil, err
 	}
-	for _, k := range sortedKeys(rc.Query) {
+	for _, k := range slices.Sorted(maps.Keys(rc.Query)) {
 		if k == r.cred.query {
 			return nil, fmt.Errorf("request.query.%s: the credential's query parameter has that name", k)
 		}
@@ -86,7 +87,7 @@ func compileRequest(rc RequestConfig, auth AuthConfig, format string) (*request,
 			return nil, fmt.Errorf("request.headers.%s: %w", k, err)
 		}
 	}
-	for _, k := range sortedKeys(headers) {
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
 		t, err := parseText(headers[k])
 		if err == nil && t.literal() && !httpguts.ValidHeaderFieldValue(headers[k]) {
 			err = fmt.Errorf("%q holds a control character or a line break", headers[k])
@@ -247,15 +248,6 @@ func headerValueOK(h named, v string) error {
 		return argError(name, "would make the header %s %d bytes long, over the %d-byte cap", h.name, len(v), maxHeaderValueBytes)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // redacted replaces a credential; the sanitizer's marker form.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -77,7 +78,7 @@ func readSchema(params map[string]any) (*schemaInfo, error) {
 // check refuses placeholders that name no parameter, path placeholders a
 // call could leave out, and lists or objects where only text can go.
 func (si *schemaInfo) check(r *request) error {
-	known := sortedKeys(si.types)
+	known := slices.Sorted(maps.Keys(si.types))
 	unknown := func(where, name string) error {
 		msg := fmt.Sprintf("%s: {%s} is not a parameter", where, name)
 		if near := suggest.Closest(name, known, 2); near != "" {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -79,11 +80,11 @@ func New(cfg Config, opts Options) (*Set, error) {
 		names[tc.Name] = true
 		s.tools = append(s.tools, t)
 	}
-	for _, name := range sortedKeys(cfg.Hosts) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Hosts)) {
 		if s.hosts[name] == nil {
 			msg := "no HTTP tool calls this host"
 			if len(s.hosts) > 0 {
-				msg += " (hosts: " + strings.Join(sortedKeys(s.hosts), ", ") + ")"
+				msg += " (hosts: " + strings.Join(slices.Sorted(maps.Keys(s.hosts)), ", ") + ")"
 			}
 			probs.Problems = append(probs.Problems, Problem{"hosts." + name, msg})
 		}
