@@ -199,7 +199,8 @@ func splitFamilies(ps []netip.Prefix) (v4, v6 []netip.Prefix) {
 // RoundTripper returns a transport that checks every request's URL (scheme,
 // credentials, host) and dials through the guard. It keeps up to 16 idle
 // connections per host, tries HTTP/2 over TLS, and refuses response
-// headers over 64 KiB.
+// headers over 64 KiB. Each call makes a new transport with its own
+// connection pool: make one per client and keep it.
 func (g *Guard) RoundTripper() http.RoundTripper {
 	t := &http.Transport{
 		DialContext:            g.DialContext,
@@ -217,8 +218,8 @@ func (g *Guard) RoundTripper() http.RoundTripper {
 	return &roundTripper{g: g, t: t}
 }
 
-// Client returns an HTTP client that goes through RoundTripper and checks
-// and bounds redirects. timeout, when positive, bounds each request as
+// Client returns an HTTP client (with a new RoundTripper) that checks and
+// bounds redirects. timeout, when positive, bounds each request as
 // http.Client.Timeout does; a context deadline is usually the better bound.
 func (g *Guard) Client(timeout time.Duration) *http.Client {
 	return &http.Client{Transport: g.RoundTripper(), Timeout: timeout, CheckRedirect: g.CheckRedirect}

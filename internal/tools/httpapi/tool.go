@@ -111,7 +111,7 @@ func (t *tool) send(ctx context.Context, call *tools.Call, b *built) (*answer, e
 		ans, err := t.attempt(ctx, b)
 		took = time.Since(start)
 		f := t.classify(ctx, b, ans, err)
-		done(breakerVerdict(ans, err, ctx))
+		done(breakerVerdict(ctx, ans, err))
 		t.set.metrics.attempt(t.spec.Name, t.host.name, outcome(ans), took)
 		if f == nil {
 			return ans, nil
@@ -293,6 +293,9 @@ func (t *tool) transportFailure(ctx context.Context, b *built, err error) *failu
 		return &failure{err: tools.Errorf(tools.SystemError, "%s: the API's TLS certificate does not verify: %s", b.target, msg).
 			WithCode("upstream_unreachable").Wrap(errors.New(msg))}
 	}
+	if errors.Is(err, context.DeadlineExceeded) { // the attempt's own timeout, not the call's
+		msg = fmt.Sprintf("no answer within retry.attempt_timeout (%v)", t.retry.AttemptTimeout)
+	}
 	var op *net.OpError
 	unsent := errors.As(err, &op) && op.Op == "dial"
 	e := tools.Errorf(tools.SystemError, "%s could not be reached: %s", b.target, msg).WithCode("upstream_unreachable").
@@ -329,7 +332,7 @@ func (t *tool) clean(s string) string {
 // attempt timing out) counts against it; a rate limit, a refusal by the
 // guard and a caller leaving are not its doing; any other answer is a
 // success.
-func breakerVerdict(ans *answer, err error, ctx context.Context) error {
+func breakerVerdict(ctx context.Context, ans *answer, err error) error {
 	switch {
 	case err != nil && (errors.Is(err, netguard.ErrRefused) || errors.Is(ctx.Err(), context.Canceled)):
 		return errNotCounted
