@@ -10,19 +10,22 @@ import (
 	"time"
 
 	"toold/internal/dispatch"
+	"toold/internal/strictjson"
+	"toold/internal/tools"
 )
 
 const issueJSON = `{"number":42,"title":"Crash on start","state":"open","labels":[{"name":"bug"}],"user":{"login":"ada"},"comments":3}`
 
-// BenchmarkHTTPTool calls one loopback API two ways, alternating within
-// each iteration so that a noisy machine slows both alike: a bare
-// http.Client (request, read, decode the JSON — what any caller does), and
-// a declared HTTP tool through toold's whole pipeline (dispatch.Execute:
-// strict decoding, schema validation, input sanitizer, bulkhead, deadline,
-// rates, breaker, the request built from the template, the guarded
-// transport, the answer checked, output sanitizer). It reports each arm's
-// mean and their ratio; the README quotes them. toold passes the answer on
-// as the result; toold_jq shapes it with a jq expression first.
+// BenchmarkHTTPTool calls one loopback API three ways, alternating within
+// each iteration so that a noisy machine slows all alike: a bare
+// http.Client (request, read, decode the JSON — what any caller does); the
+// declared HTTP tool's Execute alone (the request built from the template,
+// rates, breaker, the guarded transport, the answer checked); and the same
+// tool through toold's whole pipeline (dispatch.Execute: strict decoding,
+// schema validation, input sanitizer, bulkhead, deadline, output
+// sanitizer, envelope). It reports each arm's mean and the ratios to bare;
+// the README quotes them. toold passes the answer on as the result;
+// toold_jq shapes it with a jq expression first.
 func BenchmarkHTTPTool(b *testing.B) {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -61,21 +64,29 @@ tools:
     allow_http: true
 `)
 			d := pipeline(b, s)
-			req := &dispatch.Request{Tool: "issue", Body: []byte(`{"owner":"acme","repo":"toold","number":42}`), RequestID: "bench"}
-			ctx := context.Background()
-			var bareTime, tooldTime time.Duration
+			args := []byte(`{"owner":"acme","repo":"toold","number":42}`)
+			req := &dispatch.Request{Tool: "issue", Body: args, RequestID: "bench"}
+			tree, _ := strictjson.Decode(args, 0)
+			tl, ctx := s.Tools()[0], context.Background()
+			var bareTime, toolTime, tooldTime time.Duration
 			for b.Loop() {
 				t0 := time.Now()
 				bare()
 				t1 := time.Now()
+				if _, err := tl.Execute(ctx, tools.NewCall(args, "bench", "", nil).WithTree(tree)); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
 				if env := d.Execute(ctx, req); !env.Success {
 					b.Fatal(env.Error)
 				}
-				bareTime, tooldTime = bareTime+t1.Sub(t0), tooldTime+time.Since(t1)
+				bareTime, toolTime, tooldTime = bareTime+t1.Sub(t0), toolTime+t2.Sub(t1), tooldTime+time.Since(t2)
 			}
 			n := float64(b.N)
 			b.ReportMetric(float64(bareTime.Nanoseconds())/n/1000, "bare-µs/op")
+			b.ReportMetric(float64(toolTime.Nanoseconds())/n/1000, "tool-µs/op")
 			b.ReportMetric(float64(tooldTime.Nanoseconds())/n/1000, "toold-µs/op")
+			b.ReportMetric(float64(toolTime)/float64(bareTime), "tool/bare")
 			b.ReportMetric(float64(tooldTime)/float64(bareTime), "toold/bare")
 		})
 	}
