@@ -4,7 +4,9 @@
 // use it; decode the arguments strictly; validate them against the compiled
 // schema; sanitize them; enter the tool's bulkhead; execute under the
 // deadline; validate the result against the output schema; sanitize it;
-// record. Every outcome is one Envelope.
+// record. A call that fails in a way another tool may get past runs the
+// tool's fallbacks, each through the same steps. Every outcome is one
+// Envelope.
 package dispatch
 
 import (
