@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -47,15 +48,21 @@ type built struct {
 	body   []byte
 }
 
+// methods an HTTP tool may use (the config's validation says the same).
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
 // headers toold sets itself, or that would change where or how the
 // request goes.
 var reservedHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Te",
 	"Trailer", "Keep-Alive", "Proxy-Authorization", "Proxy-Connection"}
 
 func compileRequest(rc RequestConfig, auth AuthConfig, format string) (*request, error) {
-	r := &request{method: rc.Method}
-	if r.method == "" {
-		r.method = http.MethodGet
+	r := &request{method: cmp.Or(rc.Method, http.MethodGet)}
+	if !slices.Contains(methods, r.method) {
+		return nil, fmt.Errorf("request.method: %q is not one of %s", r.method, strings.Join(methods, ", "))
+	}
+	if format != "json" && format != "text" {
+		return nil, fmt.Errorf("response.format: %q is not json or text", format)
 	}
 	var err error
 	if r.url, err = parseURL(rc.URL); err != nil {

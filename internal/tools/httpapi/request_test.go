@@ -204,6 +204,8 @@ func TestDeclarationsRefused(t *testing.T) {
 		{"localhost", "    request: {url: 'https://localhost:8080/'}\n", "names this host"},
 		{"not absolute", "    request: {url: '/x'}\n", "not an absolute URL"},
 		{"base above max", "    request: {url: 'https://api.example.com/'}\n    retry: {base: 5s, max: 1s}\n", "retry: base"},
+		{"unknown method", "    request: {method: FETCH, url: 'https://api.example.com/'}\n", "request.method"},
+		{"unknown format", "    request: {url: 'https://api.example.com/'}\n    response: {format: xml}\n", "response.format"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
