@@ -32,6 +32,7 @@ import (
 	"toold/internal/tools/command"
 	"toold/internal/tools/diag"
 	"toold/internal/tools/fs"
+	"toold/internal/tools/httpapi"
 	"toold/internal/tools/upstream"
 )
 
@@ -167,8 +168,9 @@ func (a *app) tools() ([]tools.Tool, error) {
 }
 
 // candidates are the file tools (the read-only ones on by default), the
-// diagnostics (off), and the command tools of the commands section (on: an
-// operator who declares one wants it).
+// diagnostics (off), and the command tools of the commands section and the
+// HTTP tools of the http section (on: an operator who declares one wants
+// it).
 func (a *app) candidates() ([]candidate, error) {
 	fsc := a.cfg.FS
 	ws, err := fs.New(a.cfg.Workspace, fs.Options{MaxReadBytes: fsc.MaxReadBytes, MaxTotalReadBytes: fsc.MaxTotalReadBytes,
@@ -195,7 +197,28 @@ func (a *app) candidates() ([]candidate, error) {
 	for _, t := range cs.Tools() {
 		all = append(all, candidate{t, true})
 	}
+	hs, err := httpapi.New(a.cfg.HTTP, httpapi.Options{Registerer: a.metrics})
+	if err != nil {
+		return nil, httpProblems(err)
+	}
+	a.closers = append(a.closers, hs.Close)
+	for _, t := range hs.Tools() {
+		all = append(all, candidate{t, true})
+	}
 	return all, nil
+}
+
+// httpProblems reports the http section's problems each at its own path.
+func httpProblems(err error) error {
+	var ce *httpapi.ConfigError
+	if !errors.As(err, &ce) {
+		return &config.Error{Problems: []config.Problem{{Path: "http", Message: err.Error()}}}
+	}
+	probs := &config.Error{}
+	for _, p := range ce.Problems {
+		probs.Problems = append(probs.Problems, config.Problem{Path: "http." + p.Path, Message: p.Message})
+	}
+	return probs
 }
 
 // registryOptions passes the configured category defaults and the
@@ -209,8 +232,8 @@ func registryOptions(cfg *config.Config) registry.Options {
 		if t.Enabled != nil && !*t.Enabled {
 			continue
 		}
-		if t.Description != "" || !t.Limits.IsZero() {
-			o.Overrides[name] = registry.Override{Description: t.Description, Limits: t.Limits.Limits()}
+		if t.Description != "" || !t.Limits.IsZero() || t.Fallback != nil {
+			o.Overrides[name] = registry.Override{Description: t.Description, Limits: t.Limits.Limits(), Fallback: t.Fallback}
 		}
 	}
 	return o

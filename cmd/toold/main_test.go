@@ -229,8 +229,13 @@ func TestRefusesNonLoopbackWithoutAuth(t *testing.T) {
 
 func TestInsecureNoAuthWarns(t *testing.T) {
 	in := start(t, nil, "-workspace", workspace(t), "-listen", "0.0.0.0:0", "-insecure-no-auth")
-	if !strings.Contains(in.stdout.String(), "WARNING") {
-		t.Errorf("no warning: %s", in.stdout)
+	// The warning follows the lines start waits for: give it a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(in.stdout.String(), "WARNING") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning: %s", in.stdout)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -213,6 +213,8 @@ mcp:
       tools: {deny: [write_file, edit_file, move_file, create_directory]}
     - name: web
       url: `+webURL+`
+      allow: [127.0.0.1]
+      allow_http: true
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}

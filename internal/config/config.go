@@ -10,6 +10,7 @@ import (
 	"toold/internal/sanitize"
 	"toold/internal/tools"
 	"toold/internal/tools/command"
+	"toold/internal/tools/httpapi"
 	"toold/internal/tools/upstream"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	// MCP is the Model Context Protocol: toold's own MCP server, and the
 	// upstream MCP servers it hosts as tools.
 	MCP MCPConfig `yaml:"mcp"`
+	// HTTP are the external_api tools declared over HTTP APIs, and the
+	// upstream hosts they share (see internal/tools/httpapi).
+	HTTP httpapi.Config `yaml:"http"`
 }
 
 // MCPConfig is the mcp section.
@@ -115,6 +119,11 @@ type Tool struct {
 	Enabled     *bool  `yaml:"enabled"`
 	Description string `yaml:"description"`
 	Limits      Limits `yaml:"limits"`
+	// Fallback names tools that answer, in order, with the same arguments
+	// when this one fails in a way another tool may get past (timeout,
+	// overload, an unavailable upstream, a system error); it replaces
+	// fallbacks the tool declares itself.
+	Fallback []string `yaml:"fallback" validate:"omitempty,dive,tool_name"`
 }
 
 // FSConfig bounds the file tools; zero fields take the tools' defaults.

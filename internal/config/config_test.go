@@ -85,14 +85,7 @@ server:
 workspace: ${MISSING}
 `)
 	_, err := Load(p, env(nil))
-	cerr, ok := err.(*Error)
-	if !ok {
-		t.Fatalf("error %T %v", err, err)
-	}
-	got := map[string]string{}
-	for _, pr := range cerr.Problems {
-		got[pr.Path] = pr.Message
-	}
+	got := problemMap(t, err)
 	want := map[string]string{
 		"lisen":                         `did you mean "listen"`,
 		"tools.read_file.limits.timout": `did you mean "timeout"`,
@@ -121,14 +114,7 @@ server:
   max_body_bytes: -1
 `)
 	_, err = Load(p, env(nil))
-	cerr, _ = err.(*Error)
-	if cerr == nil {
-		t.Fatal("no error")
-	}
-	got = map[string]string{}
-	for _, pr := range cerr.Problems {
-		got[pr.Path] = pr.Message
-	}
+	got = problemMap(t, err)
 	want = map[string]string{
 		"log_level":                "not one of",
 		"tools.grep.limits":        "above max",
@@ -240,4 +226,49 @@ func TestMaxQueueZeroMeansNoQueue(t *testing.T) {
 	if got := c.Tools["read_file"].Limits.Limits().MaxQueue; got != 0 {
 		t.Errorf("absent max_queue became %d, want 0 (inherit)", got)
 	}
+}
+
+// TestHTTPSection: the http section's field rules and tools.<name>.fallback
+// are checked with the rest, each problem at its path.
+func TestHTTPSection(t *testing.T) {
+	_, err := Load(write(t, `
+http:
+  proxy: "not a url"
+  breaker: {failures: -1}
+  hosts: {api.example.com: {rate: {per_second: -2}}}
+  tools:
+    - {name: x, request: {method: FETCH}, response: {format: xml}, retry: {attempts: 50}}
+tools:
+  read_file: {fallback: ["bad name"]}
+`), env(nil))
+	got := problemMap(t, err)
+	for path, say := range map[string]string{
+		"http.proxy":            "not a URL",
+		"http.breaker.failures": "at least 0",
+		"http.hosts.api.example.com.rate.per_second": "at least 0",
+		"http.tools.0.description":                   "is required",
+		"http.tools.0.request.url":                   "is required",
+		"http.tools.0.request.method":                "not one of",
+		"http.tools.0.response.format":               "not one of",
+		"http.tools.0.retry.attempts":                "at most 10",
+		"tools.read_file.fallback.0":                 "not a valid tool name",
+	} {
+		if !strings.Contains(got[path], say) {
+			t.Errorf("%s: %q, want it to say %q (all: %v)", path, got[path], say, got)
+		}
+	}
+}
+
+// problemMap is a config error's problems, message by path.
+func problemMap(t *testing.T, err error) map[string]string {
+	t.Helper()
+	cerr, ok := err.(*Error)
+	if !ok {
+		t.Fatalf("error %T %v", err, err)
+	}
+	got := map[string]string{}
+	for _, pr := range cerr.Problems {
+		got[pr.Path] = pr.Message
+	}
+	return got
 }

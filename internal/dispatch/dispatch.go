@@ -4,7 +4,9 @@
 // use it; decode the arguments strictly; validate them against the compiled
 // schema; sanitize them; enter the tool's bulkhead; execute under the
 // deadline; validate the result against the output schema; sanitize it;
-// record. Every outcome is one Envelope.
+// record. A call that fails in a way another tool may get past runs the
+// tool's fallbacks, each through the same steps. Every outcome is one
+// Envelope.
 package dispatch
 
 import (
@@ -12,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -135,8 +138,25 @@ type call struct {
 }
 
 // Execute runs one call through every step and returns its envelope, never
-// nil. ctx carries the caller's cancellation (a disconnected client).
+// nil. ctx carries the caller's cancellation (a disconnected client). When
+// the tool fails in a way another tool may get past and names fallbacks,
+// they run in turn, each through every step again (see fallback).
 func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
+	start := time.Now()
+	if req.OnStart != nil { // a stream opens once, whichever tool answers
+		once := *req
+		once.OnStart = sync.OnceFunc(req.OnStart)
+		req = &once
+	}
+	env, entry := d.executeOnce(ctx, req)
+	if entry != nil && len(entry.Spec.Fallback) > 0 && fallsBack(env) {
+		env = d.fallback(ctx, req, entry, env, start)
+	}
+	return env
+}
+
+// executeOnce is one pass through the pipeline, for one tool.
+func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, *registry.Entry) {
 	start := time.Now()
 	c := &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC()}}
 	status, err := d.run(ctx, c)
@@ -152,7 +172,7 @@ func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 		}
 		d.debugLog(c)
 	}
-	return c.env
+	return c.env, c.entry
 }
 
 // debugLog records a call's arguments and result at debug level only, and

@@ -193,3 +193,28 @@ type panickySanitizer struct{ Sanitizer }
 func (panickySanitizer) Input(context.Context, *tools.Spec, any) (any, sanitize.Report, error) {
 	panic("sanitizer bug")
 }
+
+type rawResult struct{ raw string }
+
+func (r rawResult) Spec() tools.Spec {
+	return tools.Spec{Name: "raw", Description: "Returns JSON it holds.", Category: tools.Direct, Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+func (r rawResult) Execute(context.Context, *tools.Call) (any, error) {
+	return json.RawMessage(r.raw), nil
+}
+
+// TestRawMessageResult: a result already held as JSON is passed to the
+// output sanitizer as it is (still redacted); one that is not valid JSON
+// comes back as a string with a note, never as a broken envelope.
+func TestRawMessageResult(t *testing.T) {
+	d := newDispatcher(t, nil, rawResult{`{"user": "ada@example.com", "n": [1, 2]}`})
+	env := d.Execute(context.Background(), &Request{Tool: "raw"})
+	if !env.Success || !strings.Contains(string(env.Data), `[REDACTED:email]`) || !json.Valid(env.AppendJSON(nil)) {
+		t.Fatalf("%s %s", env.Status, env.Data)
+	}
+	d = newDispatcher(t, nil, rawResult{`{"broken": `})
+	env = d.Execute(context.Background(), &Request{Tool: "raw"})
+	if !env.Success || !json.Valid(env.AppendJSON(nil)) || len(env.Sanitized.Notes) == 0 {
+		t.Fatalf("%s %s %v", env.Status, env.Data, env.Sanitized.Notes)
+	}
+}

@@ -38,6 +38,14 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 	dst = appendFloat(dst, env.Timing.ExecuteMS)
 	dst = append(dst, `,"sanitize_ms":`...)
 	dst = appendFloat(dst, env.Timing.SanitizeMS)
+	if env.Timing.Attempts != 0 {
+		dst = append(dst, `,"attempts":`...)
+		dst = strconv.AppendInt(dst, int64(env.Timing.Attempts), 10)
+	}
+	if env.Timing.WaitMS != 0 {
+		dst = append(dst, `,"wait_ms":`...)
+		dst = appendFloat(dst, env.Timing.WaitMS)
+	}
 	dst = append(dst, `},"started_at":"`...)
 	dst = env.StartedAt.AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, `","sanitized":`...)
@@ -46,6 +54,10 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `{"redactions":0,"truncated":false}`...)
 	} else {
 		dst = appendMarshal(dst, r)
+	}
+	if len(env.FallbackFrom) > 0 {
+		dst = append(dst, `,"fallback_from":`...)
+		dst = appendMarshal(dst, env.FallbackFrom)
 	}
 	return append(dst, '}')
 }

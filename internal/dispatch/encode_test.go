@@ -27,6 +27,10 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{RequestID: "r", Status: StatusError, Error: &ErrorBody{Type: tools.OverloadError, RetryAfterMS: 1200, Retryable: true},
 			DurationMS: 123456.5, StartedAt: started,
 			Sanitized: sanitize.Report{Redactions: 2, ByKind: map[string]int{"email": 2}, Truncated: true, OriginalBytes: 9, Notes: []string{"n"}}},
+		{RequestID: "f", Tool: "backup", Status: StatusSuccess, Success: true, Data: json.RawMessage(`"x"`), StartedAt: started,
+			Timing: Timing{ExecuteMS: 12.5, Attempts: 3, WaitMS: 7.25},
+			FallbackFrom: []FallbackStep{{Tool: "primary", Status: StatusTimeout, DurationMS: 10,
+				Error: &ErrorBody{Type: tools.SystemError, Code: "upstream_unavailable", Message: "down", Retryable: true, RetryAfterMS: 5}}}},
 		{},
 	}
 	for i, env := range tests {

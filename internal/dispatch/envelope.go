@@ -43,6 +43,17 @@ type Envelope struct {
 	Timing     Timing          `json:"timing"`
 	StartedAt  time.Time       `json:"started_at"`
 	Sanitized  sanitize.Report `json:"sanitized"`
+	// FallbackFrom lists, in order, the tools that failed before Tool
+	// answered, each with why: present only when a fallback ran.
+	FallbackFrom []FallbackStep `json:"fallback_from,omitempty"`
+}
+
+// FallbackStep is a tool that failed in a way a fallback may get past.
+type FallbackStep struct {
+	Tool       string     `json:"tool"`
+	Status     Status     `json:"status"`
+	Error      *ErrorBody `json:"error"`
+	DurationMS float64    `json:"duration_ms"`
 }
 
 // ErrorBody is the envelope's error.
@@ -69,6 +80,12 @@ type Timing struct {
 	QueuedMS   float64 `json:"queued_ms"`
 	ExecuteMS  float64 `json:"execute_ms"`
 	SanitizeMS float64 `json:"sanitize_ms"`
+	// Attempts is how many requests a tool that calls a remote service
+	// made (the first and its retries); absent for other tools.
+	Attempts int `json:"attempts,omitempty"`
+	// WaitMS is the part of ExecuteMS such a tool spent waiting before an
+	// attempt: backoff, the service's Retry-After, rate limits.
+	WaitMS float64 `json:"wait_ms,omitempty"`
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -99,5 +116,5 @@ func retryable(te *tools.Error) bool {
 	case tools.OverloadError, tools.TimeoutError:
 		return true
 	}
-	return false
+	return te.Retryable
 }

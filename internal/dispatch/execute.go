@@ -16,6 +16,10 @@ import (
 	"toold/internal/tools"
 )
 
+// codeInvalidOutput marks a result the caller cannot use (status
+// invalid_output).
+const codeInvalidOutput = "invalid_output"
+
 // outcome is what a worker brings back from one execution: the tool's
 // result or error and, for a result, its checked and sanitized encoding.
 type outcome struct {
@@ -56,6 +60,9 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		}
 		done <- o
 	})
+	defer func() { // what a remote-calling tool counted, even past the deadline
+		c.env.Timing.Attempts, c.env.Timing.WaitMS = tc.Attempts(), millis(tc.Waited())
+	}()
 	select {
 	case o := <-done:
 		c.env.Timing.ExecuteMS = millis(o.execute)
@@ -110,11 +117,16 @@ func (d *Dispatcher) watchStuck(e *registry.Entry, done <-chan outcome) {
 	}
 }
 
-// toolOutcome classifies an error the tool returned.
+// toolOutcome classifies an error the tool returned. A tool that got an
+// answer it cannot use from a remote service (JSON that is not) says so
+// with the code invalid_output, as the output check below does.
 func (d *Dispatcher) toolOutcome(ctx context.Context, o outcome, timeout time.Duration) (Status, error) {
 	if te, ok := tools.AsError(o.err); ok {
-		if te.Kind == tools.ValidationError {
+		switch {
+		case te.Kind == tools.ValidationError:
 			return StatusRejected, te
+		case te.Code == codeInvalidOutput:
+			return StatusInvalidOutput, te
 		}
 		return StatusError, te
 	}
@@ -128,7 +140,7 @@ func (d *Dispatcher) toolOutcome(ctx context.Context, o outcome, timeout time.Du
 // and sanitizes it, into o. It runs on the worker and touches no shared
 // state: the caller may have been answered already.
 func (d *Dispatcher) finish(ctx context.Context, e *registry.Entry, o *outcome) {
-	data, err := json.Marshal(o.result)
+	data, err := encodeResult(o.result)
 	if err != nil {
 		o.status, o.err = StatusError, fmt.Errorf("encoding the result: %w", err)
 		return
@@ -140,7 +152,7 @@ func (d *Dispatcher) finish(ctx context.Context, e *registry.Entry, o *outcome) 
 			fields = e.ValidateOutput(v)
 		}
 		if err != nil || fields != nil {
-			te := tools.Errorf(tools.SystemError, "the tool's result does not fit its output schema").WithCode("invalid_output")
+			te := tools.Errorf(tools.SystemError, "the tool's result does not fit its output schema").WithCode(codeInvalidOutput)
 			te.Fields = fields
 			o.status, o.err = StatusInvalidOutput, te.Wrap(err)
 			return
@@ -152,4 +164,15 @@ func (d *Dispatcher) finish(ctx context.Context, e *registry.Entry, o *outcome) 
 	if err != nil {
 		o.status, o.err = StatusError, err
 	}
+}
+
+// encodeResult is the result's JSON. A tool that already holds its result
+// as JSON (an HTTP API's answer) returns json.RawMessage; it is used as it
+// is rather than compacted into a copy: the output sanitizer walks it next
+// and returns anything that is not valid JSON as one string.
+func encodeResult(v any) ([]byte, error) {
+	if raw, ok := v.(json.RawMessage); ok && len(raw) > 0 {
+		return raw, nil
+	}
+	return json.Marshal(v)
 }

@@ -28,6 +28,8 @@ type Options struct {
 type Override struct {
 	Description string
 	Limits      tools.Limits
+	// Fallback, when set, replaces the tool's own fallbacks.
+	Fallback []string
 }
 
 // Registry is an immutable set of tools; safe for concurrent use.
@@ -49,7 +51,8 @@ type Entry struct {
 
 // New builds a registry. Every problem (duplicate or invalid name, invalid
 // schema, example that fails its own schema, impossible limits, override of
-// an unknown tool) is reported, each naming its tool.
+// an unknown tool, a fallback that could not work) is reported, each naming
+// its tool.
 func New(opts Options, ts ...tools.Tool) (*Registry, error) {
 	r := &Registry{byName: map[string]*Entry{}}
 	var errs []error
@@ -71,6 +74,7 @@ func New(opts Options, ts ...tools.Tool) (*Registry, error) {
 		}
 	}
 	r.sort()
+	errs = append(errs, r.checkFallbacks()...)
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return r, errors.Join(errs...)
 }
@@ -92,6 +96,9 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	ov := opts.Overrides[spec.Name]
 	if ov.Description != "" {
 		spec.Description = ov.Description
+	}
+	if ov.Fallback != nil {
+		spec.Fallback = ov.Fallback
 	}
 	spec.Limits = ov.Limits.Merge(spec.Limits).Merge(opts.Defaults[spec.Category]).Merge(tools.DefaultLimits(spec.Category))
 	if err := spec.Limits.Validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,11 +170,23 @@ func goldenRegistry(t *testing.T) *Registry {
 	confirm := rawTool{tools.Spec{Name: "delete_everything", Description: "Deletes things.", Category: tools.SystemCommand,
 		Instructions: "Only when the user asked for it.", RequiresConfirmation: true, Containment: "namespaces",
 		Parameters: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"what":{"type":"string","description":"What to delete.","default":"tmp"}}}`)}}
-	r, err := New(Options{}, diag.Echo(), diag.Sleep(), confirm)
+	weatherParams := `{"type":"object","properties":{"city":{"type":"string","description":"City name."}},"required":["city"],"additionalProperties":false}`
+	weather := upstreamTool{rawTool{tools.Spec{Name: "weather", Description: "Current weather of a city, from an API.",
+		Category: tools.ExternalAPI, Parameters: json.RawMessage(weatherParams), Fallback: []string{"weather_cache"}}}}
+	cache := rawTool{tools.Spec{Name: "weather_cache", Description: "The last weather seen for a city.", Category: tools.Direct,
+		Parameters: json.RawMessage(weatherParams)}}
+	r, err := New(Options{}, diag.Echo(), diag.Sleep(), confirm, weather, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// upstreamTool calls a remote service whose breaker is open.
+type upstreamTool struct{ rawTool }
+
+func (upstreamTool) Upstream() tools.Upstream {
+	return tools.Upstream{Host: "api.example.com", Breaker: "open", RetryAfter: 12 * time.Second}
 }
 
 // TestRenderGolden holds every discovery rendering to a golden file;
@@ -217,7 +230,7 @@ func TestRenderShapes(t *testing.T) {
 		}
 	}
 	b, _ := Render(OpenAI, r.Entries())
-	if err := json.Unmarshal(b, &openai); err != nil || len(openai) != 3 || openai[0].Type != "function" {
+	if err := json.Unmarshal(b, &openai); err != nil || len(openai) != 5 || openai[0].Type != "function" {
 		t.Fatalf("openai listing: %v %s", err, b)
 	}
 	for _, it := range openai {
@@ -229,7 +242,57 @@ func TestRenderShapes(t *testing.T) {
 		Tools []map[string]any `json:"tools"`
 	}
 	b, _ = Render(MCP, r.Entries())
-	if err := json.Unmarshal(b, &mcp); err != nil || len(mcp.Tools) != 3 || mcp.Tools[0]["inputSchema"] == nil {
+	if err := json.Unmarshal(b, &mcp); err != nil || len(mcp.Tools) != 5 || mcp.Tools[0]["inputSchema"] == nil {
 		t.Fatalf("mcp listing: %v %s", err, b)
+	}
+}
+
+func withFallback(t rawTool, fb ...string) rawTool {
+	t.spec.Fallback = fb
+	return t
+}
+
+// TestFallbacksChecked: a fallback that could not work is refused at start,
+// naming the tool, the fallback and why; a chain that can work is kept.
+func TestFallbacksChecked(t *testing.T) {
+	obj := `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}`
+	confirmed := tool("confirmed", obj)
+	confirmed.spec.RequiresConfirmation = true
+	tests := []struct {
+		name  string
+		tools []tools.Tool
+		say   string
+	}{
+		{"unknown", []tools.Tool{withFallback(tool("a", obj), "b")}, `"a": fallback "b": no such tool`},
+		{"itself", []tools.Tool{withFallback(tool("a", obj), "a")}, `"a": fallback "a": a tool cannot be its own fallback`},
+		{"needs confirmation", []tools.Tool{withFallback(tool("a", obj), "confirmed"), confirmed}, "requires confirmation"},
+		{"requires more", []tools.Tool{withFallback(tool("a", obj), "b"),
+			tool("b", `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q","n"]}`)}, `requires "n"`},
+		{"refuses a parameter", []tools.Tool{withFallback(tool("a", obj), "b"),
+			tool("b", `{"type":"object","properties":{"q":{"type":"string"}},"additionalProperties":false}`)}, `does not take "n"`},
+		{"other type", []tools.Tool{withFallback(tool("a", obj), "b"),
+			tool("b", `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"string"}}}`)}, `"n" is integer there, string here`},
+		{"example fails", []tools.Tool{withFallback(tool("a", obj), "b"),
+			tool("b", `{"type":"object","properties":{"q":{"type":"string","maxLength":1}}}`)}, "the example call"},
+		{"cycle of two", []tools.Tool{withFallback(tool("a", obj), "b"), withFallback(tool("b", obj), "a")}, "cycle: a -> b -> a"},
+		{"cycle of three", []tools.Tool{withFallback(tool("a", obj), "b"), withFallback(tool("b", obj), "c"),
+			withFallback(tool("c", obj), "a")}, "cycle: a -> b -> c -> a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(Options{}, tt.tools...)
+			if err == nil || !strings.Contains(err.Error(), tt.say) {
+				t.Fatalf("error %v, want one saying %q", err, tt.say)
+			}
+		})
+	}
+	wider := `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"number"},"extra":{"type":"boolean"}}}`
+	r, err := New(Options{Overrides: map[string]Override{"a": {Fallback: []string{"b", "c"}}}},
+		tool("a", obj), withFallback(tool("b", wider), "c"), tool("c", wider))
+	if err != nil {
+		t.Fatalf("a chain that works was refused: %v", err)
+	}
+	if e, _ := r.Lookup("a"); !slices.Equal(e.Spec.Fallback, []string{"b", "c"}) || !slices.Equal(e.Item().Fallback, []string{"b", "c"}) {
+		t.Errorf("the override's fallbacks are not the tool's: %v", e.Spec.Fallback)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"toold/internal/tools"
 )
 
 // Format names a discovery rendering.
@@ -64,6 +66,12 @@ type Item struct {
 	Source  string      `json:"source,omitempty"`
 	Limits  LimitsItem  `json:"limits"`
 	Targets TargetsItem `json:"targets"`
+	// Fallback names the tools that answer when this one fails in a way
+	// that may pass.
+	Fallback []string `json:"fallback,omitempty"`
+	// Upstream is the state of the remote service the tool calls, as it is
+	// now, for tools that call one.
+	Upstream *UpstreamItem `json:"upstream,omitempty"`
 }
 
 // EffectsItem is what a call may do to the world (tools.Effects).
@@ -72,6 +80,14 @@ type EffectsItem struct {
 	Destructive bool `json:"destructive"`
 	Idempotent  bool `json:"idempotent"`
 	OpenWorld   bool `json:"open_world"`
+}
+
+// UpstreamItem is a remote service's state: its host and its circuit
+// breaker (closed, half_open, open), with how long an open one refuses.
+type UpstreamItem struct {
+	Host         string `json:"host"`
+	Breaker      string `json:"breaker"`
+	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
 }
 
 type exampleItem struct {
@@ -104,6 +120,11 @@ func (e *Entry) Item() Item {
 		Targets: TargetsItem{ms(l.Target), ms(l.Max)}}
 	for _, ex := range s.Examples {
 		it.Examples = append(it.Examples, exampleItem(ex))
+	}
+	it.Fallback = s.Fallback
+	if r, ok := e.Tool.(tools.UpstreamReporter); ok {
+		u := r.Upstream()
+		it.Upstream = &UpstreamItem{Host: u.Host, Breaker: u.Breaker, RetryAfterMS: ms(u.RetryAfter)}
 	}
 	return it
 }

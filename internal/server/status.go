@@ -33,8 +33,11 @@ func httpStatus(env *dispatch.Envelope) int {
 		}
 		return http.StatusBadRequest
 	case tools.PermissionError:
-		if code == "unauthenticated" {
+		switch code {
+		case "unauthenticated":
 			return http.StatusUnauthorized
+		case "upstream_auth": // the API refused toold's credentials, not the caller's
+			return http.StatusBadGateway
 		}
 		return http.StatusForbidden
 	case tools.SecurityError:
@@ -44,15 +47,19 @@ func httpStatus(env *dispatch.Envelope) int {
 	case tools.ConfirmationRequired:
 		return http.StatusPreconditionRequired
 	case tools.OverloadError:
-		if code == "queue_full" || code == "global_capacity" {
+		switch code {
+		case "queue_full", "global_capacity", "rate_limited", "upstream_rate_limited", "server_capacity":
 			return http.StatusTooManyRequests
 		}
-		return http.StatusServiceUnavailable // queue_timeout, draining
+		return http.StatusServiceUnavailable // queue_timeout, draining, circuit_open, upstream_unavailable
 	case tools.TimeoutError:
 		return http.StatusGatewayTimeout
 	}
-	if code == "cancelled" {
+	switch code {
+	case "cancelled":
 		return StatusClientClosed
+	case "upstream_error", "upstream_unreachable", "upstream_unavailable": // the upstream failed, not toold
+		return http.StatusBadGateway
 	}
 	return http.StatusInternalServerError
 }

@@ -37,9 +37,9 @@ type Error struct {
 	Suggestion string
 	Fields     []FieldError
 	RetryAfter time.Duration
-	// Retryable marks a failure that may pass if the same call is made
-	// again, such as a lost upstream connection; overload and timeout
-	// errors are retryable whatever it says.
+	// Retryable marks a failure the same call may get past later (a remote
+	// service that is down or answered 5xx). Overload and timeout errors
+	// are retryable whatever it says.
 	Retryable bool
 	Err       error
 }
@@ -69,6 +69,12 @@ func (e *Error) WithSuggestion(format string, args ...any) *Error {
 // WithCode sets the machine-readable code and returns e.
 func (e *Error) WithCode(code string) *Error {
 	e.Code = code
+	return e
+}
+
+// WithRetryAfter marks e retryable after d and returns e.
+func (e *Error) WithRetryAfter(d time.Duration) *Error {
+	e.Retryable, e.RetryAfter = true, d
 	return e
 }
 

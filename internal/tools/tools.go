@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -99,6 +100,12 @@ type Spec struct {
 	// the upstream MCP server of a proxied tool. Tools of one source are
 	// replaced together when that source's list changes.
 	Source string
+	// Fallback names tools to run, in order, with the same arguments when
+	// this one ends in a failure that may pass (timeout, overload, an
+	// unavailable upstream, a system error). Each runs through the whole
+	// pipeline; the registry refuses unknown names, cycles and fallbacks
+	// whose parameters would refuse this tool's arguments.
+	Fallback []string
 }
 
 // Effects describe a tool's side effects, as MCP's tool annotations do. The
@@ -214,6 +221,12 @@ type Call struct {
 
 	emit func(Chunk)
 	tree any // Args decoded, when the pipeline has it
+
+	// A tool that calls a remote service counts its attempts and the time
+	// it waited between them; the pipeline reads them for the envelope,
+	// possibly while the tool still runs (a call past its deadline).
+	attempts atomic.Int64
+	waited   atomic.Int64
 }
 
 // Chunk is a piece of streamed output.
@@ -258,4 +271,35 @@ func (c *Call) Emit(stream, data string) {
 	if c.emit != nil && data != "" {
 		c.emit(Chunk{Stream: stream, Data: data})
 	}
+}
+
+// CountAttempt records one attempt at a remote service: the first request
+// and each retry. The envelope's timing shows the count.
+func (c *Call) CountAttempt() { c.attempts.Add(1) }
+
+// CountWait records time spent waiting before an attempt (a backoff, a
+// Retry-After, a rate limit). The envelope's timing shows the total.
+func (c *Call) CountWait(d time.Duration) { c.waited.Add(int64(d)) }
+
+// Attempts returns the attempts counted so far.
+func (c *Call) Attempts() int { return int(c.attempts.Load()) }
+
+// Waited returns the waits counted so far.
+func (c *Call) Waited() time.Duration { return time.Duration(c.waited.Load()) }
+
+// Upstream is the state of the remote service a tool calls, as discovery
+// shows it.
+type Upstream struct {
+	// Host is the service's host[:port].
+	Host string
+	// Breaker is its circuit breaker's state: closed, half_open or open.
+	Breaker string
+	// RetryAfter, while the breaker is open, is when it lets a probe through.
+	RetryAfter time.Duration
+}
+
+// UpstreamReporter is an optional capability of a tool that calls a remote
+// service: discovery shows the service's state as it is at listing time.
+type UpstreamReporter interface {
+	Upstream() Upstream
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"toold/internal/netguard"
 	"toold/internal/tools"
 	"toold/internal/tools/command"
 )
@@ -31,9 +32,15 @@ type Config struct {
 	Sandbox  Sandbox           `yaml:"sandbox"`
 
 	// URL reaches the server over Streamable HTTP; Headers are sent with
-	// every request (credentials as ${ENV}: never logged).
-	URL     string            `yaml:"url"`
-	Headers map[string]string `yaml:"headers" validate:"dive,keys,required,endkeys"`
+	// every request (credentials as ${ENV}: never logged). Every connection
+	// dials through toold's outbound guard (internal/netguard): the public
+	// internet over https only, unless Allow names the internal hosts,
+	// addresses or CIDR prefixes the server is on and AllowHTTP permits a
+	// plain http:// URL.
+	URL       string            `yaml:"url"`
+	Headers   map[string]string `yaml:"headers" validate:"dive,keys,required,endkeys"`
+	Allow     []string          `yaml:"allow" validate:"dive,required"`
+	AllowHTTP bool              `yaml:"allow_http"`
 
 	// Tools selects which upstream tools are served (by upstream name).
 	Tools Filter `yaml:"tools"`
@@ -121,8 +128,11 @@ func (c Config) Check() error {
 		if len(c.Args) > 0 || c.Cwd != "" || len(c.Env) > 0 || len(c.EnvAllow) > 0 {
 			fail("args, cwd, env, env_allow: only for a server started with command")
 		}
-	case len(c.Headers) > 0:
-		fail("headers: only for a server reached by url")
+		if _, err := c.guard(); err != nil {
+			fail("url: %v", err)
+		}
+	case len(c.Headers) > 0 || len(c.Allow) > 0 || c.AllowHTTP:
+		fail("headers, allow, allow_http: only for a server reached by url")
 	}
 	for _, pats := range [][]string{c.Tools.Allow, c.Tools.Deny, c.Confirm} {
 		for _, p := range pats {
@@ -140,6 +150,24 @@ func (c Config) Check() error {
 		fail("limits: %v", err)
 	}
 	return errors.Join(errs...)
+}
+
+// guard is the outbound guard of a server reached by url, with the URL
+// checked against it now: a refusal that needs no DNS answer is a
+// configuration error, not a reconnection loop.
+func (c Config) guard() (*netguard.Guard, error) {
+	g, err := netguard.New(netguard.Policy{Allow: c.Allow, AllowHTTP: c.AllowHTTP})
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.CheckURL(u); err != nil {
+		return nil, fmt.Errorf("%w (name the host in allow, and set allow_http for http://)", err)
+	}
+	return g, nil
 }
 
 // processSpec is the sandboxed process of a stdio server.

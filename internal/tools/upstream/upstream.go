@@ -40,10 +40,7 @@ type Options struct {
 	SetTools func(source string, ts []tools.Tool) []error
 	// Commands starts stdio servers in the command tools' sandbox.
 	Commands *command.Set
-	// HTTPClient reaches servers declared by url; nil uses a client of its
-	// own with no proxy.
-	HTTPClient *http.Client
-	Logger     *zap.Logger
+	Logger   *zap.Logger
 	Registerer prometheus.Registerer
 	// Version is toold's, shown to the servers.
 	Version string
@@ -73,9 +70,6 @@ func New(cfgs []Config, opts Options) (*Manager, error) {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: true}}
-	}
 	m := &Manager{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registerer)}
 	var errs []error
 	seen := map[string]bool{}
@@ -93,7 +87,18 @@ func New(cfgs []Config, opts Options) (*Manager, error) {
 			continue
 		}
 		seen[c.Name] = true
-		m.servers = append(m.servers, newServer(c, m))
+		s := newServer(c, m)
+		if c.URL != "" {
+			g, err := c.guard()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("mcp.servers[%d] (%s): %w", i, c.Name, err))
+				continue
+			}
+			// No overall timeout: a stream may stay open; every call
+			// has its own deadline.
+			s.http = withHeaders(g.Client(0), c.Headers)
+		}
+		m.servers = append(m.servers, s)
 	}
 	return m, errors.Join(errs...)
 }
@@ -151,10 +156,11 @@ func (m *Manager) States() map[string]string {
 
 // server is one upstream MCP server and its connection.
 type server struct {
-	cfg Config
-	m   *Manager
-	log *zap.Logger
-	sem chan struct{}
+	cfg  Config
+	m    *Manager
+	log  *zap.Logger
+	sem  chan struct{}
+	http *http.Client // through the outbound guard; servers reached by url
 
 	mu       sync.Mutex
 	sess     *mcp.ClientSession
@@ -279,8 +285,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		c.proc = p
 		transport = &mcp.IOTransport{Reader: p.Stdout, Writer: p.Stdin, MaxLineLength: s.cfg.MaxMessageBytes}
 	} else {
-		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxRetries: -1,
-			HTTPClient: withHeaders(s.m.opts.HTTPClient, s.cfg.Headers)}
+		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxRetries: -1, HTTPClient: s.http}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "toold", Version: s.m.opts.Version}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {

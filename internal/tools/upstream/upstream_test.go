@@ -408,7 +408,7 @@ func TestHTTPServer(t *testing.T) {
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
-	r := newRig(t, Config{Name: "web", URL: "http://" + addr + "/mcp",
+	r := newRig(t, Config{Name: "web", URL: "http://" + addr + "/mcp", Allow: []string{"127.0.0.1"}, AllowHTTP: true,
 		Headers: map[string]string{"Authorization": "Bearer s3cret-upstream-token"}, ConnectTimeout: 5 * time.Second})
 	if env := r.call("web.echo", `{"message":"over http"}`); !env.Success || data(t, env)["message"] != "over http" {
 		t.Fatalf("echo over HTTP: %+v", env.Error)
@@ -462,6 +462,9 @@ func TestConfigRefused(t *testing.T) {
 		{"bad url", Config{Name: "a", URL: "ftp://x"}, "not an http(s) URL"},
 		{"args with url", Config{Name: "a", URL: "https://x", Args: []string{"-v"}}, "only for a server started with command"},
 		{"headers with command", Config{Name: "a", Command: "x", Headers: map[string]string{"A": "b"}}, "only for a server reached by url"},
+		{"loopback not allowed", Config{Name: "a", URL: "https://127.0.0.1:1/mcp"}, "refused"},
+		{"http not allowed", Config{Name: "a", URL: "http://mcp.example.com/mcp"}, "refused"},
+		{"metadata", Config{Name: "a", URL: "https://169.254.169.254/mcp", Allow: []string{"169.254.0.0/16"}}, "refused"},
 		{"bad pattern", Config{Name: "a", Command: "x", Tools: Filter{Allow: []string{"["}}}, "malformed"},
 		{"impossible limits", Config{Name: "a", Command: "x", Limits: tools.LimitsConfig{Timeout: time.Millisecond}}, "limits"},
 	}

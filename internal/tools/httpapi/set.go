@@ -1,0 +1,255 @@
+package httpapi
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/itchyny/gojq"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"toold/internal/netguard"
+	"toold/internal/tools"
+)
+
+// Options wire a Set into toold.
+type Options struct {
+	// Registerer receives the upstream metrics; nil keeps them private.
+	Registerer prometheus.Registerer
+	// Resolver looks up the APIs' names (default: the system's).
+	Resolver *net.Resolver
+}
+
+// Set is the HTTP tools of one configuration and the upstream hosts they
+// share. Close it at shutdown.
+type Set struct {
+	tools   []tools.Tool
+	hosts   map[string]*host
+	metrics *metrics
+	// now, sleep and jitter are the clock and the dice of retries and
+	// rates; tests replace them.
+	now    func() time.Time
+	sleep  func(ctx context.Context, d time.Duration) error
+	jitter func() float64
+}
+
+// ConfigError lists every problem of an http section, each with where it
+// is, relative to the section ("tools[2]", "hosts.api.example.com").
+type ConfigError struct {
+	Problems []Problem
+}
+
+// Problem is one of them.
+type Problem struct {
+	Path    string
+	Message string
+}
+
+func (e *ConfigError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = "http." + p.Path + ": " + p.Message
+	}
+	return strings.Join(lines, "\n")
+}
+
+// New validates cfg and builds its tools; every problem is reported (a
+// *ConfigError), each naming its tool.
+func New(cfg Config, opts Options) (*Set, error) {
+	s := &Set{hosts: map[string]*host{}, now: time.Now, sleep: sleepCtx, jitter: defaultJitter}
+	probs := &ConfigError{}
+	names := map[string]bool{}
+	for i, tc := range cfg.Tools {
+		t, err := s.declare(cfg, tc, opts)
+		if err == nil && names[tc.Name] {
+			err = errors.New("the name is used twice")
+		}
+		if err != nil {
+			probs.Problems = append(probs.Problems, Problem{fmt.Sprintf("tools[%d]", i), tc.Name + ": " + err.Error()})
+			continue
+		}
+		names[tc.Name] = true
+		s.tools = append(s.tools, t)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Hosts)) {
+		if s.hosts[name] == nil {
+			msg := "no HTTP tool calls this host"
+			if len(s.hosts) > 0 {
+				msg += " (hosts: " + strings.Join(slices.Sorted(maps.Keys(s.hosts)), ", ") + ")"
+			}
+			probs.Problems = append(probs.Problems, Problem{"hosts." + name, msg})
+		}
+	}
+	if len(probs.Problems) > 0 {
+		return nil, probs
+	}
+	s.metrics = newMetrics(opts.Registerer, s)
+	return s, nil
+}
+
+// Tools returns the tools in configuration order.
+func (s *Set) Tools() []tools.Tool { return slices.Clone(s.tools) }
+
+// Close drops the idle connections of every tool.
+func (s *Set) Close() error {
+	for _, t := range s.tools {
+		t.(*tool).client.CloseIdleConnections()
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// declare builds one tool, checking everything that can be checked before
+// a call: the schema, the URL (its scheme and host through the guard), every
+// placeholder naming a parameter, headers, the credential, jq, the output
+// schema.
+func (s *Set) declare(cfg Config, tc ToolConfig, opts Options) (*tool, error) {
+	if !tools.NamePattern.MatchString(tc.Name) {
+		return nil, fmt.Errorf("name must match %s", tools.NamePattern)
+	}
+	sc, err := readSchema(tc.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	format := cmp.Or(tc.Response.Format, "json")
+	req, err := compileRequest(tc.Request, tc.Auth, format)
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.check(req); err != nil {
+		return nil, err
+	}
+	guard, err := netguard.New(netguard.Policy{Allow: tc.Allow, AllowHTTP: tc.AllowHTTP, Proxy: cfg.Proxy, Resolver: opts.Resolver})
+	if err != nil {
+		return nil, err
+	}
+	if err := guard.CheckURL(req.url.base); err != nil {
+		return nil, fmt.Errorf("request.url: %w", err)
+	}
+	t := &tool{set: s, req: req, format: format, scrub: scrubber(req.cred.secrets),
+		maxBytes: cmp.Or(tc.Response.MaxBytes, DefaultMaxBytes), defaults: sc.defaults,
+		retry: RetryConfig{Attempts: cmp.Or(tc.Retry.Attempts, DefaultAttempts), Base: cmp.Or(tc.Retry.Base, DefaultBase),
+			Max: cmp.Or(tc.Retry.Max, DefaultMax), AttemptTimeout: tc.Retry.AttemptTimeout},
+		limiter: newLimiter(tc.Rate)}
+	if t.retry.Base > t.retry.Max {
+		return nil, fmt.Errorf("retry: base %v is above max %v", t.retry.Base, t.retry.Max)
+	}
+	if t.jq, err = compileJQ(tc.Response.JQ); err != nil {
+		return nil, err
+	}
+	t.client = guard.Client(0)
+	t.client.CheckRedirect = sameHost(guard)
+	hostName := req.url.base.Host
+	if t.host = s.hosts[hostName]; t.host == nil {
+		t.host = newHost(hostName, cfg.Hosts[hostName], cfg.Breaker)
+		s.hosts[hostName] = t.host
+	}
+	t.spec, err = spec(tc, sc.raw, req.method)
+	if err != nil {
+		return nil, err
+	}
+	t.idempotent = t.spec.Effects.Idempotent
+	return t, nil
+}
+
+// sameHost follows a redirect only to the same scheme and host: a
+// credential must never follow the request elsewhere, and the host is the
+// one thing an HTTP tool's declaration fixes.
+func sameHost(g *netguard.Guard) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if from := via[0].URL; req.URL.Host != from.Host || req.URL.Scheme != from.Scheme {
+			return &redirectError{to: req.URL.Scheme + "://" + req.URL.Host}
+		}
+		return g.CheckRedirect(req, via)
+	}
+}
+
+type redirectError struct{ to string }
+
+func (e *redirectError) Error() string {
+	return "the API redirected to " + e.to + ", another host; HTTP tools follow redirects only on their own host"
+}
+
+func compileJQ(expr string) (*gojq.Code, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("response.jq: %w", err)
+	}
+	// No environment ($ENV is empty: gojq reads it only when given a
+	// loader), no modules, no input: a jq expression sees the answer only.
+	code, err := gojq.Compile(q)
+	if err != nil {
+		return nil, fmt.Errorf("response.jq: %w", err)
+	}
+	return code, nil
+}
+
+// spec is the tool as the registry and models see it.
+func spec(tc ToolConfig, params json.RawMessage, method string) (tools.Spec, error) {
+	sp := tools.Spec{Name: tc.Name, Title: tc.Title, Description: tc.Description, Instructions: tc.Instructions,
+		Category: tools.ExternalAPI, Parameters: params, RequiresConfirmation: tc.RequiresConfirmation,
+		Limits: tc.Limits.Limits(), Fallback: tc.Fallback, Effects: effects(method, tc)}
+	if tc.Response.Output != nil {
+		out, err := json.Marshal(tc.Response.Output)
+		if err != nil {
+			return sp, fmt.Errorf("response.output: %w", err)
+		}
+		sp.Output = out
+	}
+	for i, e := range tc.Examples {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		if err := enc.Encode(e.Arguments); err != nil {
+			return sp, fmt.Errorf("examples[%d]: %w", i, err)
+		}
+		sp.Examples = append(sp.Examples, tools.Example{Description: e.Description, Arguments: bytes.TrimSpace(b.Bytes())})
+	}
+	return sp, nil
+}
+
+// effects: GET and HEAD read; PUT and DELETE may be repeated, and destroy;
+// POST and PATCH may do anything once. Every HTTP tool reaches outside.
+// The declaration overrides each.
+func effects(method string, tc ToolConfig) tools.Effects {
+	e := tools.Effects{OpenWorld: true}
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		e.ReadOnly, e.Idempotent = true, true
+	case http.MethodPut, http.MethodDelete:
+		e.Idempotent, e.Destructive = true, true
+	}
+	if tc.ReadOnly != nil {
+		e.ReadOnly = *tc.ReadOnly
+		e.Idempotent = e.Idempotent || e.ReadOnly
+		e.Destructive = e.Destructive && !e.ReadOnly
+	}
+	if tc.Idempotent != nil {
+		e.Idempotent = *tc.Idempotent
+	}
+	if tc.Destructive != nil {
+		e.Destructive = *tc.Destructive
+	}
+	return e
+}
