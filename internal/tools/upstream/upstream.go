@@ -39,8 +39,8 @@ type Options struct {
 	// and reports the tools it could not serve (registry.Live.SetSource).
 	SetTools func(source string, ts []tools.Tool) []error
 	// Commands starts stdio servers in the command tools' sandbox.
-	Commands *command.Set
-	Logger   *zap.Logger
+	Commands   *command.Set
+	Logger     *zap.Logger
 	Registerer prometheus.Registerer
 	// Version is toold's, shown to the servers.
 	Version string
