@@ -48,27 +48,53 @@ type harnessOpts struct {
 	keys    bool
 	origins []string
 	maxBody int64
+	quiet   bool
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
+	h, handler := newStack(t, o)
+	hs := httptest.NewUnstartedServer(handler)
+	hs.Listener.Close()
+	var err error
+	if hs.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	hs.Start()
+	t.Cleanup(hs.Close)
+	h.t, h.url = t, hs.URL
+	return h
+}
+
+// newBenchHarness is the same stack, served in process, logging nothing.
+func newBenchHarness(b *testing.B) http.Handler {
+	_, handler := newStack(b, harnessOpts{quiet: true})
+	return handler
+}
+
+// newStack builds toold's stack: registry, dispatcher, REST server, /mcp.
+func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
+	tb.Helper()
 	slow := &slowTool{started: make(chan struct{}, 8), ended: make(chan error, 8)}
 	reg, err := registry.New(registry.Options{}, diag.Echo(), diag.Sleep(), slow, streamTool{}, dangerTool{}, failTool{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	live := registry.NewLive(reg, registry.Options{})
 	core, logs := observer.New(zap.InfoLevel)
 	log := zap.New(core)
+	if o.quiet {
+		log = zap.NewNop()
+	}
 	san, err := sanitize.New(sanitize.Config{}, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	lim := limits.New(limits.Options{})
 	live.Subscribe(func(r *registry.Registry) { lim.Register(r.Entries()...) })
 	disp, err := dispatch.New(dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san, Logger: log})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var keys []auth.Key
 	if o.keys {
@@ -77,22 +103,15 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	kr, err := auth.NewKeyring(keys)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ms := mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: live, Logger: log, Version: "test", MaxBodyBytes: o.maxBody})
 	srv, err := server.New(server.Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, MCP: ms.Handler()})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	hs := httptest.NewUnstartedServer(srv.Handler())
-	hs.Listener.Close()
-	if hs.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	hs.Start()
-	t.Cleanup(hs.Close)
-	return &harness{t: t, url: hs.URL, live: live, mcp: ms, logs: logs, slow: slow}
+	return &harness{live: live, mcp: ms, logs: logs, slow: slow}, srv.Handler()
 }
 
 // bearer adds a key to every request, through the contract checker.
