@@ -47,6 +47,9 @@ type Request struct {
 	OnStart func()
 	// Emit, when set, receives streamed output (already sanitized).
 	Emit func(tools.Chunk)
+	// ExecutionID names the async execution this call runs, if any; it
+	// reaches the envelope and the call observers.
+	ExecutionID string
 }
 
 // Sanitizer is the sanitization stage.
@@ -78,6 +81,29 @@ type Observer interface {
 	Stuck(e *registry.Entry, delta int)
 }
 
+// CallObserver is an optional capability of an Observer that needs to know
+// who made a call and with what (the activity stream, the audit log). It is
+// told when a call's tool starts running, and when every call ends, the
+// unknown tool's and the refused one's too. Both run on the call's path:
+// they must hand the work off and return at once.
+type CallObserver interface {
+	CallStarted(c *CallInfo)
+	CallEnded(c *CallInfo, env *Envelope)
+}
+
+// CallInfo describes a call to a CallObserver. Nothing in it may be
+// modified or kept past the call except by copying.
+type CallInfo struct {
+	// Entry is the tool; nil when no tool has the requested name.
+	Entry                   *registry.Entry
+	Tool, RequestID, Caller string
+	ExecutionID             string
+	// Args are the arguments as the tool received them (after input
+	// sanitization), or the body as sent when the call was refused before
+	// that.
+	Args json.RawMessage
+}
+
 // Options configure a Dispatcher.
 type Options struct {
 	// Registry is the set of tools served; each call resolves its tool in
@@ -102,6 +128,7 @@ type Dispatcher struct {
 	opts    Options
 	log     *zap.Logger
 	workers *workers
+	calls   []CallObserver // the Observers that are CallObservers too
 }
 
 // New builds a dispatcher; Registry, Sanitizer and Limiter are required.
@@ -118,7 +145,13 @@ func New(opts Options) (*Dispatcher, error) {
 	if opts.Confirm == nil {
 		opts.Confirm = confirm.New(nil, 0)
 	}
-	return &Dispatcher{opts: opts, log: opts.Logger, workers: newWorkers(10 * time.Second)}, nil
+	d := &Dispatcher{opts: opts, log: opts.Logger, workers: newWorkers(10 * time.Second)}
+	for _, o := range opts.Observers {
+		if co, ok := o.(CallObserver); ok {
+			d.calls = append(d.calls, co)
+		}
+	}
+	return d, nil
 }
 
 // Registry returns the tools the dispatcher serves now: an immutable
@@ -132,13 +165,27 @@ type call struct {
 	env   *Envelope
 	args  json.RawMessage // what the tool receives
 	tree  any             // the same, decoded
+	info  *CallInfo       // for the call observers, once built
+}
+
+// callInfo builds (once) what call observers are told.
+func (c *call) callInfo() *CallInfo {
+	if c.info == nil {
+		args := c.args
+		if args == nil {
+			args = c.req.Body
+		}
+		c.info = &CallInfo{Entry: c.entry, Tool: c.req.Tool, RequestID: c.req.RequestID, Caller: c.req.Caller,
+			ExecutionID: c.req.ExecutionID, Args: args}
+	}
+	return c.info
 }
 
 // Execute runs one call through every step and returns its envelope, never
 // nil. ctx carries the caller's cancellation (a disconnected client).
 func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 	start := time.Now()
-	c := &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC()}}
+	c := &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID}}
 	status, err := d.run(ctx, c)
 	if err != nil {
 		d.failure(c, status, err)
@@ -151,6 +198,9 @@ func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 			o.Observe(c.entry, c.env)
 		}
 		d.debugLog(c)
+	}
+	for _, o := range d.calls {
+		o.CallEnded(c.callInfo(), c.env)
 	}
 	return c.env
 }

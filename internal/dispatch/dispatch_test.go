@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"toold/internal/limits"
 	"toold/internal/registry"
@@ -192,4 +195,42 @@ type panickySanitizer struct{ Sanitizer }
 
 func (panickySanitizer) Input(context.Context, *tools.Spec, any) (any, sanitize.Report, error) {
 	panic("sanitizer bug")
+}
+
+// callLog is a CallObserver that records what it is told.
+type callLog struct {
+	stuckCounter
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *callLog) CallStarted(c *CallInfo) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, "start "+c.Tool+" "+c.Caller+" "+c.ExecutionID+" "+string(c.Args))
+}
+
+func (l *callLog) CallEnded(c *CallInfo, env *Envelope) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, "end "+c.Tool+" "+string(env.Status)+" "+string(c.Args))
+}
+
+// TestCallObserver: a call observer hears of the start of every call that
+// runs, and of the end of every call, refused or unknown ones too, with the
+// caller and the arguments the tool saw.
+func TestCallObserver(t *testing.T) {
+	l := &callLog{}
+	d := newDispatcher(t, []Observer{l}, noop{})
+	for _, r := range []*Request{
+		{Tool: "noop", Body: []byte(`{"x":"a"}`), Caller: "k", ExecutionID: "e1"},
+		{Tool: "noop", Body: []byte(`{"y":1}`), Caller: "k"},
+		{Tool: "nope", Body: []byte(`{}`), Caller: "k"},
+	} {
+		d.Execute(context.Background(), r)
+	}
+	want := []string{`start noop k e1 {"x":"a"}`, `end noop success {"x":"a"}`, `end noop rejected {"y":1}`, `end nope not_found {}`}
+	if diff := cmp.Diff(want, l.lines); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
 }

@@ -47,6 +47,13 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 	} else {
 		dst = appendMarshal(dst, r)
 	}
+	if env.ExecutionID != "" {
+		dst = append(dst, `,"execution_id":`...)
+		dst = strictjson.AppendString(dst, env.ExecutionID)
+	}
+	if env.Redundant {
+		dst = append(dst, `,"redundant":true`...)
+	}
 	return append(dst, '}')
 }
 

@@ -27,6 +27,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{RequestID: "r", Status: StatusError, Error: &ErrorBody{Type: tools.OverloadError, RetryAfterMS: 1200, Retryable: true},
 			DurationMS: 123456.5, StartedAt: started,
 			Sanitized: sanitize.Report{Redactions: 2, ByKind: map[string]int{"email": 2}, Truncated: true, OriginalBytes: 9, Notes: []string{"n"}}},
+		{RequestID: "r", Tool: "echo", Status: StatusPending, StartedAt: started, ExecutionID: "0195e\"x", Redundant: true},
 		{},
 	}
 	for i, env := range tests {
