@@ -205,6 +205,54 @@ func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 	return c.env
 }
 
+// Check runs the steps before the bulkhead — resolve, permission, decoding,
+// validation, input sanitization, and the confirmation challenge of a call
+// that carries no token — and returns the refusal's envelope, or nil when
+// the call would be run. Async transports check a call before they accept
+// it, so a call that can never run is refused at once rather than queued;
+// Execute checks it again when it runs. (A token is verified only then:
+// checking it here would spend it.) A refusal is observed like any call.
+func (d *Dispatcher) Check(ctx context.Context, req *Request) *Envelope {
+	start := time.Now()
+	c := &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID}}
+	status, err := d.check(ctx, c)
+	if err == nil {
+		return nil
+	}
+	d.failure(c, status, err)
+	c.env.DurationMS = millis(time.Since(start))
+	for _, o := range d.calls {
+		o.CallEnded(c.callInfo(), c.env)
+	}
+	return c.env
+}
+
+func (d *Dispatcher) check(ctx context.Context, c *call) (Status, error) {
+	entry, err := d.resolve(c.req)
+	if err != nil {
+		return StatusNotFound, err
+	}
+	c.entry = entry
+	if c.req.Allowed != nil && !c.req.Allowed(entry.Spec.Name) {
+		return StatusRejected, forbidden(entry.Spec.Name)
+	}
+	var err2 error
+	d.workers.await(func() {
+		if err2 = d.prepare(ctx, c); err2 == nil && c.req.ConfirmToken == "" {
+			err2 = d.confirmed(c)
+		}
+	})
+	if err2 != nil {
+		return StatusRejected, err2
+	}
+	return "", nil
+}
+
+func forbidden(tool string) *tools.Error {
+	return tools.NewPermissionError("this API key may not use the tool %q", tool).WithCode("forbidden").
+		WithSuggestion("use a tool listed by GET /tools for this key, or ask the operator to extend the key's tool patterns")
+}
+
 // debugLog records a call's arguments and result at debug level only, and
 // only through the redactor: the log must never carry a secret, whatever a
 // tool's own output policy allows.
@@ -230,8 +278,7 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	}
 	c.entry = entry
 	if c.req.Allowed != nil && !c.req.Allowed(entry.Spec.Name) {
-		return StatusRejected, tools.NewPermissionError("this API key may not use the tool %q", entry.Spec.Name).
-			WithCode("forbidden").WithSuggestion("use a tool listed by GET /tools for this key, or ask the operator to extend the key's tool patterns")
+		return StatusRejected, forbidden(entry.Spec.Name)
 	}
 	if err := d.opts.Limiter.Full(entry); err != nil {
 		return StatusRejected, err

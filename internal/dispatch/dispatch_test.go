@@ -234,3 +234,30 @@ func TestCallObserver(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestCheck: a call that would run passes; a refusal comes back as the
+// envelope Execute would give, and is observed.
+func TestCheck(t *testing.T) {
+	l := &callLog{}
+	d := newDispatcher(t, []Observer{l}, noop{})
+	if env := d.Check(context.Background(), &Request{Tool: "noop", Body: []byte(`{"x":"a"}`)}); env != nil {
+		t.Fatalf("a good call refused: %+v", env.Error)
+	}
+	for _, tt := range []struct {
+		req  *Request
+		want Status
+		kind tools.Kind
+	}{
+		{&Request{Tool: "nope"}, StatusNotFound, tools.NotFound},
+		{&Request{Tool: "noop", Body: []byte(`{"x":1}`)}, StatusRejected, tools.ValidationError},
+		{&Request{Tool: "noop", Allowed: func(string) bool { return false }}, StatusRejected, tools.PermissionError},
+	} {
+		env := d.Check(context.Background(), tt.req)
+		if env == nil || env.Status != tt.want || env.Error.Type != tt.kind {
+			t.Errorf("%s %s: %+v", tt.req.Tool, tt.req.Body, env)
+		}
+	}
+	if len(l.lines) != 3 {
+		t.Errorf("observed %q", l.lines)
+	}
+}
