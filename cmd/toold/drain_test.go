@@ -50,7 +50,8 @@ func startProcess(t *testing.T, config string) *proc {
 	if err := os.WriteFile(cfg, []byte("workspace: "+dir+"\n"+config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-log-level", "warn")
+	cmd := exec.Command(bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-log-level", "warn",
+		"-state-dir", filepath.Join(dir, "state"))
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -56,7 +56,7 @@ func start(t *testing.T, env map[string]string, args ...string) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{t: t, stdout: &syncBuffer{}, stderr: &syncBuffer{}, stop: cancel, done: make(chan error, 1),
 		client: &http.Client{Transport: apitest.Checker(t, http.DefaultTransport), Timeout: 10 * time.Second}}
-	args = append([]string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0"}, args...)
+	args = append([]string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-state-dir", t.TempDir()}, args...)
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	go func() { in.done <- run(ctx, args, lookup, strings.NewReader(""), in.stdout, in.stderr) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -310,7 +310,7 @@ func BenchmarkStartup(b *testing.B) {
 		out := &syncBuffer{}
 		done := make(chan error, 1)
 		go func() {
-			done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-admin-listen", "off", "-workspace", ws, "-log-level", "error"},
+			done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-admin-listen", "off", "-workspace", ws, "-log-level", "error", "-state-dir", b.TempDir()},
 				noEnv, nil, out, io.Discard)
 		}()
 		for listenLine.FindStringSubmatch(out.String()) == nil {

@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	defer flush()
-	a, err := build(cfg, log)
+	a, err := build(cfg, log, true)
 	if err != nil {
 		fmt.Fprintf(stderr, "toold: cannot start:\n%v\n", err)
 		return exitCode(2)
@@ -77,7 +77,7 @@ func checkConfig(o *options, lookupEnv func(string) (string, bool), stdout, stde
 	cfg, err := loadConfig(o, lookupEnv)
 	if err == nil {
 		var a *app
-		if a, err = build(cfg, zap.NewNop()); err == nil {
+		if a, err = build(cfg, zap.NewNop(), false); err == nil {
 			a.close()
 		}
 	}
@@ -130,6 +130,13 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 			return fmt.Errorf("admin listen %s: %w", a.cfg.AdminListen, err)
 		}
 	}
+	if err := a.exec.Start(ctx); err != nil {
+		ln.Close()
+		if adminLn != nil {
+			adminLn.Close()
+		}
+		return err
+	}
 	a.announce(stdout, ln, adminLn)
 	errc := make(chan error, 2)
 	go func() { errc <- a.api.Serve(ln) }()
@@ -165,16 +172,34 @@ func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {
 // Then the listeners close and the process exits 0.
 func (a *app) drain() error {
 	a.srv.Drain()
+	a.exec.Drain()
 	a.log.Info("draining", zap.Duration("grace", a.grace))
-	select {
-	case <-a.srv.Idle():
-	case <-time.After(a.grace):
+	idle := func() bool {
+		select {
+		case <-a.srv.Idle():
+		case <-time.After(a.grace):
+			return false
+		}
+		select {
+		case <-a.exec.Idle():
+			return true
+		case <-time.After(a.grace):
+			return false
+		}
+	}
+	if !idle() {
 		a.log.Warn("grace period over: cancelling the calls still running")
 		a.cancelCalls(errDraining)
+		a.exec.Interrupt(errDraining) // idempotent executions go to another replica; others end interrupted
 		select {
 		case <-a.srv.Idle():
 		case <-time.After(5 * time.Second):
 			a.log.Error("calls did not answer after cancellation; closing anyway")
+		}
+		select {
+		case <-a.exec.Idle():
+		case <-time.After(5 * time.Second):
+			a.log.Error("async executions did not end after cancellation; the queue gives them to another replica")
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

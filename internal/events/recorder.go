@@ -171,7 +171,7 @@ func (r *Recorder) Close() {
 
 func (r *Recorder) flushAll(bound time.Duration) {
 	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) && !r.st.Conn().IsClosed() {
 		if r.flush() == 0 {
 			return
 		}

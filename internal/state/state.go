@@ -291,14 +291,15 @@ func (s *Store) Close() error {
 	if s == nil {
 		return nil
 	}
-	if s.nc != nil {
+	if s.nc != nil && !s.nc.IsClosed() {
+		// The connection stays set, closed: users racing with Close get
+		// ErrUnavailable, not a nil connection.
 		_ = s.nc.Drain()
 		deadline := time.Now().Add(2 * time.Second)
 		for !s.nc.IsClosed() && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		s.nc.Close()
-		s.nc = nil
 	}
 	if s.embedded != nil {
 		s.embedded.Shutdown()
