@@ -316,7 +316,7 @@ func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev 
 			rev = nrev // a cancellation request arrived: keep it in the final record
 			continue
 		}
-		if attempt >= 50 {
+		if attempt >= 50 || s.st.Conn().IsClosed() {
 			s.log.Error("executions: could not record an execution's end; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
 			return
 		}

@@ -36,6 +36,29 @@ func Open(t testing.TB, reg prometheus.Registerer, name string) *state.Store {
 	return st
 }
 
+// OpenPair opens an embedded store that also listens on loopback, and a
+// second store connected to it over TCP: two replicas sharing one NATS, in
+// one process, each with its own connection (closing one is that
+// replica's death).
+func OpenPair(t testing.TB, opts state.Options) (a, b *state.Store) {
+	t.Helper()
+	oa := opts
+	oa.Dir, oa.Listen, oa.Name = t.TempDir(), "127.0.0.1:0", "replica-a"
+	a, err := state.Open(context.Background(), oa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	ob := opts
+	ob.URL, ob.Name = a.ClientURL(), "replica-b"
+	b, err = state.Open(context.Background(), ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
 // buildServer builds nats-server from the module's own dependency, once per
 // test binary.
 var buildServer = sync.OnceValues(func() (string, error) {
