@@ -48,7 +48,8 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	fs.BoolVar(&o.newKey, "new-key", false, "print a new random API key and its SHA-256")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: toold [flags]\n\nEvery setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
+		fmt.Fprintf(stderr, "Usage: toold [flags]\n       toold audit verify|export [-config FILE] [-state-dir DIR] [-nats-url URL] [-file F] [-o F]\n\n"+
+			"Every setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
 		fs.PrintDefaults()
 	}
 	var envErr error

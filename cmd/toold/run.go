@@ -22,6 +22,9 @@ import (
 // run is the whole program; main only turns its error into an exit code.
 // Tests call it with their own arguments, environment and writers.
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "audit" {
+		return runAudit(ctx, args[1:], lookupEnv, stdout, stderr)
+	}
 	o, err := parseFlags(args, lookupEnv, stderr)
 	if err != nil {
 		return exitCode(2)
