@@ -114,6 +114,25 @@ func (r *Recorder) Execution(ev Event) {
 	r.add(item{subject: ExecutionSubject(ev.ExecutionID), activity: ev.Type == TypeOutput || ev.Type == TypePending, ev: ev})
 }
 
+// ExecutionNow publishes an execution's event at once, not batched: an
+// execution's acceptance must come before anything its runner (perhaps
+// another replica, whose batches are its own) says about it.
+func (r *Recorder) ExecutionNow(ctx context.Context, ev Event) error {
+	ev.Time, ev.Replica = time.Now().UTC(), r.replica
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	if _, err := r.st.Publish(ctx, "events_publish", ExecutionSubject(ev.ExecutionID), line); err != nil {
+		return err
+	}
+	if ev.Type == TypePending || ev.Type == TypeOutput {
+		r.add(item{activity: true, ev: ev})
+	}
+	r.m.published.Inc()
+	return nil
+}
+
 // Admin records an administrative action in the audit log: who did what
 // to which target.
 func (r *Recorder) Admin(caller, action, target, requestID string) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"toold/internal/dispatch"
 	"toold/internal/events"
 	"toold/internal/state"
@@ -94,8 +96,16 @@ func (s *Service) accepting() error {
 // record is removed again: the caller is told nothing was accepted.
 func (s *Service) accept(ctx context.Context, r *Record) error {
 	key := r.key()
+	pending := events.Event{Type: events.TypePending, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller,
+		Status: string(dispatch.StatusPending)}
 	if _, err := s.st.Executions.Create(ctx, key, r.encode()); err != nil {
+		// The write may have landed with its answer lost: take it back,
+		// since the caller is told nothing was accepted.
+		_ = s.st.Executions.Delete(context.WithoutCancel(ctx), key)
 		return StoreError(err)
+	}
+	if err := s.rec.ExecutionNow(ctx, pending); err != nil {
+		s.log.Warn("executions: the pending event was not published", zap.Error(err))
 	}
 	if _, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, []byte(key)); err != nil {
 		if derr := s.st.Executions.Delete(context.WithoutCancel(ctx), key); derr != nil {
@@ -104,8 +114,6 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 		return StoreError(err)
 	}
 	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
-	s.rec.Execution(events.Event{Type: events.TypePending, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller,
-		Status: string(dispatch.StatusPending)})
 	return nil
 }
 
