@@ -367,7 +367,7 @@ func newRecorderMetrics(reg prometheus.Registerer) *recorderMetrics {
 		reg = prometheus.NewRegistry()
 	}
 	f := promauto.With(reg)
-	return &recorderMetrics{
+	m := &recorderMetrics{
 		published: f.NewCounter(prometheus.CounterOpts{Name: "toold_events_published_total",
 			Help: "Activity and execution events written to the state store."}),
 		audited: f.NewCounter(prometheus.CounterOpts{Name: "toold_audit_records_total",
@@ -378,4 +378,7 @@ func newRecorderMetrics(reg prometheus.Registerer) *recorderMetrics {
 		pending: f.NewGauge(prometheus.GaugeOpts{Name: "toold_events_pending",
 			Help: "Events and audit records buffered, waiting for the store."}),
 	}
+	m.dropped.WithLabelValues("event")
+	m.dropped.WithLabelValues("audit")
+	return m
 }

@@ -141,7 +141,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer cancel()
-	if err := s.provision(ctx); err != nil {
+	start := time.Now()
+	err = s.provision(ctx)
+	s.metrics.observe("provision", start, err)
+	if err != nil {
 		return nil, fmt.Errorf("state: creating toold's buckets and streams on %s: %w", s.where(), err)
 	}
 	s.metrics.connected.Set(1)

@@ -59,8 +59,10 @@ func OpenPair(t testing.TB, opts state.Options) (a, b *state.Store) {
 	return a, b
 }
 
-// buildServer builds nats-server from the module's own dependency, once per
-// test binary.
+// ServerBinary builds nats-server from the module's own dependency (once
+// per test binary) and returns its path.
+func ServerBinary() (string, error) { return buildServer() }
+
 var buildServer = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "toold-nats-server-")
 	if err != nil {
