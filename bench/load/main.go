@@ -8,7 +8,9 @@
 //     sleeping 50 ms, hit by 500 concurrent clients; accepted, rejected,
 //     lost (must be 0), the largest in-flight count observed (must be 10),
 //     and the p99 of rejections and of accepted calls;
-//  3. memory: toold's RSS idle, and with 1,000 callers queued.
+//  3. memory: toold's RSS idle, and with 1,000 callers queued;
+//  4. executions (executions.go): sync throughput with the state store on
+//     and off, async latency, 10,000 async executions, batches, RSS.
 //
 // Servers run pinned to CPU 0 and the generator to CPU 1 when taskset
 // exists. Run it with `make load` (go run ./bench/load).
@@ -33,6 +35,8 @@ type options struct {
 	round, overload time.Duration
 	rounds, conns   int
 	clients, queued int
+	skipExecutions  bool
+	profile         string
 }
 
 func main() {
@@ -44,6 +48,8 @@ func main() {
 	flag.DurationVar(&o.overload, "overload", 10*time.Second, "length of the overload scenario")
 	flag.IntVar(&o.clients, "clients", 500, "concurrent clients of the overload scenario")
 	flag.IntVar(&o.queued, "queued", 1000, "callers to park in a queue for the memory figure")
+	flag.BoolVar(&o.skipExecutions, "skip-executions", false, "leave out the state store and executions scenarios")
+	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of toold with the store on, taken during its first round, to this file")
 	flag.Parse()
 	if *role == "bare" {
 		serveBare()
@@ -91,7 +97,13 @@ tools:
 	if err := overload(o, td); err != nil {
 		return err
 	}
-	return memory(o, bin, dir, pinned, idle)
+	if err := memory(o, bin, dir, pinned, idle); err != nil {
+		return err
+	}
+	if o.skipExecutions {
+		return nil
+	}
+	return executions(o, bin, dir, pinned, td, idle)
 }
 
 // buildToold builds the real binary, as deployed.
@@ -220,7 +232,8 @@ func startToold(bin, dir, name, config string, pinned bool) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := command(pinned, bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0")
+	cmd := command(pinned, bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
+		"-state-dir", filepath.Join(dir, "state-"+name))
 	cmd.Stderr = logf
 	s, addrs, err := start(cmd, "listening on", "metrics and pprof")
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"toold/internal/state"
-	"toold/internal/strictjson"
 )
 
 // Record is one entry of the audit log: who did what, with which outcome.
@@ -55,33 +55,33 @@ func (r *Recorder) argsHash(tool string, args []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Canonical returns JSON with object keys sorted and no insignificant
-// space (encoding/json's form of the decoded value); input that is not one
-// JSON value comes back unchanged.
+// Canonical returns JSON in the RFC 8785 canonical form (JCS: object keys
+// sorted, no insignificant space, numbers and strings written one way), so
+// key order and spacing do not change a hash; input that is not one JSON
+// value comes back unchanged.
 func Canonical(data []byte) []byte {
-	v, err := strictjson.Decode(data, 0)
-	if err != nil {
+	v := jsontext.Value(append(make([]byte, 0, len(data)), data...))
+	if err := v.Canonicalize(); err != nil {
 		return data
 	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return data
-	}
-	return out
+	return v
 }
 
 // hashSuffix is how a line ends: `,"hash":"<64 hex>"}`.
 const hashSuffixLen = len(`,"hash":""}`) + 64
 
-// seal fills rec.Prev and rec.Hash and returns its line (no newline).
-func seal(rec *Record, prev string) []byte {
+// seal fills rec.Prev and rec.Hash and appends its line (no newline) to
+// dst: the record up to its hash is hashed as written, then the hash is
+// written in place of the closing brace.
+func seal(dst []byte, rec *Record, prev string) []byte {
 	rec.Prev, rec.Hash = prev, ""
-	body, _ := json.Marshal(rec) // ends with "prev":"..."}
-	sum := sha256.Sum256(body)
+	start := len(dst)
+	dst = appendRecord(dst, rec) // ends with "prev":"..."}
+	sum := sha256.Sum256(dst[start:])
 	rec.Hash = hex.EncodeToString(sum[:])
-	line := append(body[:len(body)-1:len(body)-1], `,"hash":"`...)
-	line = append(line, rec.Hash...)
-	return append(line, `"}`...)
+	dst = append(dst[:len(dst)-1], `,"hash":"`...)
+	dst = append(dst, rec.Hash...)
+	return append(dst, `"}`...)
 }
 
 // openLine checks one line's own hash and returns its record.
@@ -110,6 +110,7 @@ type chain struct {
 	loaded  bool
 	lastSeq uint64 // stream sequence of the last message
 	head    Record // the last record
+	buf     []byte // the message being sealed, reused
 }
 
 func (c *chain) load(ctx context.Context) error {
@@ -147,16 +148,16 @@ func (c *chain) append(ctx context.Context, recs []Record) error {
 				return err
 			}
 		}
-		var buf bytes.Buffer
+		buf := c.buf[:0]
 		prev, seq := c.head.Hash, c.head.Seq
 		for i := range recs {
 			seq++
 			recs[i].Seq = seq
-			buf.Write(seal(&recs[i], prev))
-			buf.WriteByte('\n')
+			buf = append(seal(buf, &recs[i], prev), '\n')
 			prev = recs[i].Hash
 		}
-		ack, err := c.st.Publish(ctx, "audit_append", state.AuditSubject, buf.Bytes(), jetstream.WithExpectLastSequence(c.lastSeq))
+		c.buf = buf
+		ack, err := c.st.Publish(ctx, "audit_append", state.AuditSubject, buf, jetstream.WithExpectLastSequence(c.lastSeq))
 		if err == nil {
 			c.lastSeq, c.head = ack.Sequence, recs[len(recs)-1]
 			return nil

@@ -1,10 +1,8 @@
 package events
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -37,7 +35,8 @@ type Options struct {
 
 // Recorder is the dispatch observer that feeds the activity stream and the
 // audit log. Its hooks copy a few fields into a buffer under a mutex and
-// return; Run publishes the buffer.
+// return; Run publishes the buffer. All the encoding, hashing and chaining
+// happens there, once per flush, so what a call pays is an append.
 type Recorder struct {
 	opts    Options
 	st      *state.Store
@@ -48,21 +47,34 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	pending []item
-	wake    chan struct{}
+	spare   []item // the other buffer: flush swaps them
 	done    chan struct{}
 	stopped chan struct{}
+
+	// Buffers the flusher (one goroutine) reuses from batch to batch.
+	activity []byte
+	audits   []Record
 }
 
-// item is one buffered entry: an event for a subject, or a call's end (an
-// activity event and an audit record), or an administrative action.
+// item is one buffered entry: a call's start, a call's end (an activity
+// event and, with the audit log on, its record), an execution's event, or
+// an administrative action. Small on purpose: a call appends two.
 type item struct {
-	subject  string // an execution's subject, or ""
-	activity bool   // also an activity event
-	ev       Event
-	audit    bool
-	args     json.RawMessage
-	action   string
-	target   string
+	typ        string
+	at         time.Time
+	subject    string // an execution's subject, or ""
+	activity   bool   // also an activity event
+	audit      bool
+	requestID  string
+	tool       string
+	caller     string
+	execution  string
+	status     string
+	errType    string
+	errCode    string
+	durationMS float64
+	args       []byte // for the audit record's hash
+	extra      *Event // output chunks, final envelopes, administrative targets
 }
 
 var _ dispatch.CallObserver = (*Recorder)(nil)
@@ -75,7 +87,7 @@ func NewRecorder(o Options) *Recorder {
 		o.Logger = zap.NewNop()
 	}
 	return &Recorder{opts: o, st: o.Store, replica: o.Store.Name(), log: o.Logger, m: newRecorderMetrics(o.Registerer),
-		chain: &chain{st: o.Store}, wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+		chain: &chain{st: o.Store}, done: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // Observe and Stuck make the Recorder a dispatch.Observer; it learns
@@ -85,83 +97,67 @@ func (r *Recorder) Observe(*registry.Entry, *dispatch.Envelope) {}
 // Stuck is not recorded as an event.
 func (r *Recorder) Stuck(*registry.Entry, int) {}
 
-// CallStarted records a start event.
+// CallStarted records a start event (on the execution's subject too, for
+// an async one).
 func (r *Recorder) CallStarted(c *dispatch.CallInfo) {
-	subject := ""
+	it := item{typ: TypeStart, at: time.Now(), activity: true, requestID: c.RequestID, tool: c.Tool, caller: c.Caller, execution: c.ExecutionID}
 	if c.ExecutionID != "" {
-		subject = ExecutionSubject(c.ExecutionID)
+		it.subject = ExecutionSubject(c.ExecutionID)
 	}
-	r.add(item{subject: subject, activity: true, ev: Event{Type: TypeStart, Time: time.Now().UTC(), RequestID: c.RequestID, Tool: c.Tool, Caller: c.Caller,
-		ExecutionID: c.ExecutionID}})
+	r.add(it)
 }
 
 // CallEnded records an end or error event and, with the audit log on, the
 // call's audit record.
 func (r *Recorder) CallEnded(c *dispatch.CallInfo, env *dispatch.Envelope) {
-	ev := Event{Type: TypeEnd, Time: time.Now().UTC(), RequestID: c.RequestID, Tool: c.Tool, Caller: c.Caller,
-		ExecutionID: c.ExecutionID, Status: string(env.Status), DurationMS: env.DurationMS}
+	it := item{typ: TypeEnd, at: time.Now(), activity: true, audit: r.opts.Audit, requestID: c.RequestID, tool: c.Tool,
+		caller: c.Caller, execution: c.ExecutionID, status: string(env.Status), durationMS: env.DurationMS, args: c.Args}
 	if env.Error != nil {
-		ev.Type, ev.ErrorType, ev.ErrorCode = TypeError, string(env.Error.Type), env.Error.Code
+		it.typ, it.errType, it.errCode = TypeError, string(env.Error.Type), env.Error.Code
 	}
-	r.add(item{activity: true, ev: ev, audit: r.opts.Audit, args: c.Args, action: "execute"})
+	r.add(it)
 }
 
 // Execution records an event of one async execution on its own subject;
-// its output and its acceptance are activity events too (its start and end
-// reach the activity stream through the dispatcher).
+// its output is an activity event too (its start and end reach the
+// activity stream through the dispatcher).
 func (r *Recorder) Execution(ev Event) {
-	ev.Time = time.Now().UTC()
-	r.add(item{subject: ExecutionSubject(ev.ExecutionID), activity: ev.Type == TypeOutput || ev.Type == TypePending, ev: ev})
+	it := item{typ: ev.Type, at: time.Now(), subject: ExecutionSubject(ev.ExecutionID), activity: ev.Type == TypeOutput,
+		requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, execution: ev.ExecutionID, status: ev.Status}
+	if ev.Stream != "" || ev.Chunk != "" || len(ev.Envelope) > 0 {
+		it.extra = &Event{Stream: ev.Stream, Chunk: ev.Chunk, Envelope: ev.Envelope}
+	}
+	r.add(it)
 }
 
-// ExecutionNow publishes an execution's event at once, not batched: an
-// execution's acceptance must come before anything its runner (perhaps
-// another replica, whose batches are its own) says about it.
-func (r *Recorder) ExecutionNow(ctx context.Context, ev Event) error {
-	ev.Time, ev.Replica = time.Now().UTC(), r.replica
-	line, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	if _, err := r.st.Publish(ctx, "events_publish", ExecutionSubject(ev.ExecutionID), line); err != nil {
-		return err
-	}
-	if ev.Type == TypePending || ev.Type == TypeOutput {
-		r.add(item{activity: true, ev: ev})
-	}
-	r.m.published.Inc()
-	return nil
+// Accepted records an async execution's acceptance in the activity
+// stream. (Its own event stream starts from its record: a replica that
+// runs it cannot overtake an acceptance that is not an event there.)
+func (r *Recorder) Accepted(ev Event) {
+	r.add(item{typ: TypePending, at: time.Now(), activity: true, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller,
+		execution: ev.ExecutionID, status: ev.Status})
 }
 
 // Admin records an administrative action in the audit log: who did what
 // to which target.
 func (r *Recorder) Admin(caller, action, target, requestID string) {
-	if !r.opts.Audit {
-		return
+	if r.opts.Audit {
+		r.add(item{typ: "admin", at: time.Now(), audit: true, caller: caller, requestID: requestID,
+			status: action, extra: &Event{Chunk: target}})
 	}
-	r.add(item{audit: true, action: action, target: target,
-		ev: Event{Type: "admin", Time: time.Now().UTC(), Caller: caller, RequestID: requestID}})
 }
 
 func (r *Recorder) add(it item) {
 	r.mu.Lock()
 	r.pending = append(r.pending, it)
-	n := len(r.pending)
 	r.mu.Unlock()
-	if n == maxBatch {
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
-	}
 }
 
-// maxBatch is how many entries one flush takes at most; a flush publishes
-// at most one message per subject.
+// maxBatch is the most entries one message holds.
 const maxBatch = 1024
 
-// Run publishes the buffer every FlushInterval (or when it fills) until
-// Close; it returns when the last flush is done.
+// Run publishes the buffer every FlushInterval until Close; it returns
+// when the last flush is done.
 func (r *Recorder) Run() {
 	defer close(r.stopped)
 	t := time.NewTicker(r.opts.FlushInterval)
@@ -169,12 +165,11 @@ func (r *Recorder) Run() {
 	for {
 		select {
 		case <-t.C:
-		case <-r.wake:
+			r.flush()
 		case <-r.done:
 			r.flushAll(5 * time.Second)
 			return
 		}
-		r.flush()
 	}
 }
 
@@ -203,22 +198,22 @@ func (r *Recorder) flushAll(bound time.Duration) {
 	}
 }
 
-// flush publishes up to maxBatch entries; what the store refuses goes back
-// to the front of the buffer for the next flush. It returns how many
-// entries remain buffered.
+// flush publishes everything buffered, maxBatch entries to a message; what
+// the store refuses goes back to the front of the buffer for the next
+// flush. It returns how many entries remain buffered.
 func (r *Recorder) flush() int {
 	r.mu.Lock()
-	n := min(len(r.pending), maxBatch)
-	batch := make([]item, n)
-	copy(batch, r.pending[:n])
-	r.pending = r.pending[:copy(r.pending, r.pending[n:])]
+	batch := r.pending
+	r.pending = r.spare[:0]
 	r.mu.Unlock()
-	if n == 0 {
-		return 0
+	var failed []item
+	for start := 0; start < len(batch); start += maxBatch {
+		failed = append(failed, r.publish(batch[min(start, len(batch)):min(start+maxBatch, len(batch))])...)
 	}
-	failed := r.publish(batch)
+	clear(batch) // drop references to arguments and envelopes
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.spare = batch[:0]
 	if len(failed) > 0 {
 		r.pending = append(failed, r.pending...)
 	}
@@ -235,13 +230,13 @@ func (r *Recorder) shed() {
 		return
 	}
 	kept := r.pending[:0]
-	for i, it := range r.pending {
+	for _, it := range r.pending {
 		if over > 0 && !it.audit {
 			over--
 			r.m.dropped.WithLabelValues("event").Inc()
 			continue
 		}
-		kept = append(kept, r.pending[i])
+		kept = append(kept, it)
 	}
 	if over > 0 {
 		r.m.dropped.WithLabelValues("audit").Add(float64(over))
@@ -251,53 +246,46 @@ func (r *Recorder) shed() {
 	r.pending = kept
 }
 
-// publish writes the batch: one activity message, one message per
+// publish writes one batch: one activity message, one message per
 // execution subject, and the audit records, chained. It returns the items
-// whose writes failed, in order.
+// whose writes failed, with only the parts that failed.
 func (r *Recorder) publish(batch []item) []item {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var activity bytes.Buffer
-	bySubject := map[string]*bytes.Buffer{}
+	activity := r.activity[:0]
+	bySubject := map[string][]byte{}
 	var order []string
-	var audits []item
+	audits := r.audits[:0]
+	defer func() { r.activity, r.audits = activity[:0], audits[:0] }()
 	for i := range batch {
 		it := &batch[i]
-		it.ev.Replica = r.replica
 		if it.activity {
-			line, _ := json.Marshal(withoutEnvelope(it.ev))
-			activity.Write(line)
-			activity.WriteByte('\n')
+			activity = append(r.appendEvent(activity, it, false), '\n')
 		}
 		if it.subject != "" {
-			b := bySubject[it.subject]
-			if b == nil {
-				b = &bytes.Buffer{}
-				bySubject[it.subject] = b
+			if _, ok := bySubject[it.subject]; !ok {
 				order = append(order, it.subject)
 			}
-			line, _ := json.Marshal(it.ev)
-			b.Write(line)
-			b.WriteByte('\n')
+			bySubject[it.subject] = append(r.appendEvent(bySubject[it.subject], it, true), '\n')
 		}
 		if it.audit {
-			audits = append(audits, *it)
+			audits = append(audits, r.record(it))
 		}
 	}
 	eventsOK := true
 	for _, subj := range order {
-		if _, err := r.st.Publish(ctx, "events_publish", subj, bySubject[subj].Bytes()); err != nil {
+		if _, err := r.st.Publish(ctx, "events_publish", subj, bySubject[subj]); err != nil {
 			eventsOK = false
 		}
 	}
-	if activity.Len() > 0 {
-		if _, err := r.st.Publish(ctx, "events_publish", ActivitySubject, activity.Bytes()); err != nil {
+	if len(activity) > 0 {
+		if _, err := r.st.Publish(ctx, "events_publish", ActivitySubject, activity); err != nil {
 			eventsOK = false
 		}
 	}
 	auditOK := true
 	if len(audits) > 0 {
-		if err := r.chain.append(ctx, r.records(audits)); err != nil {
+		if err := r.chain.append(ctx, audits); err != nil {
 			r.log.Warn("audit: appending failed; retrying at the next flush", zap.Error(err))
 			auditOK = false
 		} else {
@@ -331,28 +319,19 @@ func retries(batch []item, eventsOK, auditOK bool, published prometheus.Counter)
 	return failed
 }
 
-// withoutEnvelope is the activity stream's copy of an event: the final
-// envelope is for the execution's own subscribers.
-func withoutEnvelope(ev Event) Event {
-	ev.Envelope = nil
-	return ev
-}
-
-// records turns audit items into unchained records.
-func (r *Recorder) records(items []item) []Record {
-	out := make([]Record, len(items))
-	for i, it := range items {
-		rec := Record{Time: it.ev.Time, Replica: r.replica, Kind: "call", Caller: it.ev.Caller, Action: it.action,
-			Tool: it.ev.Tool, Status: it.ev.Status, ErrorType: it.ev.ErrorType, DurationMS: it.ev.DurationMS,
-			RequestID: it.ev.RequestID, ExecutionID: it.ev.ExecutionID, Target: it.target}
-		if it.ev.Type == "admin" {
-			rec.Kind = "admin"
-		} else {
-			rec.ArgsSHA256 = r.argsHash(it.ev.Tool, it.args)
+// record is an item's audit record, not yet chained.
+func (r *Recorder) record(it *item) Record {
+	rec := Record{Time: it.at.UTC(), Replica: r.replica, Kind: "call", Caller: it.caller, Action: "execute", Tool: it.tool,
+		Status: it.status, ErrorType: it.errType, DurationMS: it.durationMS, RequestID: it.requestID, ExecutionID: it.execution}
+	if it.typ == "admin" {
+		rec.Kind, rec.Action, rec.Status = "admin", it.status, ""
+		if it.extra != nil {
+			rec.Target = it.extra.Chunk
 		}
-		out[i] = rec
+	} else {
+		rec.ArgsSHA256 = r.argsHash(it.tool, it.args)
 	}
-	return out
+	return rec
 }
 
 type recorderMetrics struct {

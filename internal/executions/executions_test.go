@@ -50,7 +50,7 @@ type replica struct {
 	st  *state.Store
 }
 
-func newReplica(t *testing.T, st *state.Store, ts ...tools.Tool) *replica {
+func newReplica(t testing.TB, st *state.Store, ts ...tools.Tool) *replica {
 	t.Helper()
 	reg, err := registry.New(registry.Options{}, ts...)
 	if err != nil {

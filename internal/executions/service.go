@@ -71,13 +71,16 @@ type Service struct {
 	m    *metrics
 	name string
 
-	mu        sync.Mutex
-	running   map[string]*run // executions running on this replica, by id
-	draining  bool
-	idle      chan struct{}
-	stop      context.CancelFunc
-	wg        sync.WaitGroup
-	cancelSub *nats.Subscription
+	mu       sync.Mutex
+	running  map[string]*run // executions running on this replica, by id
+	draining bool
+	idle     chan struct{}
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	subs     []*nats.Subscription // cancel and done notices
+
+	wmu     sync.Mutex
+	waiters map[string][]chan struct{} // clients waiting here for an execution's end
 }
 
 // New builds a service; Start runs its workers.
@@ -98,7 +101,7 @@ func New(o Options) (*Service, error) {
 		o.Logger = zap.NewNop()
 	}
 	s := &Service{opts: o, st: o.Store, disp: o.Dispatcher, rec: o.Recorder, log: o.Logger, m: newMetrics(o.Registerer),
-		running: map[string]*run{}, idle: make(chan struct{})}
+		running: map[string]*run{}, idle: make(chan struct{}), waiters: map[string][]chan struct{}{}}
 	if o.Store != nil {
 		s.name = o.Store.Name()
 	}

@@ -2,13 +2,12 @@ package executions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"go.uber.org/zap"
 
 	"toold/internal/dispatch"
 	"toold/internal/events"
@@ -92,28 +91,34 @@ func (s *Service) accepting() error {
 	return nil
 }
 
+// work is a work-queue message: the record as accepted, and its revision,
+// so the replica that takes it claims it with one write.
+type work struct {
+	Key      string          `json:"key"`
+	Revision uint64          `json:"rev"`
+	Record   json.RawMessage `json:"record"`
+}
+
 // accept writes the record and queues it. If the queue refuses, the
 // record is removed again: the caller is told nothing was accepted.
 func (s *Service) accept(ctx context.Context, r *Record) error {
-	key := r.key()
-	pending := events.Event{Type: events.TypePending, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller,
-		Status: string(dispatch.StatusPending)}
-	if _, err := s.st.Executions.Create(ctx, key, r.encode()); err != nil {
+	key, body := r.key(), r.encode()
+	rev, err := s.st.Executions.Create(ctx, key, body)
+	if err != nil {
 		// The write may have landed with its answer lost: take it back,
 		// since the caller is told nothing was accepted.
 		_ = s.st.Executions.Delete(context.WithoutCancel(ctx), key)
 		return StoreError(err)
 	}
-	if err := s.rec.ExecutionNow(ctx, pending); err != nil {
-		s.log.Warn("executions: the pending event was not published", zap.Error(err))
-	}
-	if _, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, []byte(key)); err != nil {
+	msg, _ := json.Marshal(work{Key: key, Revision: rev, Record: body})
+	if _, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, msg); err != nil {
 		if derr := s.st.Executions.Delete(context.WithoutCancel(ctx), key); derr != nil {
 			s.log.Warn("executions: a record whose queueing failed could not be removed; it will expire")
 		}
 		return StoreError(err)
 	}
 	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
+	s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Status: string(dispatch.StatusPending)})
 	return nil
 }
 
@@ -153,28 +158,64 @@ func (s *Service) get(ctx context.Context, caller, id string) (*Record, uint64, 
 }
 
 // Wait returns the caller's execution once it is final, or as it is when
-// d passes or ctx ends.
+// d passes or ctx ends. It is told of the end by the done subject, and
+// reads the record again every second in case a notice was lost.
 func (s *Service) Wait(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
-	r, _, err := s.get(ctx, caller, id)
-	if err != nil || r.Status.Final() || d <= 0 {
-		return r, err
+	if d <= 0 || s.st == nil || !ValidID(id) {
+		return s.Get(ctx, caller, id)
 	}
-	wctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	updates, err := s.st.Executions.Watch(wctx, r.key())
-	if err != nil {
-		return r, nil // the record as read is still an answer
-	}
-	for e := range updates {
-		if next, err := decodeRecord(e.Value); err == nil {
-			r = next
-			if r.Status.Final() {
-				cancel()
-				break
-			}
+	done := s.watch(id)
+	defer s.unwatch(id, done)
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		r, err := s.Get(ctx, caller, id)
+		if err != nil || r.Status.Final() {
+			return r, err
+		}
+		select {
+		case <-done:
+		case <-poll.C:
+		case <-deadline.C:
+			return r, nil
+		case <-ctx.Done():
+			return r, nil
 		}
 	}
-	return r, nil
+}
+
+// watch registers a waiter for id's done notice.
+func (s *Service) watch(id string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	s.wmu.Lock()
+	s.waiters[id] = append(s.waiters[id], ch)
+	s.wmu.Unlock()
+	return ch
+}
+
+func (s *Service) unwatch(id string, ch chan struct{}) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	ws := slices.DeleteFunc(s.waiters[id], func(c chan struct{}) bool { return c == ch })
+	if len(ws) == 0 {
+		delete(s.waiters, id)
+	} else {
+		s.waiters[id] = ws
+	}
+}
+
+// notify wakes this replica's waiters of id.
+func (s *Service) notify(id string) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, ch := range s.waiters[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Cancel stops the caller's execution wherever it runs: a pending one ends

@@ -46,9 +46,12 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("executions: the work queue's consumer: %w", err)
 	}
-	s.cancelSub, err = s.st.Conn().Subscribe(state.CancelSubject, func(m *nats.Msg) { s.cancelLocal(string(m.Data)) })
-	if err != nil {
-		return fmt.Errorf("executions: subscribing to cancellations: %w", err)
+	for subj, f := range map[string]func(string){state.CancelSubject: s.cancelLocal, state.DoneSubject: s.notify} {
+		sub, err := s.st.Conn().Subscribe(subj, func(m *nats.Msg) { f(string(m.Data)) })
+		if err != nil {
+			return fmt.Errorf("executions: subscribing to %s: %w", subj, err)
+		}
+		s.subs = append(s.subs, sub)
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -91,7 +94,20 @@ func (s *Service) work(ctx context.Context, cons jetstream.Consumer) {
 // handle decides what a delivery means for its record, and runs it if it
 // should run here.
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
-	key := string(msg.Data())
+	var w work
+	if err := json.Unmarshal(msg.Data(), &w); err != nil || w.Key == "" {
+		s.log.Error("executions: unreadable work message dropped", zap.Error(err))
+		_ = msg.Ack()
+		return
+	}
+	key := w.Key
+	// The common case: the record is still as accepted; claim it at the
+	// revision the message carries, without reading it first.
+	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered == 1 {
+		if r, err := decodeRecord(w.Record); err == nil && s.claim(ctx, msg, r, w.Revision) {
+			return
+		}
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		b, rev, err := s.st.Executions.Get(ctx, key)
 		if errors.Is(err, state.ErrNotFound) {
@@ -122,21 +138,31 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 			s.settle(ctx, msg, r, rev, dispatch.StatusInterrupted, interruptedEnvelope(r))
 			return
 		}
-		next := *r
-		next.Status, next.Replica, next.Attempt, next.StartedAt, next.UpdatedAt = dispatch.StatusRunning, s.name, r.Attempt+1, time.Now().UTC(), time.Now().UTC()
-		nrev, err := s.st.Executions.Update(ctx, key, next.encode(), rev)
-		if errors.Is(err, state.ErrConflict) {
-			continue // cancelled or taken meanwhile: look again
-		}
-		if err != nil {
-			_ = msg.NakWithDelay(time.Second)
+		if s.claim(ctx, msg, r, rev) {
 			return
 		}
-		s.m.executions.WithLabelValues(string(dispatch.StatusRunning)).Inc()
-		s.execute(msg, &next, nrev)
-		return
 	}
 	_ = msg.NakWithDelay(time.Second)
+}
+
+// claim marks the record running here, if it is still at rev, and runs
+// it; false means it changed meanwhile (cancelled, taken) or the store
+// failed (the message then comes back later).
+func (s *Service) claim(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64) bool {
+	next := *r
+	now := time.Now().UTC()
+	next.Status, next.Replica, next.Attempt, next.StartedAt, next.UpdatedAt = dispatch.StatusRunning, s.name, r.Attempt+1, now, now
+	nrev, err := s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
+	if errors.Is(err, state.ErrConflict) {
+		return false
+	}
+	if err != nil {
+		_ = msg.NakWithDelay(time.Second)
+		return true
+	}
+	s.m.executions.WithLabelValues(string(dispatch.StatusRunning)).Inc()
+	s.execute(msg, &next, nrev)
+	return true
 }
 
 // rerunnable: an execution found running on a lost replica runs again
@@ -329,6 +355,7 @@ func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev 
 // ended counts and announces a final record.
 func (s *Service) ended(r *Record) {
 	s.m.executions.WithLabelValues(string(r.Status)).Inc()
+	_ = s.st.Conn().Publish(state.DoneSubject, []byte(r.ID))
 	typ := events.TypeEnd
 	if r.Status != dispatch.StatusSuccess {
 		typ = events.TypeError
@@ -384,7 +411,7 @@ func (s *Service) Interrupt(cause *tools.Error) {
 func (s *Service) Close() {
 	s.Drain()
 	s.wg.Wait()
-	if s.cancelSub != nil {
-		_ = s.cancelSub.Unsubscribe()
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
 	}
 }

@@ -151,6 +151,13 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stream := openSSE(w)
 	go stream.keepAlive(ctx)
+	if after.IsZero() {
+		// The execution's stream starts with its acceptance, told from
+		// its record (no id: a client resuming gets it again).
+		data, _ := json.Marshal(events.Event{Type: events.TypePending, Time: rec.CreatedAt, RequestID: rec.RequestID, Tool: rec.Tool,
+			Caller: rec.Caller, ExecutionID: rec.ID, Status: string(dispatch.StatusPending)})
+		_ = stream.event("", events.TypePending, data)
+	}
 	ended := false
 	// A final record whose events the stream no longer holds (they are
 	// kept for less time than records) still gets its end: watch the

@@ -140,9 +140,9 @@ func TestExecutionEvents(t *testing.T) {
 		t.Fatalf("events %s", got)
 	}
 	apitest.CheckSchema(t, "Envelope", []byte(evs[2].data))
-	resumed := h.sse(r.header.Get("Location")+"/events", hdr("Last-Event-ID", evs[0].id), 10)
-	if len(resumed) != 2 || resumed[0].name != "start" {
-		t.Errorf("resumed after %s: %+v", evs[0].id, resumed)
+	resumed := h.sse(r.header.Get("Location")+"/events", hdr("Last-Event-ID", evs[1].id), 10)
+	if len(resumed) != 1 || resumed[0].name != "end" {
+		t.Errorf("resumed after %s: %+v", evs[1].id, resumed)
 	}
 }
 

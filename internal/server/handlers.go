@@ -245,6 +245,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, rp *reply) {
 		h.Set("Idempotent-Replayed", "true")
 	}
 	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(rp.body)+1))
 	w.WriteHeader(rp.status)
 	_, _ = w.Write(append(rp.body, '\n'))
 }
@@ -255,6 +256,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status, body = http.StatusInternalServerError, []byte(`{"status":"error","success":false,"error":{"type":"system_error","message":"encoding the response failed","retryable":false}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
 }

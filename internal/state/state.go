@@ -10,7 +10,7 @@
 //
 //	KV  toold_executions   one record per execution, kept for Retention
 //	KV  toold_idempotency  Idempotency-Key and Toold-Turn claims and answers
-//	    TOOLD_WORK         the work queue of accepted async executions
+//	    TOOLD_WORK         the queue of accepted async executions
 //	    TOOLD_EVENTS       activity and per-execution events (toold.events.>)
 //	    TOOLD_AUDIT        the hash-chained audit log (toold.audit)
 package state
@@ -44,6 +44,9 @@ const (
 	// runs an execution (core NATS: a replica that misses one sees the
 	// request in the record).
 	CancelSubject = "toold.cancel"
+	// DoneSubject announces that an execution ended, to whichever replica
+	// has a client waiting for it (core NATS: a waiter also polls).
+	DoneSubject = "toold.done"
 )
 
 // Options configure the store. Zero durations and sizes take the defaults.
@@ -232,8 +235,13 @@ func (s *Store) provision(ctx context.Context) error {
 		return err
 	}
 	streams := []jetstream.StreamConfig{
+		// Not a work-queue stream: there every acknowledgement deletes a
+		// message from disk, which costs more than the rest of an async
+		// execution together. The workers' durable consumer delivers each
+		// message to one of them; acknowledged ones age out with the
+		// records.
 		{Name: WorkStream, Description: "toold accepted async executions", Subjects: []string{WorkSubject},
-			Retention: jetstream.WorkQueuePolicy, MaxAge: o.Retention, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+			Retention: jetstream.LimitsPolicy, MaxAge: o.Retention, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 			Discard: jetstream.DiscardNew},
 		{Name: EventsStream, Description: "toold activity and execution events", Subjects: []string{EventsSubjects},
 			MaxAge: o.EventsMaxAge, MaxBytes: o.EventsMaxBytes, Storage: jetstream.FileStorage, Replicas: o.Replicas,

@@ -30,7 +30,7 @@ func TestEmbeddedCreatesBucketsAndStreams(t *testing.T) {
 	for name, want := range map[string]func(*jetstream.StreamConfig) bool{
 		"KV_" + state.ExecutionsBucket:  func(c *jetstream.StreamConfig) bool { return c.MaxAge == time.Hour },
 		"KV_" + state.IdempotencyBucket: func(c *jetstream.StreamConfig) bool { return c.MaxAge == 2*time.Hour },
-		state.WorkStream:                func(c *jetstream.StreamConfig) bool { return c.Retention == jetstream.WorkQueuePolicy },
+		state.WorkStream:                func(c *jetstream.StreamConfig) bool { return c.MaxAge == time.Hour },
 		state.EventsStream:              func(c *jetstream.StreamConfig) bool { return c.MaxBytes == 1<<20 },
 		state.AuditStream:               func(c *jetstream.StreamConfig) bool { return c.MaxAge == 48*time.Hour },
 	} {
