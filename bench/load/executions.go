@@ -33,18 +33,25 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 
 	fmt.Printf("\n## Executions and the state store\n\n")
 	var onS, offS stats
+	cpu := map[*server]time.Duration{}
 	for round := range o.rounds {
 		for _, t := range []struct {
 			s    *server
 			into *stats
 		}{{off, &offS}, {on, &onS}} {
-			if round == 0 && t.s == on && o.profile != "" {
-				go saveProfile(on.admin, o.round, o.profile)
+			if round == 0 && o.profile != "" {
+				name := o.profile + ".off"
+				if t.s == on {
+					name = o.profile
+				}
+				go saveProfile(t.s.admin, o.round, name)
 			}
+			c0 := t.s.cpu()
 			s, err := closedLoop(t.s.addr, echo(t.s.addr), o.conns, o.round, okEcho)
 			if err != nil {
 				return err
 			}
+			cpu[t.s] += t.s.cpu() - c0
 			t.into.n, t.into.elapsed, t.into.errs = t.into.n+s.n, t.into.elapsed+s.elapsed, t.into.errs+s.errs
 			t.into.lat = append(t.into.lat, s.lat...)
 		}
@@ -58,7 +65,9 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 	}{{"store off (state.enabled: false)", &offS}, {"store on (embedded; events + audit)", &onS}} {
 		fmt.Printf("| %s | %.0f | %v | %v | %d |\n", r.name, r.s.rate(), pct(r.s.lat, .5).Round(time.Microsecond), pct(r.s.lat, .99).Round(time.Microsecond), r.s.errs)
 	}
-	fmt.Printf("\nstore on / off throughput: %.1f%% (target >= 95%%)\n", 100*onS.rate()/offS.rate())
+	perCPU := func(st *stats, s *server) float64 { return float64(st.n) / cpu[s].Seconds() }
+	fmt.Printf("\nstore on / off throughput: %.1f%% (target >= 95%%); calls per CPU-second of toold: off %.0f, on %.0f (%.1f%%)\n",
+		100*onS.rate()/offS.rate(), perCPU(&offS, off), perCPU(&onS, on), 100*perCPU(&onS, on)/perCPU(&offS, off))
 
 	if err := asyncLatency(on); err != nil {
 		return err

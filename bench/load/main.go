@@ -49,7 +49,7 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 500, "concurrent clients of the overload scenario")
 	flag.IntVar(&o.queued, "queued", 1000, "callers to park in a queue for the memory figure")
 	flag.BoolVar(&o.skipExecutions, "skip-executions", false, "leave out the state store and executions scenarios")
-	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of toold with the store on, taken during its first round, to this file")
+	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of toold with the store on (FILE) and off (FILE.off), taken during their first round")
 	flag.Parse()
 	if *role == "bare" {
 		serveBare()
@@ -166,6 +166,26 @@ func (s *server) rss() int64 {
 		}
 	}
 	return -1
+}
+
+// cpu is the CPU time the server has used so far (user and system), read
+// from /proc: on a machine others share, calls per CPU-second compare two
+// servers more fairly than calls per second.
+func (s *server) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) start
+	// after the last ')'; utime and stime are the 12th and 13th of them.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
 func command(pinned bool, name string, args ...string) *exec.Cmd {

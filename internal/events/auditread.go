@@ -53,15 +53,15 @@ type verifier struct {
 }
 
 func (c *verifier) add(where string, line []byte) {
+	c.v.Records++
 	rec, err := openLine(line)
 	if err != nil {
 		c.v.Problems = append(c.v.Problems, fmt.Sprintf("%s: %v", where, err))
 		c.prev = nil // the next record cannot be linked to this one
 		return
 	}
-	c.v.Records++
 	switch {
-	case c.prev == nil && c.v.Records == 1:
+	case c.prev == nil && c.v.First == 0:
 		c.v.First = rec.Seq
 	case c.prev == nil:
 	case rec.Seq != c.prev.Seq+1:

@@ -254,8 +254,11 @@ func FuzzVerifyFile(f *testing.F) {
 	f.Add([]byte("not json\n\n{}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := events.VerifyFile(bytes.NewReader(data))
-		if err == nil && v.Records > 0 && v.Head == "" {
-			t.Errorf("records without a head: %+v", v)
+		if err == nil && v.OK() && v.Records > 0 && v.Head == "" {
+			t.Errorf("an intact chain without a head: %+v", v)
+		}
+		if err == nil && v.Records == 0 && !v.OK() {
+			t.Errorf("problems without records: %+v", v)
 		}
 	})
 }
