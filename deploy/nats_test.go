@@ -16,14 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"sigs.k8s.io/kustomize/api/krusty"
-	kustomize "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"toold/internal/state/statetest"
 )
@@ -46,21 +42,8 @@ type natsManifests struct {
 
 func renderNATS(t testing.TB) *natsManifests {
 	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	rm, err := k.Run(filesys.MakeFsOnDisk(), repoPath("deploy", "nats"))
-	if err != nil {
-		t.Fatalf("kustomize build deploy/nats: %v", err)
-	}
 	m := &natsManifests{}
-	for _, r := range rm.Resources() {
-		data, err := r.AsYAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, err := decodeObject(data)
-		if err != nil {
-			t.Fatalf("rendered %s: %v", r.CurId(), err)
-		}
+	for _, obj := range render(t, "deploy", "nats") {
 		m.objects++
 		switch o := obj.(type) {
 		case *appsv1.StatefulSet:
@@ -88,25 +71,6 @@ func renderNATS(t testing.TB) *natsManifests {
 // the nats-server release toold embeds, the store on the volume, and the
 // base's state.nats settings pointing at this Service and Secret.
 func TestNATSManifests(t *testing.T) {
-	var k kustomize.Kustomization
-	if err := decodeStrict(readRepoFile(t, "deploy", "nats", "kustomization.yaml"), &k); err != nil {
-		t.Fatal(err)
-	}
-	listed := append([]string{"kustomization.yaml"}, k.Resources...)
-	for _, g := range k.ConfigMapGenerator {
-		listed = append(listed, g.FileSources...)
-	}
-	entries, _ := os.ReadDir(repoPath("deploy", "nats"))
-	var present []string
-	for _, e := range entries {
-		present = append(present, e.Name())
-	}
-	slices.Sort(listed)
-	slices.Sort(present)
-	if diff := cmp.Diff(present, listed); diff != "" {
-		t.Errorf("deploy/nats files (-present +listed):\n%s", diff)
-	}
-
 	m := renderNATS(t)
 	pod := m.sts.Spec.Template.Labels
 	selects(t, "StatefulSet .spec.selector", m.sts.Spec.Selector, pod)

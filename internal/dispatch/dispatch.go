@@ -168,6 +168,10 @@ type call struct {
 	info  *CallInfo       // for the call observers, once built
 }
 
+func newCall(req *Request, start time.Time) *call {
+	return &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID}}
+}
+
 // callInfo builds (once) what call observers are told.
 func (c *call) callInfo() *CallInfo {
 	if c.info == nil {
@@ -185,7 +189,7 @@ func (c *call) callInfo() *CallInfo {
 // nil. ctx carries the caller's cancellation (a disconnected client).
 func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 	start := time.Now()
-	c := &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID}}
+	c := newCall(req, start)
 	status, err := d.run(ctx, c)
 	if err != nil {
 		d.failure(c, status, err)
@@ -214,7 +218,7 @@ func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 // checking it here would spend it.) A refusal is observed like any call.
 func (d *Dispatcher) Check(ctx context.Context, req *Request) *Envelope {
 	start := time.Now()
-	c := &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID}}
+	c := newCall(req, start)
 	status, err := d.check(ctx, c)
 	if err == nil {
 		return nil
@@ -228,13 +232,8 @@ func (d *Dispatcher) Check(ctx context.Context, req *Request) *Envelope {
 }
 
 func (d *Dispatcher) check(ctx context.Context, c *call) (Status, error) {
-	entry, err := d.resolve(c.req)
-	if err != nil {
-		return StatusNotFound, err
-	}
-	c.entry = entry
-	if c.req.Allowed != nil && !c.req.Allowed(entry.Spec.Name) {
-		return StatusRejected, forbidden(entry.Spec.Name)
+	if status, err := d.identify(c); err != nil {
+		return status, err
 	}
 	var err2 error
 	d.workers.await(func() {
@@ -244,6 +243,19 @@ func (d *Dispatcher) check(ctx context.Context, c *call) (Status, error) {
 	})
 	if err2 != nil {
 		return StatusRejected, err2
+	}
+	return "", nil
+}
+
+// identify resolves the tool into c.entry and checks the caller may use it.
+func (d *Dispatcher) identify(c *call) (Status, error) {
+	entry, err := d.resolve(c.req)
+	if err != nil {
+		return StatusNotFound, err
+	}
+	c.entry = entry
+	if c.req.Allowed != nil && !c.req.Allowed(entry.Spec.Name) {
+		return StatusRejected, forbidden(entry.Spec.Name)
 	}
 	return "", nil
 }
@@ -272,14 +284,10 @@ func (d *Dispatcher) debugLog(c *call) {
 }
 
 func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
-	entry, err := d.resolve(c.req)
-	if err != nil {
-		return StatusNotFound, err
+	if status, err := d.identify(c); err != nil {
+		return status, err
 	}
-	c.entry = entry
-	if c.req.Allowed != nil && !c.req.Allowed(entry.Spec.Name) {
-		return StatusRejected, forbidden(entry.Spec.Name)
-	}
+	entry := c.entry
 	if err := d.opts.Limiter.Full(entry); err != nil {
 		return StatusRejected, err
 	}

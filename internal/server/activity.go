@@ -102,16 +102,26 @@ func (s *Server) storeRequired(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// activity is GET /events: every replica's call events, filtered by
-// ?tool=, ?caller= and ?status= (a status or an event type), from now or
-// after Last-Event-ID.
-func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
+// streamFrom checks what a stream needs (a store, a well-formed
+// Last-Event-ID) and returns where to resume.
+func (s *Server) streamFrom(w http.ResponseWriter, r *http.Request) (events.ID, bool) {
 	if !s.storeRequired(w, r) {
-		return
+		return events.ID{}, false
 	}
 	after, terr := lastEventID(r)
 	if terr != nil {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
+		return after, false
+	}
+	return after, true
+}
+
+// activity is GET /events: every replica's call events, filtered by
+// ?tool=, ?caller= and ?status= (a status or an event type), from now or
+// after Last-Event-ID.
+func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
+	after, ok := s.streamFrom(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -132,12 +142,8 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 // executionEvents is GET /executions/{id}/events: the execution's events
 // from its acceptance (or after Last-Event-ID) to its end.
 func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
-	if !s.storeRequired(w, r) {
-		return
-	}
-	after, terr := lastEventID(r)
-	if terr != nil {
-		s.refuse(w, r, "", dispatch.StatusRejected, terr)
+	after, ok := s.streamFrom(w, r)
+	if !ok {
 		return
 	}
 	caller, id := principal(r).Name, chi.URLParam(r, "id")

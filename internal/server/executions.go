@@ -175,8 +175,9 @@ func (s *Server) recordReply(r *http.Request, rec *executions.Record, wait time.
 	return rp
 }
 
-// submitExecution is POST /executions: {tool, arguments}, always async.
-func (s *Server) submitExecution(w http.ResponseWriter, r *http.Request) {
+// withBody admits a request that starts work (none while draining) and
+// reads its body, then calls h; the work is counted until h returns.
+func (s *Server) withBody(w http.ResponseWriter, r *http.Request, h func(body []byte)) {
 	if !s.admit() {
 		s.refuse(w, r, "", dispatch.StatusRejected, drainingError())
 		return
@@ -187,6 +188,15 @@ func (s *Server) submitExecution(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return
 	}
+	h(body)
+}
+
+// submitExecution is POST /executions: {tool, arguments}, always async.
+func (s *Server) submitExecution(w http.ResponseWriter, r *http.Request) {
+	s.withBody(w, r, func(body []byte) { s.submitBody(w, r, body) })
+}
+
+func (s *Server) submitBody(w http.ResponseWriter, r *http.Request, body []byte) {
 	var in struct {
 		Tool      string          `json:"tool"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -318,16 +328,10 @@ func knownStatus(st dispatch.Status) bool {
 // batch is POST /batch: the calls run now (one document of every envelope
 // and the counts), or, with Prefer: respond-async, as one execution.
 func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
-	if !s.admit() {
-		s.refuse(w, r, "", dispatch.StatusRejected, drainingError())
-		return
-	}
-	defer s.done()
-	body, terr := s.readBody(r)
-	if terr != nil {
-		s.refuse(w, r, "", dispatch.StatusRejected, terr)
-		return
-	}
+	s.withBody(w, r, func(body []byte) { s.batchBody(w, r, body) })
+}
+
+func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) {
 	o, terr := s.callOptions(r)
 	if terr != nil {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
