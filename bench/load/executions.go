@@ -163,62 +163,66 @@ func loop(addr string, conns int, d time.Duration, step func(c *conn, end time.T
 func manyAsync(td *server, n int) error {
 	const conns = 32
 	submit := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async")
-	var next atomic.Int64
 	locs := make([]string, n)
 	var refused atomic.Int64
 	start := time.Now()
-	var wg sync.WaitGroup
-	for range conns {
-		c, err := dial(td.addr)
-		if err != nil {
-			return err
+	err := spread(td.addr, conns, n, func(c *conn, i int) {
+		rep, err := c.do(submit, time.Now().Add(30*time.Second))
+		if err != nil || rep.status != 202 {
+			refused.Add(1)
+			return
 		}
-		wg.Go(func() {
-			defer c.close()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				rep, err := c.do(submit, time.Now().Add(30*time.Second))
-				if err != nil || rep.status != 202 {
-					refused.Add(1)
-					continue
-				}
-				locs[i] = rep.location
-			}
-		})
+		locs[i] = rep.location
+	})
+	if err != nil {
+		return err
 	}
-	wg.Wait()
 	submitted := time.Since(start)
 	var succeeded, failed, unfinished atomic.Int64
-	next.Store(0)
-	for range conns {
-		c, err := dial(td.addr)
-		if err != nil {
-			return err
+	err = spread(td.addr, conns, n, func(c *conn, i int) {
+		if locs[i] == "" {
+			return
 		}
-		wg.Go(func() {
-			defer c.close()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				if locs[i] == "" {
-					continue
-				}
-				rep, err := c.do(requestWith("GET", td.addr, locs[i]+"?wait=60s", nil), time.Now().Add(90*time.Second))
-				switch {
-				case err != nil || rep.status != 200:
-					unfinished.Add(1)
-				case bytes.Contains(rep.body, []byte(`"status":"success"`)):
-					succeeded.Add(1)
-				case bytes.Contains(rep.body, []byte(`"status":"pending"`)), bytes.Contains(rep.body, []byte(`"status":"running"`)):
-					unfinished.Add(1)
-				default:
-					failed.Add(1)
-				}
-			}
-		})
+		rep, err := c.do(requestWith("GET", td.addr, locs[i]+"?wait=60s", nil), time.Now().Add(90*time.Second))
+		switch {
+		case err != nil || rep.status != 200:
+			unfinished.Add(1)
+		case bytes.Contains(rep.body, []byte(`"status":"success"`)):
+			succeeded.Add(1)
+		case bytes.Contains(rep.body, []byte(`"status":"pending"`)), bytes.Contains(rep.body, []byte(`"status":"running"`)):
+			unfinished.Add(1)
+		default:
+			failed.Add(1)
+		}
+	})
+	if err != nil {
+		return err
 	}
-	wg.Wait()
 	accepted := int64(n) - refused.Load()
 	fmt.Printf("\n%d async echo executions from %d connections: %d accepted in %v (%.0f/s), all ended after %v: %d success, %d other outcome, %d lost (accepted, never ended)\n",
 		n, conns, accepted, submitted.Round(time.Millisecond), float64(accepted)/submitted.Seconds(), time.Since(start).Round(time.Millisecond),
 		succeeded.Load(), failed.Load(), unfinished.Load())
+	return nil
+}
+
+// spread calls f for 0..n-1 from conns connections, each taking the next
+// index until none is left.
+func spread(addr string, conns, n int, f func(c *conn, i int)) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range conns {
+		c, err := dial(addr)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			defer c.close()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(c, i)
+			}
+		})
+	}
+	wg.Wait()
 	return nil
 }
 
