@@ -213,6 +213,8 @@ func spread(addr string, conns, n int, f func(c *conn, i int)) error {
 	for range conns {
 		c, err := dial(addr)
 		if err != nil {
+			next.Store(int64(n)) // the others stop at their next index
+			wg.Wait()
 			return err
 		}
 		wg.Go(func() {
