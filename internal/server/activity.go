@@ -64,18 +64,24 @@ func (s *sse) comment(text string) {
 	}
 }
 
-// keepAlive comments every keepAlive until ctx ends.
-func (s *sse) keepAlive(ctx context.Context) {
-	t := time.NewTicker(keepAlive)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.comment("keep-alive")
+// keepAlive comments every keepAlive until the returned stop is called;
+// stop waits for it, so nothing writes after the handler returned.
+func (s *sse) keepAlive() (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(keepAlive)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				s.comment("keep-alive")
+			}
 		}
-	}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // lastEventID reads Last-Event-ID (or ?last_event_id=, for clients that
@@ -129,7 +135,7 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.sseContext(r)
 	defer cancel()
 	stream := openSSE(w)
-	go stream.keepAlive(ctx)
+	defer stream.keepAlive()()
 	err := events.Activity(ctx, s.opts.Store, events.Position{After: after}, f, func(ev events.Event) bool {
 		data, _ := json.Marshal(ev)
 		return stream.event(ev.ID, ev.Type, data) == nil
@@ -156,7 +162,7 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.sseContext(r)
 	defer cancel()
 	stream := openSSE(w)
-	go stream.keepAlive(ctx)
+	defer stream.keepAlive()()
 	if after.IsZero() {
 		// The execution's stream starts with its acceptance, told from
 		// its record (no id: a client resuming gets it again).
