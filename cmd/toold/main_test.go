@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
 	"toold/internal/apitest"
 	"toold/internal/config"
 )
@@ -195,10 +197,17 @@ func TestMetricsExported(t *testing.T) {
 		`toold_tool_calls_total{status="success",tool="read_file"} 1`, `toold_tool_stuck{tool="read_file"} 0`,
 		`toold_http_requests_total{code="200",method="POST",route="/tools/{name}/execute"} 1`,
 		`toold_build_info{`, `go_goroutines`, `process_resident_memory_bytes`,
+		`toold_store_connected 1`, `toold_store_operation_duration_seconds_count{op="provision"} 1`,
+		`toold_executions_total{status="pending"} 0`, `toold_events_dropped_total{kind="audit"} 0`,
+		`toold_events_published_total`, `toold_audit_records_total`,
 	} {
 		if !bytes.Contains(body, []byte(name)) {
 			t.Errorf("/metrics lacks %s", name)
 		}
+	}
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %v", problems, err)
 	}
 	if code, _ := in.get("/metrics"); code != 404 {
 		t.Errorf("/metrics served on the API listener: %d", code)
