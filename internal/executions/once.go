@@ -64,8 +64,8 @@ func claimKey(scope, key string) string {
 // IdempotencyScope keeps one caller's keys apart from another's.
 func IdempotencyScope(caller string) string { return "key\x00" + caller }
 
-// TurnScope keeps one caller's turn apart from its other turns.
-func TurnScope(caller, turn string) string { return "turn\x00" + caller + "\x00" + turn }
+// turnScope keeps one caller's turn apart from its other turns.
+func turnScope(caller, turn string) string { return "turn\x00" + caller + "\x00" + turn }
 
 // Begin claims (scope, key) for a request with fingerprint fp. It returns
 // a Claim when this request should run, the stored Answer when an earlier
@@ -175,7 +175,7 @@ func (s *Service) Abandon(ctx context.Context, c *Claim) {
 // would do it again. The first call gets a Claim to Finish.
 func (s *Service) BeginTurn(ctx context.Context, caller, turn, tool string, body []byte, readOnly bool, requestID string, lease time.Duration) (*Claim, *Answer, error) {
 	fp := Fingerprint("turn", tool, body)
-	scope := TurnScope(caller, turn)
+	scope := turnScope(caller, turn)
 	if readOnly {
 		c, a, err := s.Begin(ctx, scope, fp, fp, requestID, lease)
 		if a != nil {
