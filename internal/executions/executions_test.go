@@ -28,7 +28,7 @@ type slow struct {
 
 func (s slow) Spec() tools.Spec {
 	return tools.Spec{Name: s.name, Description: "Sleeps.", Category: tools.Direct,
-		Parameters: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"}}}`),
+		Parameters: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"},"pad":{"type":"string"}}}`),
 		Effects:    tools.Effects{Idempotent: s.idem, ReadOnly: s.idem}}
 }
 
@@ -169,4 +169,35 @@ func TestSubmitRefusesWhenStoreDown(t *testing.T) {
 	if !ok || te.Code != "store_unavailable" {
 		t.Fatalf("submit with the store down: %v", err)
 	}
+}
+
+// TestSubmitRefusesWhenStoreFull: a store out of space refuses with 507
+// store_full, and what it refused is not there.
+func TestSubmitRefusesWhenStoreFull(t *testing.T) {
+	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), Name: "full",
+		EventsMaxBytes: 1 << 20, AuditMaxBytes: 1 << 20, MaxStore: 2<<20 + 256<<10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := newReplica(t, st, slow{name: "slow", runs: &atomic.Int64{}})
+	big := []byte(`{"ms":1,"pad":"` + strings.Repeat("x", 60<<10) + `"}`)
+	for i := 0; i < 100; i++ {
+		rec, refusal, err := r.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: big, Caller: "k"})
+		if refusal != nil {
+			t.Fatalf("refused: %+v", refusal.Error)
+		}
+		if err == nil {
+			continue
+		}
+		te, ok := tools.AsError(err)
+		if !ok || te.Code != "store_full" {
+			t.Fatalf("submit %d into a full store: %v", i, err)
+		}
+		if rec != nil {
+			t.Errorf("a refused submit returned a record")
+		}
+		return
+	}
+	t.Fatal("100 submits of 60 KiB fitted in 256 KiB")
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"toold/internal/dispatch"
 	"toold/internal/events"
 	"toold/internal/state"
@@ -107,19 +109,28 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 	if err != nil {
 		// The write may have landed with its answer lost: take it back,
 		// since the caller is told nothing was accepted.
-		_ = s.st.Executions.Delete(context.WithoutCancel(ctx), key)
+		s.takeBack(ctx, key)
 		return StoreError(err)
 	}
 	msg, _ := json.Marshal(work{Key: key, Revision: rev, Record: body})
 	if _, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, msg); err != nil {
-		if derr := s.st.Executions.Delete(context.WithoutCancel(ctx), key); derr != nil {
-			s.log.Warn("executions: a record whose queueing failed could not be removed; it will expire")
-		}
+		s.takeBack(ctx, key)
 		return StoreError(err)
 	}
 	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
 	s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Status: string(dispatch.StatusPending)})
 	return nil
+}
+
+// takeBack removes a record the caller is told was not accepted, trying
+// for a short while only: a store that just refused a write may refuse
+// this one too, and then the record expires with the retention.
+func (s *Service) takeBack(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := s.st.Executions.Delete(ctx, key); err != nil && !errors.Is(err, state.ErrNotFound) {
+		s.log.Warn("executions: a record that was not accepted could not be removed; it will expire", zap.String("key", key))
+	}
 }
 
 // errNoExecution answers an id that is unknown to the caller, whether it

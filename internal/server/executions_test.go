@@ -523,3 +523,39 @@ func FuzzListCursor(f *testing.F) {
 }
 
 var _ = fmt.Sprint
+
+// TestStatusTableForExecutions: the codes of the execution routes map to
+// their statuses in the one table.
+func TestStatusTableForExecutions(t *testing.T) {
+	for _, tt := range []struct {
+		kind tools.Kind
+		code string
+		want int
+	}{
+		{tools.ValidationError, "idempotency_key_reused", 422},
+		{tools.OverloadError, "idempotency_in_flight", 409},
+		{tools.OverloadError, "store_full", 507},
+		{tools.OverloadError, "store_unavailable", 503},
+		{tools.NotFound, "no_execution", 404},
+		{tools.ValidationError, "invalid_batch", 400},
+		{tools.PermissionError, "missing_role", 403},
+		{tools.UserError, "redundant_call", 200},
+	} {
+		env := dispatch.Failure("r", "t", dispatch.StatusRejected, tools.Errorf(tt.kind, "x").WithCode(tt.code))
+		if got := httpStatus(env); got != tt.want {
+			t.Errorf("%s/%s: %d, want %d", tt.kind, tt.code, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		status dispatch.Status
+		op     int
+		want   int
+	}{
+		{dispatch.StatusPending, opSubmit, 202}, {dispatch.StatusSuccess, opSubmit, 200}, {dispatch.StatusRunning, opRead, 200},
+		{dispatch.StatusRunning, opCancel, 202}, {dispatch.StatusCancelled, opCancel, 200}, {dispatch.StatusInterrupted, opRead, 200},
+	} {
+		if got := executionStatus(&dispatch.Envelope{Status: tt.status}, tt.op); got != tt.want {
+			t.Errorf("%s op %d: %d, want %d", tt.status, tt.op, got, tt.want)
+		}
+	}
+}
