@@ -170,6 +170,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Requests with an Idempotency-Key or a Toold-Turn, by outcome (first, replayed, redundant, mismatch, in_flight)."},
 			[]string{"outcome"}),
 	}
+	for _, o := range []string{"first", "replayed", "redundant", "mismatch", "in_flight"} {
+		m.replays.WithLabelValues(o)
+	}
 	for _, st := range dispatch.ExecutionStatuses {
 		if st != dispatch.StatusNotFound {
 			m.executions.WithLabelValues(string(st))
