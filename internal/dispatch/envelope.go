@@ -45,8 +45,17 @@ var Statuses = []Status{StatusSuccess, StatusError, StatusTimeout, StatusNotFoun
 // ExecutionStatuses lists every status an execution's envelope may carry.
 var ExecutionStatuses = append(append([]Status{StatusPending, StatusRunning}, Statuses...), StatusCancelled, StatusInterrupted)
 
-// Final reports whether an execution in this status is over.
-func (s Status) Final() bool { return s != StatusPending && s != StatusRunning && s != "" }
+// Final reports whether an execution in this status is over: the
+// pipeline's outcomes, cancelled and interrupted. Any other state (pending,
+// running, and any added later, such as waiting for input) is not.
+func (s Status) Final() bool {
+	switch s {
+	case StatusSuccess, StatusError, StatusTimeout, StatusNotFound, StatusInvalidOutput, StatusRejected,
+		StatusCancelled, StatusInterrupted:
+		return true
+	}
+	return false
+}
 
 // Envelope is the one shape of every answer to an execution.
 type Envelope struct {
