@@ -100,6 +100,7 @@ var kinds = map[string]func() any{
 	"v1/Service":                              func() any { return &corev1.Service{} },
 	"v1/ServiceAccount":                       func() any { return &corev1.ServiceAccount{} },
 	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
 	"autoscaling/v2/HorizontalPodAutoscaler":  func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"networking.k8s.io/v1/NetworkPolicy":      func() any { return &networkingv1.NetworkPolicy{} },
@@ -163,23 +164,10 @@ type manifests struct {
 // decodes every resulting object strictly into its API type.
 func renderBase(t testing.TB) *manifests {
 	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	rm, err := k.Run(filesys.MakeFsOnDisk(), repoPath("deploy", "base"))
-	if err != nil {
-		t.Fatalf("kustomize build deploy/base: %v", err)
-	}
 	m := &manifests{configMaps: map[string]*corev1.ConfigMap{}}
-	for _, r := range rm.Resources() {
-		data, err := r.AsYAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, err := decodeObject(data)
-		if err != nil {
-			t.Fatalf("rendered %s: %v", r.CurId(), err)
-		}
+	for _, obj := range render(t, "deploy", "base") {
 		if !m.add(obj) {
-			t.Fatalf("rendered %s: a second %T; the checks assume one of each", r.CurId(), obj)
+			t.Fatalf("deploy/base renders a second %T; the checks assume one of each", obj)
 		}
 	}
 	for name, missing := range map[string]bool{
@@ -195,6 +183,31 @@ func renderBase(t testing.TB) *manifests {
 		t.FailNow()
 	}
 	return m
+}
+
+// render runs kustomize on a directory of the repository, as `kubectl
+// apply -k` does, and decodes every resulting object strictly into its API
+// type.
+func render(t testing.TB, dir ...string) []any {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(filesys.MakeFsOnDisk(), repoPath(dir...))
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", filepath.Join(dir...), err)
+	}
+	var objs []any
+	for _, r := range rm.Resources() {
+		data, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := decodeObject(data)
+		if err != nil {
+			t.Fatalf("rendered %s: %v", r.CurId(), err)
+		}
+		objs = append(objs, obj)
+	}
+	return objs
 }
 
 // add files obj under its kind; false if the kind is already taken.

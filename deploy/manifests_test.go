@@ -31,7 +31,17 @@ func kustomization(t testing.TB) *kustomize.Kustomization {
 // A file added to deploy/base and forgotten in kustomization.yaml is never
 // applied; one listed but missing breaks `kubectl apply -k`.
 func TestKustomizationListsEveryFile(t *testing.T) {
-	k := kustomization(t)
+	for _, dir := range []string{"base", "nats"} {
+		listsEveryFile(t, "deploy", dir)
+	}
+}
+
+func listsEveryFile(t *testing.T, dir ...string) {
+	t.Helper()
+	var k kustomize.Kustomization
+	if err := decodeStrict(readRepoFile(t, append(dir, "kustomization.yaml")...), &k); err != nil {
+		t.Fatalf("%s/kustomization.yaml: %v", filepath.Join(dir...), err)
+	}
 	listed := []string{"kustomization.yaml"}
 	listed = append(listed, k.Resources...)
 	for _, g := range k.ConfigMapGenerator {
@@ -43,7 +53,7 @@ func TestKustomizationListsEveryFile(t *testing.T) {
 			listed = append(listed, file)
 		}
 	}
-	entries, err := os.ReadDir(repoPath("deploy", "base"))
+	entries, err := os.ReadDir(repoPath(dir...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +64,7 @@ func TestKustomizationListsEveryFile(t *testing.T) {
 	slices.Sort(listed)
 	slices.Sort(present)
 	if diff := cmp.Diff(present, listed); diff != "" {
-		t.Errorf("deploy/base files (-present +listed in kustomization.yaml):\n%s", diff)
+		t.Errorf("%s files (-present +listed in kustomization.yaml):\n%s", filepath.Join(dir...), diff)
 	}
 }
 

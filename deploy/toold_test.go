@@ -90,6 +90,8 @@ func deploymentEnv(t testing.TB, c *corev1.Container, secrets map[string]map[str
 				}
 				t.Fatalf("env %s: no value for Secret %s key %s", e.Name, ref.Name, ref.Key)
 			}
+		case src.FieldRef != nil && src.FieldRef.FieldPath == "metadata.name":
+			v = podName
 		case src.ResourceFieldRef != nil:
 			q, ok := c.Resources.Limits[corev1.ResourceName(strings.TrimPrefix(src.ResourceFieldRef.Resource, "limits."))]
 			if !ok {
@@ -103,6 +105,10 @@ func deploymentEnv(t testing.TB, c *corev1.Container, secrets map[string]map[str
 	}
 	return env
 }
+
+// podName stands for the name the kubelet gives a pod (the downward API's
+// metadata.name).
+const podName = "toold-7c9f8d6b5-x2x9k"
 
 // writeDeployedConfig writes the ConfigMap's config to a file and returns
 // it with the environment the Deployment gives toold (the example Secret's
@@ -199,6 +205,15 @@ func startToold(t *testing.T, m *manifests) *liveToold {
 	}
 	dir := t.TempDir()
 	local := filepath.Join(dir, "toold.yaml")
+	// The test's NATS is one node: streams cannot have the cluster's 3
+	// replicas there.
+	if cfg.State.NATS.Replicas > 1 {
+		re := regexp.MustCompile(`(?m)^(\s+replicas:) \d+$`)
+		if !re.Match(data) {
+			t.Fatal("the deployed config's state.nats.replicas line is not where the test rewrites it")
+		}
+		data = re.ReplaceAll(data, []byte("$1 1"))
+	}
 	if err := os.WriteFile(local, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -211,11 +226,15 @@ func startToold(t *testing.T, m *manifests) *liveToold {
 	for _, a := range c.Args {
 		args = append(args, strings.ReplaceAll(a, file, local))
 	}
-	args = append(args, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-workspace", ws)
+	// The NATS of deploy/nats, run from its own configuration, stands in
+	// for the cluster's; the Service name becomes its loopback address.
+	nats := startNATS(t)
+	args = append(args, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-workspace", ws, "-nats-url", nats.url)
 
 	// Every Secret value the Deployment reads, optional ones included, is
 	// testKey's hash: the key hash it must be, and 64 characters are a
-	// valid confirmation secret too.
+	// valid confirmation secret too; but the NATS password is the one the
+	// NATS server was given.
 	sum := sha256.Sum256([]byte(testKey))
 	secrets := map[string]map[string]string{}
 	for _, e := range c.Env {
@@ -227,11 +246,12 @@ func startToold(t *testing.T, m *manifests) *liveToold {
 			secrets[ref.Name][ref.Key] = hex.EncodeToString(sum[:])
 		}
 	}
+	secrets[natsSecret][natsSecretKey] = nats.password
 	lt := &liveToold{key: testKey, stdout: &syncBuffer{}, done: make(chan error, 1), deploy: m, workspaceDir: ws,
 		listenPort: portOf(t, cfg.Listen), adminPort: portOf(t, cfg.AdminListen)}
 	lt.cmd = exec.Command(toolBin, args...)
 	lt.cmd.Env = processEnv(deploymentEnv(t, c, secrets))
-	lt.cmd.Stderr = io.Discard // zap's JSON lines; the start-up lines go to stdout
+	lt.cmd.Stderr = lt.stdout // zap's JSON lines and start-up errors, for failure messages
 	pr, pw := io.Pipe()
 	lt.cmd.Stdout = pw
 	if err := lt.cmd.Start(); err != nil {
@@ -472,6 +492,12 @@ func eventually(d time.Duration, cond func() bool) bool {
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
 }
 
 func (b *syncBuffer) WriteString(s string) {

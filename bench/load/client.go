@@ -27,6 +27,7 @@ type conn struct {
 type reply struct {
 	status     int
 	retryAfter bool
+	location   string
 	body       []byte // valid until the next call
 }
 
@@ -38,14 +39,22 @@ func dial(addr string) (*conn, error) {
 	return &conn{addr: addr, c: c, r: bufio.NewReaderSize(c, 16<<10)}, nil
 }
 
-// request builds a POST with a JSON body; extra are more header lines.
-func request(host, path string, body []byte, extra ...string) []byte {
+// request builds a POST with a JSON body.
+func request(host, path string, body []byte) []byte {
+	return requestWith("POST", host, path, body)
+}
+
+// requestWith builds a request with extra header lines ("Name: value").
+func requestWith(method, host, path string, body []byte, headers ...string) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", path, host, len(body))
-	for _, h := range extra {
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path, host)
+	for _, h := range headers {
 		b.WriteString(h + "\r\n")
 	}
-	b.WriteString("\r\n")
+	if body != nil {
+		fmt.Fprintf(&b, "Content-Type: application/json\r\n")
+	}
+	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(body))
 	b.Write(body)
 	return b.Bytes()
 }
@@ -84,6 +93,8 @@ func (c *conn) do(req []byte, deadline time.Time) (reply, error) {
 			rep.retryAfter = true
 		case asciiEqualFold(name, "Transfer-Encoding"):
 			chunked = bytes.Contains(value, []byte("chunked"))
+		case asciiEqualFold(name, "Location"):
+			rep.location = string(bytes.TrimSpace(value))
 		}
 	}
 	if chunked {

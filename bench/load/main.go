@@ -9,12 +9,14 @@
 //     lost (must be 0), the largest in-flight count observed (must be 10),
 //     and the p99 of rejections and of accepted calls;
 //  3. memory: toold's RSS idle, and with 1,000 callers queued;
-//  4. MCP: echo over toold's /mcp against the same tool over REST and
+//  4. executions (executions.go): sync throughput with the state store on
+//     and off, async latency, 10,000 async executions, batches, RSS;
+//  5. MCP: echo over toold's /mcp against the same tool over REST and
 //     against a bare go-sdk stateless server, alternately;
-//  5. hosting: an upstream stdio MCP server's echo called directly by a
+//  6. hosting: an upstream stdio MCP server's echo called directly by a
 //     go-sdk client, and through toold (REST and /mcp), one at a time.
 //
-// -only runs some of them (throughput,overload,memory,mcp,hosting).
+// -only runs some of them (throughput,overload,memory,executions,mcp,hosting).
 //
 // Servers run pinned to CPU 0 and the generator to CPU 1 when taskset
 // exists. Run it with `make load` (go run ./bench/load).
@@ -41,9 +43,14 @@ type options struct {
 	rounds, conns   int
 	clients, queued int
 	only            string
+	skipExecutions  bool
+	profile         string
 }
 
 func (o options) runs(scenario string) bool {
+	if scenario == "executions" && o.skipExecutions {
+		return false
+	}
 	return o.only == "" || slices.Contains(strings.Split(o.only, ","), scenario)
 }
 
@@ -56,7 +63,9 @@ func main() {
 	flag.DurationVar(&o.overload, "overload", 10*time.Second, "length of the overload scenario")
 	flag.IntVar(&o.clients, "clients", 500, "concurrent clients of the overload scenario")
 	flag.IntVar(&o.queued, "queued", 1000, "callers to park in a queue for the memory figure")
-	flag.StringVar(&o.only, "only", "", "scenarios to run, comma-separated (default all): throughput,overload,memory,mcp,hosting")
+	flag.StringVar(&o.only, "only", "", "scenarios to run, comma-separated (default all): throughput,overload,memory,executions,mcp,hosting")
+	flag.BoolVar(&o.skipExecutions, "skip-executions", false, "leave out the state store and executions scenarios")
+	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of toold with the store on (FILE) and off (FILE.off), taken during their first round")
 	flag.Parse()
 	switch *role {
 	case "bare":
@@ -131,7 +140,12 @@ tools:
 		}
 	}
 	if o.runs("memory") {
-		return memory(o, bin, dir, pinned, idle)
+		if err := memory(o, bin, dir, pinned, idle); err != nil {
+			return err
+		}
+	}
+	if o.runs("executions") {
+		return executions(o, bin, dir, pinned, td, idle)
 	}
 	return nil
 }
@@ -198,6 +212,26 @@ func (s *server) rss() int64 {
 	return -1
 }
 
+// cpu is the CPU time the server has used so far (user and system), read
+// from /proc: on a machine others share, calls per CPU-second compare two
+// servers more fairly than calls per second.
+func (s *server) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) start
+	// after the last ')'; utime and stime are the 12th and 13th of them.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
 func command(pinned bool, name string, args ...string) *exec.Cmd {
 	if pinned {
 		return exec.Command("taskset", append([]string{"-c", "0", name}, args...)...)
@@ -262,7 +296,8 @@ func startToold(bin, dir, name, config string, pinned bool) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := command(pinned, bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0")
+	cmd := command(pinned, bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
+		"-state-dir", filepath.Join(dir, "state-"+name))
 	cmd.Stderr = logf
 	s, addrs, err := start(cmd, "listening on", "metrics and pprof")
 	if err != nil {

@@ -33,8 +33,8 @@ func mcpOK(r reply) bool {
 func mcpThroughput(o options, tooldAddr, bareMCPAddr string) error {
 	total, err := compare(o, "MCP throughput", []target{
 		{"toold REST POST /tools/echo/execute", tooldAddr, request(tooldAddr, "/tools/echo/execute", echoBody), restOK},
-		{"toold MCP tools/call echo", tooldAddr, request(tooldAddr, "/mcp", mcpCall("echo"), mcpHeaders...), mcpOK},
-		{"bare go-sdk stateless server", bareMCPAddr, request(bareMCPAddr, "/mcp", mcpCall("echo"), mcpHeaders...), mcpOK},
+		{"toold MCP tools/call echo", tooldAddr, requestWith("POST", tooldAddr, "/mcp", mcpCall("echo"), mcpHeaders...), mcpOK},
+		{"bare go-sdk stateless server", bareMCPAddr, requestWith("POST", bareMCPAddr, "/mcp", mcpCall("echo"), mcpHeaders...), mcpOK},
 	})
 	if err != nil {
 		return err
@@ -131,7 +131,7 @@ mcp:
 	var args map[string]any
 	_ = json.Unmarshal(echoBody, &args)
 	restReq := request(td.addr, "/tools/up.echo/execute", echoBody)
-	mcpReq := request(td.addr, "/mcp", mcpCall("up.echo"), mcpHeaders...)
+	mcpReq := requestWith("POST", td.addr, "/mcp", mcpCall("up.echo"), mcpHeaders...)
 	// Each block dials its own connection just before it starts: an idle
 	// new connection is closed at toold's read_header_timeout.
 	var c *conn

@@ -312,6 +312,6 @@ server: {max_connections: %d}
 	fmt.Printf("| idle (second instance) | %.1f MiB |\n", float64(idle)/mib)
 	fmt.Printf("| with %d callers queued | %.1f MiB (+%.1f MiB, %.1f KiB per caller) |\n", o.queued,
 		float64(queued)/mib, float64(queued-idle)/mib, float64(queued-idle)/1024/float64(o.queued))
-	fmt.Println("\ntargets: idle < 25 MiB; +30 MiB or less with 1,000 queued")
+	fmt.Println("\ntargets: idle < 40 MiB with the embedded state store; +30 MiB or less with 1,000 queued")
 	return nil
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -22,12 +25,15 @@ import (
 	"toold/internal/config"
 	"toold/internal/confirm"
 	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/executions"
 	"toold/internal/limits"
 	"toold/internal/mcpserver"
 	"toold/internal/metrics"
 	"toold/internal/registry"
 	"toold/internal/sanitize"
 	"toold/internal/server"
+	"toold/internal/state"
 	"toold/internal/tools"
 	"toold/internal/tools/command"
 	"toold/internal/tools/diag"
@@ -61,11 +67,16 @@ type app struct {
 	insecure    bool
 	cancelCalls context.CancelCauseFunc
 	closers     []func() error
+	// store and exec exist when the state store is on (not for
+	// -check-config, which starts nothing).
+	store *state.Store
+	exec  *executions.Service
 }
 
 // build wires every package from the configuration; it is the only place
-// that knows them all. It listens on nothing, so -check-config uses it too.
-func build(cfg *config.Config, log *zap.Logger) (*app, error) {
+// that knows them all. It listens on nothing, so -check-config uses it too
+// (withState false: the store is neither started nor reached).
+func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	a := &app{cfg: cfg, log: log, grace: cmp.Or(cfg.Server.DrainGrace, defaultDrainGrace), metrics: prometheus.NewRegistry()}
 	ok := false
 	defer func() {
@@ -106,13 +117,37 @@ func build(cfg *config.Config, log *zap.Logger) (*app, error) {
 		lim.Register(r.Entries()...)
 		toolMetrics.Register(r)
 	})
+	observers := []dispatch.Observer{toolMetrics}
+	var rec *events.Recorder
+	if withState && cfg.State.Enabled {
+		if a.store, err = openState(cfg, log, a.metrics); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, a.store.Close)
+		eo := events.Options{Store: a.store, Audit: cfg.State.Audit.Enabled, Logger: log.Named("events"), Registerer: a.metrics}
+		if cfg.State.Audit.RedactArguments {
+			eo.RedactArguments = san.RedactJSON
+		}
+		rec = events.NewRecorder(eo)
+		go rec.Run()
+		a.closers = append(a.closers, func() error { rec.Close(); return nil })
+		observers = append(observers, rec)
+	}
 	disp, err := dispatch.New(dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
 		Confirm:   confirm.New([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL),
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
-		Observers: []dispatch.Observer{toolMetrics}})
+		Observers: observers})
 	if err != nil {
 		return nil, err
 	}
+	ec := cfg.Executions
+	a.exec, err = executions.New(executions.Options{Store: a.store, Dispatcher: disp, Recorder: rec, Workers: ec.Workers,
+		Heartbeat: ec.Heartbeat, MaxAttempts: ec.MaxAttempts, BatchMax: ec.BatchMax, MaxWait: ec.MaxWait,
+		IdempotencyWait: ec.IdempotencyWait, Logger: log.Named("executions"), Registerer: a.metrics})
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() error { a.exec.Close(); return nil })
 	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
 		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes})
 	var mcpHandler http.Handler
@@ -121,7 +156,8 @@ func build(cfg *config.Config, log *zap.Logger) (*app, error) {
 	}
 	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
-		MaxBodyBytes: cfg.Server.MaxBodyBytes, Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready})
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
+		Executions: a.exec, Store: a.store, Recorder: rec})
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +165,34 @@ func build(cfg *config.Config, log *zap.Logger) (*app, error) {
 	a.api, a.admin = a.httpServers()
 	ok = true
 	return a, nil
+}
+
+// openState opens the store the configuration names: an external NATS, or
+// the embedded server in state.dir (the user's state directory by default).
+func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer) (*state.Store, error) {
+	sc := cfg.State
+	dir := sc.Dir
+	if dir == "" && sc.NATS.URL == "" {
+		d, err := state.DefaultDir(os.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	name := sc.Replica
+	if name == "" {
+		host, _ := os.Hostname()
+		var b [2]byte
+		_, _ = rand.Read(b[:])
+		name = cmp.Or(host, "toold") + "-" + hex.EncodeToString(b[:])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return state.Open(ctx, state.Options{URL: sc.NATS.URL, Credentials: sc.NATS.Credentials, User: sc.NATS.User,
+		Password: sc.NATS.Password, Token: sc.NATS.Token, Dir: dir, Listen: sc.NATS.Listen, MaxStore: sc.MaxStoreBytes,
+		Replicas: sc.NATS.Replicas, Retention: sc.Retention, IdempotencyTTL: sc.IdempotencyTTL,
+		EventsMaxAge: sc.Events.MaxAge, EventsMaxBytes: sc.Events.MaxBytes, AuditMaxAge: sc.Audit.MaxAge,
+		AuditMaxBytes: sc.Audit.MaxBytes, Name: name, Logger: log.Named("state"), Registerer: reg})
 }
 
 // candidate is a tool toold can serve, with whether it is on unless the
@@ -242,7 +306,11 @@ func registryOptions(cfg *config.Config) registry.Options {
 func keys(cfg *config.Config) []auth.Key {
 	var ks []auth.Key
 	for _, k := range cfg.Auth.Keys {
-		ks = append(ks, auth.Key{Name: k.Name, SHA256: k.SHA256, Tools: k.Tools})
+		var roles []auth.Role
+		for _, r := range k.Roles {
+			roles = append(roles, auth.Role(r))
+		}
+		ks = append(ks, auth.Key{Name: k.Name, SHA256: k.SHA256, Tools: k.Tools, Roles: roles})
 	}
 	return ks
 }

@@ -39,7 +39,9 @@ type proc struct {
 	exit  chan error
 }
 
-func startProcess(t *testing.T, config string) *proc {
+// startProcess starts the built toold with config (after a workspace line)
+// and extra flags.
+func startProcess(t *testing.T, config string, extra ...string) *proc {
 	t.Helper()
 	bin, err := buildToold()
 	if err != nil {
@@ -50,7 +52,8 @@ func startProcess(t *testing.T, config string) *proc {
 	if err := os.WriteFile(cfg, []byte("workspace: "+dir+"\n"+config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-log-level", "warn")
+	cmd := exec.Command(bin, append([]string{"-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-log-level", "warn",
+		"-state-dir", filepath.Join(dir, "state")}, extra...)...)
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -19,6 +19,8 @@ type options struct {
 	logLevel       string
 	insecureNoAuth bool
 	drainGrace     time.Duration
+	stateDir       string
+	natsURL        string
 	checkConfig    string
 	hashKey        bool
 	newKey         bool
@@ -40,13 +42,16 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	fs.StringVar(&o.logLevel, "log-level", "", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "allow a non-loopback listen address without API keys (warns at every start)")
 	fs.DurationVar(&o.drainGrace, "drain-grace", 0, "how long accepted calls may finish after SIGTERM (default 30s)")
+	fs.StringVar(&o.stateDir, "state-dir", "", "`directory` of the embedded state store (default $XDG_STATE_HOME/toold or ~/.local/state/toold)")
+	fs.StringVar(&o.natsURL, "nats-url", "", "external NATS `url` for the state store instead of the embedded one")
 	fs.StringVar(&o.checkConfig, "check-config", "", "validate the configuration `file`, list every problem, and exit")
 	fs.BoolVar(&o.hashKey, "hash-key", false, "read an API key on stdin and print the SHA-256 the config stores")
 	fs.BoolVar(&o.newKey, "new-key", false, "print a new random API key and its SHA-256")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP, for hosts that launch servers as processes (logs go to stderr)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: toold [flags]\n\nEvery setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
+		fmt.Fprintf(stderr, "Usage: toold [flags]\n       toold audit verify|export [-config FILE] [-state-dir DIR] [-nats-url URL] [-file F] [-o F]\n\n"+
+			"Every setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
 		fs.PrintDefaults()
 	}
 	var envErr error
@@ -104,6 +109,12 @@ func (o *options) apply(c *config.Config) {
 	}
 	if o.set["drain-grace"] {
 		c.Server.DrainGrace = o.drainGrace
+	}
+	if o.set["state-dir"] {
+		c.State.Dir = o.stateDir
+	}
+	if o.set["nats-url"] {
+		c.State.NATS.URL = o.natsURL
 	}
 	if o.stdio && !o.set["admin-listen"] {
 		// A host may launch several toold processes: none claims a port

@@ -22,6 +22,9 @@ import (
 // run is the whole program; main only turns its error into an exit code.
 // Tests call it with their own arguments, environment and writers.
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "audit" {
+		return runAudit(ctx, args[1:], lookupEnv, stdout, stderr)
+	}
 	o, err := parseFlags(args, lookupEnv, stderr)
 	if err != nil {
 		return exitCode(2)
@@ -49,7 +52,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	defer flush()
-	a, err := build(cfg, log)
+	// A host may start many toold -stdio processes, each for a project:
+	// they share no embedded store (its directory takes one process), and
+	// use the store only where one is configured for them.
+	withState := !o.stdio || cfg.State.NATS.URL != "" || cfg.State.Dir != ""
+	if !withState {
+		log.Info("the state store is off for -stdio: set state.dir or state.nats.url to record executions and audit")
+	}
+	a, err := build(cfg, log, withState)
 	if err != nil {
 		fmt.Fprintf(stderr, "toold: cannot start:\n%v\n", err)
 		return exitCode(2)
@@ -80,7 +90,7 @@ func checkConfig(o *options, lookupEnv func(string) (string, bool), stdout, stde
 	cfg, err := loadConfig(o, lookupEnv)
 	if err == nil {
 		var a *app
-		if a, err = build(cfg, zap.NewNop()); err == nil {
+		if a, err = build(cfg, zap.NewNop(), false); err == nil {
 			a.close()
 		}
 	}
@@ -138,6 +148,13 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 			return fmt.Errorf("admin listen %s: %w", a.cfg.AdminListen, err)
 		}
 	}
+	if err := a.exec.Start(ctx); err != nil {
+		ln.Close()
+		if adminLn != nil {
+			adminLn.Close()
+		}
+		return err
+	}
 	a.upstream.Start()
 	a.announce(stdout, ln, adminLn)
 	errc := make(chan error, 2)
@@ -193,17 +210,37 @@ func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {
 // Then the listeners close and the process exits 0.
 func (a *app) drain() error {
 	a.srv.Drain()
+	a.exec.Drain()
 	a.log.Info("draining", zap.Duration("grace", a.grace))
-	select {
-	case <-a.srv.Idle():
-	case <-time.After(a.grace):
+	grace := time.NewTimer(a.grace) // one grace for calls and executions together
+	defer grace.Stop()
+	idle := func() bool {
+		for _, done := range []<-chan struct{}{a.srv.Idle(), a.exec.Idle()} {
+			select {
+			case <-done:
+			case <-grace.C:
+				return false
+			}
+		}
+		return true
+	}
+	if !idle() {
 		a.log.Warn("grace period over: cancelling the calls still running")
-		a.cancelCalls(errDraining)
+		// MCP calls first, answered before their HTTP requests end: the
+		// SDK writes nothing once a request's context is cancelled.
 		a.mcp.CancelAll(errDraining)
+		a.srv.WaitMCP(time.Second)
+		a.cancelCalls(errDraining)
+		a.exec.Interrupt(errDraining) // idempotent executions go to another replica; others end interrupted
 		select {
 		case <-a.srv.Idle():
 		case <-time.After(5 * time.Second):
 			a.log.Error("calls did not answer after cancellation; closing anyway")
+		}
+		select {
+		case <-a.exec.Idle():
+		case <-time.After(5 * time.Second):
+			a.log.Error("async executions did not end after cancellation; the queue gives them to another replica")
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

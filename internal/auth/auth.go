@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -24,17 +25,51 @@ type Key struct {
 	SHA256 string
 	// Tools are path.Match patterns of tool names the key may use.
 	Tools []string
+	// Roles the key holds; none means RoleCall only.
+	Roles []Role
 }
+
+// Role is what a key may do besides naming the tools it may use.
+type Role string
+
+// The roles. A new one is added here (and to Roles); routes ask for the
+// role they need with Principal.Has.
+const (
+	// RoleCall executes tools: execute, async executions, batches.
+	RoleCall Role = "call"
+	// RoleObserve reads every replica's activity stream (GET /events).
+	RoleObserve Role = "observe"
+	// RoleAdmin reads the audit log (GET /audit).
+	RoleAdmin Role = "admin"
+)
+
+// Roles lists every role, for configuration checks and documentation.
+var Roles = []Role{RoleCall, RoleObserve, RoleAdmin}
+
+// DefaultRoles are a key's roles when its configuration names none.
+var DefaultRoles = []Role{RoleCall}
 
 // Principal is an authenticated caller.
 type Principal struct {
 	Name     string
 	patterns []string
+	roles    []Role
 }
 
 // Anonymous is the caller when no keys are configured: toold then listens
-// on loopback only, and the local caller may use every tool.
-var Anonymous = &Principal{Name: "anonymous", patterns: []string{"*"}}
+// on loopback only, and the local caller may use every tool and has every
+// role.
+var Anonymous = &Principal{Name: "anonymous", patterns: []string{"*"}, roles: Roles}
+
+// Has reports whether the principal holds a role.
+func (p *Principal) Has(r Role) bool {
+	for _, have := range p.roles {
+		if have == r {
+			return true
+		}
+	}
+	return false
+}
 
 // Allows reports whether the principal may use the named tool.
 func (p *Principal) Allows(tool string) bool {
@@ -80,7 +115,16 @@ func NewKeyring(keys []Key) (*Keyring, error) {
 				fail("tool pattern %q is malformed", pat)
 			}
 		}
-		e := keyEntry{p: &Principal{Name: k.Name, patterns: k.Tools}}
+		roles := k.Roles
+		if len(roles) == 0 {
+			roles = DefaultRoles
+		}
+		for _, r := range roles {
+			if !slices.Contains(Roles, r) {
+				fail("role %q is not one of %v", r, Roles)
+			}
+		}
+		e := keyEntry{p: &Principal{Name: k.Name, patterns: k.Tools, roles: roles}}
 		copy(e.hash[:], raw)
 		kr.keys = append(kr.keys, e)
 	}

@@ -44,6 +44,88 @@ type Config struct {
 	// HTTP are the external_api tools declared over HTTP APIs, and the
 	// upstream hosts they share (see internal/tools/httpapi).
 	HTTP httpapi.Config `yaml:"http"`
+	// State is the store every replica shares (NATS JetStream): async
+	// executions, idempotency keys, the activity stream, the audit log.
+	State StateConfig `yaml:"state"`
+	// Executions bound async executions and batches.
+	Executions ExecutionsConfig `yaml:"executions"`
+}
+
+// StateConfig configures the NATS JetStream store (see internal/state).
+type StateConfig struct {
+	// Enabled turns the store on (the default). Off, there are no async
+	// executions, idempotency keys, turns, activity stream or audit log.
+	Enabled bool `yaml:"enabled"`
+	// Dir holds the embedded store; empty means the user's state
+	// directory ($XDG_STATE_HOME/toold or ~/.local/state/toold).
+	Dir string `yaml:"dir"`
+	// Replica names this process in records, events and audit; empty
+	// means the host name and a random suffix.
+	Replica string `yaml:"replica" validate:"omitempty,max=64,printascii"`
+	// Retention keeps execution records and results.
+	Retention time.Duration `yaml:"retention" validate:"gte=0"`
+	// IdempotencyTTL keeps Idempotency-Key answers and turn claims.
+	IdempotencyTTL time.Duration `yaml:"idempotency_ttl" validate:"gte=0"`
+	// MaxStoreBytes bounds the embedded store's disk use; 0 means the
+	// events and audit limits plus 1 GiB.
+	MaxStoreBytes int64        `yaml:"max_store_bytes" validate:"gte=0"`
+	NATS          NATSConfig   `yaml:"nats"`
+	Events        StreamLimits `yaml:"events"`
+	Audit         AuditConfig  `yaml:"audit"`
+}
+
+// NATSConfig points toold at an external NATS cluster, or lets the
+// embedded server accept clients.
+type NATSConfig struct {
+	// URL of the external NATS server or cluster (nats://host:4222,
+	// comma-separated seeds); empty embeds a server.
+	URL string `yaml:"url"`
+	// Credentials is a .creds file; or User and Password; or Token.
+	Credentials string `yaml:"credentials"`
+	User        string `yaml:"user"`
+	Password    string `yaml:"password"`
+	Token       string `yaml:"token"`
+	// Listen makes the embedded server accept NATS clients on host:port
+	// (for the nats CLI or toold audit while toold runs).
+	Listen string `yaml:"listen" validate:"omitempty,listen_addr"`
+	// Replicas of each stream in a clustered NATS (1, 3 or 5).
+	Replicas int `yaml:"replicas" validate:"gte=0,lte=5"`
+}
+
+// StreamLimits bound a stream.
+type StreamLimits struct {
+	MaxAge   time.Duration `yaml:"max_age" validate:"gte=0"`
+	MaxBytes int64         `yaml:"max_bytes" validate:"gte=0"`
+}
+
+// AuditConfig configures the audit log.
+type AuditConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	MaxAge   time.Duration `yaml:"max_age" validate:"gte=0"`
+	MaxBytes int64         `yaml:"max_bytes" validate:"gte=0"`
+	// RedactArguments hashes the arguments after the output redactor has
+	// replaced secrets and personal data, so the hash cannot confirm a
+	// guessed secret.
+	RedactArguments bool `yaml:"redact_arguments"`
+}
+
+// ExecutionsConfig bounds async executions and batches.
+type ExecutionsConfig struct {
+	// Workers run async executions at once on each replica.
+	Workers int `yaml:"workers" validate:"gte=0,lte=10000"`
+	// Heartbeat renews a running execution's lease; a replica silent for
+	// three heartbeats has lost its executions to the others.
+	Heartbeat time.Duration `yaml:"heartbeat" validate:"gte=0"`
+	// MaxAttempts bounds the runs of an idempotent execution whose
+	// replicas keep dying.
+	MaxAttempts int `yaml:"max_attempts" validate:"gte=0,lte=100"`
+	// BatchMax caps the calls of a batch.
+	BatchMax int `yaml:"batch_max" validate:"gte=0,lte=1000"`
+	// MaxWait bounds ?wait= and Prefer: wait=.
+	MaxWait time.Duration `yaml:"max_wait" validate:"gte=0"`
+	// IdempotencyWait is how long a duplicate request waits for the first
+	// one's answer before 409; negative refuses at once.
+	IdempotencyWait time.Duration `yaml:"idempotency_wait"`
 }
 
 // MCPConfig is the mcp section.
@@ -107,6 +189,8 @@ type Key struct {
 	Name   string   `yaml:"name" validate:"required,printascii,max=64"`
 	SHA256 string   `yaml:"sha256" validate:"required,len=64,hexadecimal"`
 	Tools  []string `yaml:"tools" validate:"min=1,dive,required"`
+	// Roles the key holds (call, observe, admin); none means call.
+	Roles []string `yaml:"roles" validate:"dive,oneof=call observe admin"`
 }
 
 // Limits override a category's or a tool's limits; zero fields inherit,

@@ -50,6 +50,9 @@ type Request struct {
 	OnStart func()
 	// Emit, when set, receives streamed output (already sanitized).
 	Emit func(tools.Chunk)
+	// ExecutionID names the async execution this call runs, if any; it
+	// reaches the envelope and the call observers.
+	ExecutionID string
 }
 
 // Sanitizer is the sanitization stage.
@@ -81,6 +84,29 @@ type Observer interface {
 	Stuck(e *registry.Entry, delta int)
 }
 
+// CallObserver is an optional capability of an Observer that needs to know
+// who made a call and with what (the activity stream, the audit log). It is
+// told when a call's tool starts running, and when every call ends, the
+// unknown tool's and the refused one's too. Both run on the call's path:
+// they must hand the work off and return at once.
+type CallObserver interface {
+	CallStarted(c *CallInfo)
+	CallEnded(c *CallInfo, env *Envelope)
+}
+
+// CallInfo describes a call to a CallObserver. Nothing in it may be
+// modified or kept past the call except by copying.
+type CallInfo struct {
+	// Entry is the tool; nil when no tool has the requested name.
+	Entry                   *registry.Entry
+	Tool, RequestID, Caller string
+	ExecutionID             string
+	// Args are the arguments as the tool received them (after input
+	// sanitization), or the body as sent when the call was refused before
+	// that.
+	Args json.RawMessage
+}
+
 // Options configure a Dispatcher.
 type Options struct {
 	// Registry is the set of tools served; each call resolves its tool in
@@ -105,6 +131,7 @@ type Dispatcher struct {
 	opts    Options
 	log     *zap.Logger
 	workers *workers
+	calls   []CallObserver // the Observers that are CallObservers too
 }
 
 // New builds a dispatcher; Registry, Sanitizer and Limiter are required.
@@ -121,7 +148,13 @@ func New(opts Options) (*Dispatcher, error) {
 	if opts.Confirm == nil {
 		opts.Confirm = confirm.New(nil, 0)
 	}
-	return &Dispatcher{opts: opts, log: opts.Logger, workers: newWorkers(10 * time.Second)}, nil
+	d := &Dispatcher{opts: opts, log: opts.Logger, workers: newWorkers(10 * time.Second)}
+	for _, o := range opts.Observers {
+		if co, ok := o.(CallObserver); ok {
+			d.calls = append(d.calls, co)
+		}
+	}
+	return d, nil
 }
 
 // Registry returns the tools the dispatcher serves now: an immutable
@@ -135,6 +168,24 @@ type call struct {
 	env   *Envelope
 	args  json.RawMessage // what the tool receives
 	tree  any             // the same, decoded
+	info  *CallInfo       // for the call observers, once built
+}
+
+func newCall(req *Request, start time.Time) *call {
+	return &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID}}
+}
+
+// callInfo builds (once) what call observers are told.
+func (c *call) callInfo() *CallInfo {
+	if c.info == nil {
+		args := c.args
+		if args == nil {
+			args = c.req.Body
+		}
+		c.info = &CallInfo{Entry: c.entry, Tool: c.req.Tool, RequestID: c.req.RequestID, Caller: c.req.Caller,
+			ExecutionID: c.req.ExecutionID, Args: args}
+	}
+	return c.info
 }
 
 // Execute runs one call through every step and returns its envelope, never
@@ -158,7 +209,7 @@ func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 // executeOnce is one pass through the pipeline, for one tool.
 func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, *registry.Entry) {
 	start := time.Now()
-	c := &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC()}}
+	c := newCall(req, start)
 	status, err := d.run(ctx, c)
 	if err != nil {
 		d.failure(c, status, err)
@@ -172,7 +223,66 @@ func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, 
 		}
 		d.debugLog(c)
 	}
+	for _, o := range d.calls {
+		o.CallEnded(c.callInfo(), c.env)
+	}
 	return c.env, c.entry
+}
+
+// Check runs the steps before the bulkhead — resolve, permission, decoding,
+// validation, input sanitization, and the confirmation challenge of a call
+// that carries no token — and returns the refusal's envelope, or nil when
+// the call would be run. Async transports check a call before they accept
+// it, so a call that can never run is refused at once rather than queued;
+// Execute checks it again when it runs. (A token is verified only then:
+// checking it here would spend it.) A refusal is observed like any call.
+func (d *Dispatcher) Check(ctx context.Context, req *Request) *Envelope {
+	start := time.Now()
+	c := newCall(req, start)
+	status, err := d.check(ctx, c)
+	if err == nil {
+		return nil
+	}
+	d.failure(c, status, err)
+	c.env.DurationMS = millis(time.Since(start))
+	for _, o := range d.calls {
+		o.CallEnded(c.callInfo(), c.env)
+	}
+	return c.env
+}
+
+func (d *Dispatcher) check(ctx context.Context, c *call) (Status, error) {
+	if status, err := d.identify(c); err != nil {
+		return status, err
+	}
+	var err2 error
+	d.workers.await(func() {
+		if err2 = d.prepare(ctx, c); err2 == nil && c.req.ConfirmToken == "" {
+			err2 = d.confirmed(c)
+		}
+	})
+	if err2 != nil {
+		return StatusRejected, err2
+	}
+	return "", nil
+}
+
+// identify resolves the tool into c.entry and checks the caller may use it.
+func (d *Dispatcher) identify(c *call) (Status, error) {
+	entry, err := d.resolve(c.req)
+	if err != nil {
+		return StatusNotFound, err
+	}
+	c.entry = entry
+	if c.req.Allowed != nil && !c.req.Allowed(entry.Spec.Name) {
+		return StatusRejected, forbidden(entry.Spec.Name)
+	}
+	return "", nil
+}
+
+func forbidden(tool string) *tools.Error {
+	return tools.NewPermissionError("this API key may not use the tool %q", tool).WithCode("forbidden").
+		WithSuggestion("use a tool listed by GET /tools for this key, or ask the operator to extend the key's tool patterns")
 }
 
 // debugLog records a call's arguments and result at debug level only, and
@@ -194,15 +304,10 @@ func (d *Dispatcher) debugLog(c *call) {
 }
 
 func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
-	entry, err := d.resolve(c.req)
-	if err != nil {
-		return StatusNotFound, err
+	if status, err := d.identify(c); err != nil {
+		return status, err
 	}
-	c.entry = entry
-	if c.req.Allowed != nil && !c.req.Allowed(entry.Spec.Name) {
-		return StatusRejected, tools.NewPermissionError("this API key may not use the tool %q", entry.Spec.Name).
-			WithCode("forbidden").WithSuggestion("use a tool listed by GET /tools for this key, or ask the operator to extend the key's tool patterns")
-	}
+	entry := c.entry
 	if err := d.opts.Limiter.Full(entry); err != nil {
 		return StatusRejected, err
 	}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"toold/internal/limits"
 	"toold/internal/registry"
@@ -216,5 +219,70 @@ func TestRawMessageResult(t *testing.T) {
 	env = d.Execute(context.Background(), &Request{Tool: "raw"})
 	if !env.Success || !json.Valid(env.AppendJSON(nil)) || len(env.Sanitized.Notes) == 0 {
 		t.Fatalf("%s %s %v", env.Status, env.Data, env.Sanitized.Notes)
+	}
+}
+
+// callLog is a CallObserver that records what it is told.
+type callLog struct {
+	stuckCounter
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *callLog) CallStarted(c *CallInfo) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, "start "+c.Tool+" "+c.Caller+" "+c.ExecutionID+" "+string(c.Args))
+}
+
+func (l *callLog) CallEnded(c *CallInfo, env *Envelope) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, "end "+c.Tool+" "+string(env.Status)+" "+string(c.Args))
+}
+
+// TestCallObserver: a call observer hears of the start of every call that
+// runs, and of the end of every call, refused or unknown ones too, with the
+// caller and the arguments the tool saw.
+func TestCallObserver(t *testing.T) {
+	l := &callLog{}
+	d := newDispatcher(t, []Observer{l}, noop{})
+	for _, r := range []*Request{
+		{Tool: "noop", Body: []byte(`{"x":"a"}`), Caller: "k", ExecutionID: "e1"},
+		{Tool: "noop", Body: []byte(`{"y":1}`), Caller: "k"},
+		{Tool: "nope", Body: []byte(`{}`), Caller: "k"},
+	} {
+		d.Execute(context.Background(), r)
+	}
+	want := []string{`start noop k e1 {"x":"a"}`, `end noop success {"x":"a"}`, `end noop rejected {"y":1}`, `end nope not_found {}`}
+	if diff := cmp.Diff(want, l.lines); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestCheck: a call that would run passes; a refusal comes back as the
+// envelope Execute would give, and is observed.
+func TestCheck(t *testing.T) {
+	l := &callLog{}
+	d := newDispatcher(t, []Observer{l}, noop{})
+	if env := d.Check(context.Background(), &Request{Tool: "noop", Body: []byte(`{"x":"a"}`)}); env != nil {
+		t.Fatalf("a good call refused: %+v", env.Error)
+	}
+	for _, tt := range []struct {
+		req  *Request
+		want Status
+		kind tools.Kind
+	}{
+		{&Request{Tool: "nope"}, StatusNotFound, tools.NotFound},
+		{&Request{Tool: "noop", Body: []byte(`{"x":1}`)}, StatusRejected, tools.ValidationError},
+		{&Request{Tool: "noop", Allowed: func(string) bool { return false }}, StatusRejected, tools.PermissionError},
+	} {
+		env := d.Check(context.Background(), tt.req)
+		if env == nil || env.Status != tt.want || env.Error.Type != tt.kind {
+			t.Errorf("%s %s: %+v", tt.req.Tool, tt.req.Body, env)
+		}
+	}
+	if len(l.lines) != 3 {
+		t.Errorf("observed %q", l.lines)
 	}
 }

@@ -59,6 +59,13 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"fallback_from":`...)
 		dst = appendMarshal(dst, env.FallbackFrom)
 	}
+	if env.ExecutionID != "" {
+		dst = append(dst, `,"execution_id":`...)
+		dst = strictjson.AppendString(dst, env.ExecutionID)
+	}
+	if env.Redundant {
+		dst = append(dst, `,"redundant":true`...)
+	}
 	return append(dst, '}')
 }
 

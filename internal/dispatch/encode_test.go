@@ -31,6 +31,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			Timing: Timing{ExecuteMS: 12.5, Attempts: 3, WaitMS: 7.25},
 			FallbackFrom: []FallbackStep{{Tool: "primary", Status: StatusTimeout, DurationMS: 10,
 				Error: &ErrorBody{Type: tools.SystemError, Code: "upstream_unavailable", Message: "down", Retryable: true, RetryAfterMS: 5}}}},
+		{RequestID: "r", Tool: "echo", Status: StatusPending, StartedAt: started, ExecutionID: "0195e\"x", Redundant: true},
 		{},
 	}
 	for i, env := range tests {

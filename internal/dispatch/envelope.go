@@ -28,8 +28,34 @@ const (
 	StatusRejected Status = "rejected"
 )
 
-// Statuses lists every status.
+// The states of an execution that the pipeline itself never reaches: an
+// async execution is pending until a replica takes it and running until
+// its envelope is final; cancelled and interrupted end it without the
+// pipeline's answer (see internal/executions).
+const (
+	StatusPending     Status = "pending"
+	StatusRunning     Status = "running"
+	StatusCancelled   Status = "cancelled"
+	StatusInterrupted Status = "interrupted"
+)
+
+// Statuses lists every status the pipeline answers with.
 var Statuses = []Status{StatusSuccess, StatusError, StatusTimeout, StatusNotFound, StatusInvalidOutput, StatusRejected}
+
+// ExecutionStatuses lists every status an execution's envelope may carry.
+var ExecutionStatuses = append(append([]Status{StatusPending, StatusRunning}, Statuses...), StatusCancelled, StatusInterrupted)
+
+// Final reports whether an execution in this status is over: the
+// pipeline's outcomes, cancelled and interrupted. Any other state (pending,
+// running, and any added later, such as waiting for input) is not.
+func (s Status) Final() bool {
+	switch s {
+	case StatusSuccess, StatusError, StatusTimeout, StatusNotFound, StatusInvalidOutput, StatusRejected,
+		StatusCancelled, StatusInterrupted:
+		return true
+	}
+	return false
+}
 
 // Envelope is the one shape of every answer to an execution.
 type Envelope struct {
@@ -43,6 +69,11 @@ type Envelope struct {
 	Timing     Timing          `json:"timing"`
 	StartedAt  time.Time       `json:"started_at"`
 	Sanitized  sanitize.Report `json:"sanitized"`
+	// ExecutionID names the async execution this envelope belongs to.
+	ExecutionID string `json:"execution_id,omitempty"`
+	// Redundant marks the answer of an earlier identical call in the same
+	// turn (Toold-Turn), given again instead of running the tool.
+	Redundant bool `json:"redundant,omitempty"`
 	// FallbackFrom lists, in order, the tools that failed before Tool
 	// answered, each with why: present only when a fallback ran.
 	FallbackFrom []FallbackStep `json:"fallback_from,omitempty"`

@@ -47,6 +47,9 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 	if c.req.OnStart != nil {
 		c.req.OnStart()
 	}
+	for _, o := range d.calls {
+		o.CallStarted(c.callInfo())
+	}
 	done := make(chan outcome, 1)
 	start := time.Now()
 	entry := c.entry

@@ -52,10 +52,10 @@ func tool(name string, err *tools.Error, fallback ...string) *scripted {
 }
 
 var (
-	down      = tools.Errorf(tools.SystemError, "the API is down").WithCode("upstream_unavailable").WithRetryAfter(2 * time.Second)
-	limited   = tools.Errorf(tools.OverloadError, "rate limited").WithCode("upstream_rate_limited").WithRetryAfter(time.Second)
-	notFound  = tools.NewUserError("no such issue")
-	forbidden = tools.NewPermissionError("bad credentials")
+	down             = tools.Errorf(tools.SystemError, "the API is down").WithCode("upstream_unavailable").WithRetryAfter(2 * time.Second)
+	limited          = tools.Errorf(tools.OverloadError, "rate limited").WithCode("upstream_rate_limited").WithRetryAfter(time.Second)
+	notFound         = tools.NewUserError("no such issue")
+	permissionDenied = tools.NewPermissionError("bad credentials")
 )
 
 type recorder struct {
@@ -121,7 +121,7 @@ func TestNoFallbackWhenNotRetryable(t *testing.T) {
 		want string
 	}{
 		{"user error", tool("a", notFound, "b"), `{"q":"x"}`, "a"},
-		{"permission", tool("a", forbidden, "b"), `{"q":"x"}`, "a"},
+		{"permission", tool("a", permissionDenied, "b"), `{"q":"x"}`, "a"},
 		{"validation", tool("a", nil, "b"), `{"q":1}`, "a"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,9 +26,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 		return
 	}
+	if st := s.opts.Store; st != nil {
+		if err := st.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store_unavailable", "detail": err.Error()})
+			return
+		}
+	}
 	if s.opts.Ready != nil {
 		if err := s.opts.Ready(); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "detail": err.Error()})
 			return
 		}
 	}
@@ -118,6 +124,15 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
 	req := &dispatch.Request{Tool: name, Body: body, Unwrap: true, RequestID: ri.id, Caller: p.Name,
 		Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm")}
+	if wantsExecutions(r) {
+		o, terr := s.callOptions(r)
+		if terr != nil {
+			s.refuse(w, r, name, dispatch.StatusRejected, terr)
+			return
+		}
+		s.executeWith(w, r, req, o)
+		return
+	}
 	if !wantsStream(r) {
 		s.writeEnvelope(w, r, s.opts.Dispatcher.Execute(r.Context(), req))
 		return
@@ -183,28 +198,62 @@ const wwwAuthenticate = `Bearer realm="toold"`
 
 // writeEnvelope writes an envelope with the status the table gives it.
 func (s *Server) writeEnvelope(w http.ResponseWriter, r *http.Request, env *dispatch.Envelope) {
-	status := httpStatus(env)
+	s.send(w, r, envelopeReply(env, httpStatus(env)))
+}
+
+// reply is an answer before it is written: the idempotency layer stores
+// and replays it whole.
+type reply struct {
+	status   int
+	body     []byte
+	location string
+	// env is the envelope the body holds, if it holds one: it sets
+	// Retry-After and the access log's fields.
+	env      *dispatch.Envelope
+	replayed bool
+	applied  string // Preference-Applied
+}
+
+func envelopeReply(env *dispatch.Envelope, status int) *reply {
+	return &reply{status: status, env: env, body: env.AppendJSON(make([]byte, 0, 512+len(env.Data)))}
+}
+
+// send writes a reply.
+func (s *Server) send(w http.ResponseWriter, r *http.Request, rp *reply) {
 	ri := info(r)
-	ri.outcome = string(env.Status)
-	if env.Error != nil {
-		ri.errType = string(env.Error.Type)
-		if ms := env.Error.RetryAfterMS; ms > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
-			w.Header().Set("Retry-After", retryAfterSeconds(time.Duration(ms)*time.Millisecond))
+	h := w.Header()
+	if env := rp.env; env != nil {
+		ri.outcome = string(env.Status)
+		if env.Error != nil {
+			ri.errType = string(env.Error.Type)
+			if ms := env.Error.RetryAfterMS; ms > 0 && (rp.status == http.StatusTooManyRequests || rp.status == http.StatusServiceUnavailable ||
+				rp.status == http.StatusConflict || rp.status == http.StatusInsufficientStorage) {
+				h.Set("Retry-After", retryAfterSeconds(time.Duration(ms)*time.Millisecond))
+			}
 		}
 	}
-	if status == http.StatusUnauthorized {
+	if rp.status == http.StatusUnauthorized {
 		// RFC 9110 §11.6.1, and MCP's authorization rules: a 401 names
 		// the scheme the client must use.
-		w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+		h.Set("WWW-Authenticate", wwwAuthenticate)
 	}
-	if status == StatusClientClosed {
-		ri.status = status
+	if rp.status == StatusClientClosed {
+		ri.status = rp.status
 		return // nobody is listening
 	}
-	body := env.AppendJSON(make([]byte, 0, 512+len(env.Data)))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	if rp.location != "" {
+		h.Set("Location", rp.location)
+	}
+	if rp.applied != "" {
+		h.Set("Preference-Applied", rp.applied)
+	}
+	if rp.replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(rp.body)+1))
+	w.WriteHeader(rp.status)
+	_, _ = w.Write(append(rp.body, '\n'))
 }
 
 // retryAfterSeconds is a Retry-After value: whole seconds, rounded up.
@@ -218,6 +267,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status, body = http.StatusInternalServerError, []byte(`{"status":"error","success":false,"error":{"type":"system_error","message":"encoding the response failed","retryable":false}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
 }

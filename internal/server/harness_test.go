@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,9 +22,13 @@ import (
 	"toold/internal/apitest"
 	"toold/internal/auth"
 	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/executions"
 	"toold/internal/limits"
 	"toold/internal/registry"
 	"toold/internal/sanitize"
+	"toold/internal/state"
+	"toold/internal/state/statetest"
 	"toold/internal/tools"
 	"toold/internal/tools/diag"
 )
@@ -33,6 +38,8 @@ type harness struct {
 	t    *testing.T
 	url  string
 	srv  *Server
+	st   *state.Store
+	ex   *executions.Service
 	logs *observer.ObservedLogs
 	http *http.Client
 }
@@ -45,6 +52,11 @@ type harnessOpts struct {
 	maxBody int64
 	tools   []tools.Tool
 	limits  map[string]registry.Override
+	// store runs the stack on an embedded state store (async executions,
+	// idempotency, events, audit), with a fast heartbeat.
+	store bool
+	// exec adjusts the executions service's options.
+	exec func(*executions.Options)
 }
 
 // testTools are the tools most tests use: the diagnostics plus tools that
@@ -73,17 +85,39 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var st *state.Store
+	var rec *events.Recorder
+	var observers []dispatch.Observer
+	if o.store {
+		st = statetest.Open(t, metricsReg, "replica-a")
+		rec = events.NewRecorder(events.Options{Store: st, Audit: true, FlushInterval: 5 * time.Millisecond, Logger: log})
+		go rec.Run()
+		t.Cleanup(rec.Close)
+		observers = append(observers, rec)
+	}
 	disp, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Limiter: lim, Sanitizer: san,
-		Logger: log, StuckAfter: 50 * time.Millisecond})
+		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers})
 	if err != nil {
 		t.Fatal(err)
 	}
+	eo := executions.Options{Store: st, Dispatcher: disp, Recorder: rec, Logger: log, Heartbeat: 200 * time.Millisecond, Workers: 8}
+	if o.exec != nil {
+		o.exec(&eo)
+	}
+	ex, err := executions.New(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ex.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ex.Close)
 	kr, err := auth.NewKeyring(o.keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
-		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody})
+		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, Executions: ex, Store: st, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +129,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return &harness{t: t, url: hs.URL, srv: srv, logs: logs,
+	return &harness{t: t, url: hs.URL, srv: srv, logs: logs, st: st, ex: ex,
 		http: &http.Client{Transport: apitest.Checker(t, http.DefaultTransport), Timeout: 10 * time.Second}}
 }
 
@@ -139,6 +173,28 @@ func (h *harness) do(method, path string, body []byte, header map[string]string)
 func (h *harness) exec(tool, body string, header map[string]string) *response {
 	h.t.Helper()
 	return h.do("POST", "/tools/"+tool+"/execute", []byte(body), header)
+}
+
+// counter counts its runs: a tool with a side effect, neither read-only
+// nor idempotent.
+type counter struct{ n *atomic.Int64 }
+
+func (counter) Spec() tools.Spec {
+	return tools.Spec{Name: "counter", Description: "Counts its calls.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"label":{"type":"string"},"ms":{"type":"integer"}}}`)}
+}
+func (c counter) Execute(ctx context.Context, call *tools.Call) (any, error) {
+	var in struct {
+		Label string
+		MS    int
+	}
+	_ = json.Unmarshal(call.Args, &in)
+	select {
+	case <-time.After(time.Duration(in.MS) * time.Millisecond):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return map[string]any{"label": in.Label, "count": c.n.Add(1)}, nil
 }
 
 // panicTool panics; the pipeline must answer system_error and live on.

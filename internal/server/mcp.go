@@ -28,12 +28,18 @@ func (s *Server) mcp(h http.Handler) http.HandlerFunc {
 			return
 		}
 		ri.caller, ri.principal = p.Name, p
+		if !p.Has(auth.RoleCall) {
+			s.refuseMCP(w, r, missingRole(auth.RoleCall))
+			return
+		}
 		s.corsHeaders(w, r)
 		if !s.admit() {
 			s.refuseMCP(w, r, drainingError())
 			return
 		}
 		defer s.done()
+		s.mcpActive.Add(1)
+		defer s.mcpActive.Add(-1)
 		ctx := mcpserver.WithRequestID(auth.NewContext(r.Context(), p), ri.id)
 		h.ServeHTTP(w, r.WithContext(ctx))
 	}
@@ -57,9 +63,17 @@ func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, te *tools.Err
 	mcpserver.WriteError(w, status, msg)
 }
 
-func drainingError() *tools.Error {
-	e := tools.Errorf(tools.OverloadError, "toold is shutting down and accepts no new calls").WithCode("draining").
-		WithSuggestion("retry against another replica, or after toold restarts")
-	e.RetryAfter = time.Second
-	return e
+// WaitMCP waits, at most d, until no /mcp request is being served. The
+// drain cancels MCP calls first and waits here before it cancels the HTTP
+// requests: the SDK stops writing a response once its request's context
+// ends, so an MCP call cut by the drain must be answered before that.
+func (s *Server) WaitMCP(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for s.mcpActive.Load() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
 }

@@ -168,6 +168,23 @@ func (s *Server) guard(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// role wraps a handler with guard and a role check: a key without the
+// role gets 403 naming it.
+func (s *Server) role(need auth.Role, h http.HandlerFunc) http.HandlerFunc {
+	return s.guard(func(w http.ResponseWriter, r *http.Request) {
+		if !principal(r).Has(need) {
+			s.refuse(w, r, "", dispatch.StatusRejected, missingRole(need))
+			return
+		}
+		h(w, r)
+	})
+}
+
+func missingRole(need auth.Role) *tools.Error {
+	return tools.NewPermissionError("this API key does not have the %q role", need).
+		WithCode("missing_role").WithSuggestion("ask the operator to add %q to the key's roles in auth.keys", need)
+}
+
 // originOnly wraps a handler that needs no credentials (CORS preflights).
 func (s *Server) originOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -228,10 +245,11 @@ func (s *Server) hostAllowed(hostport string) bool {
 
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Request-ID, Toold-Timeout, Toold-Confirm, "+
-		"Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID")
-	h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After, Mcp-Session-Id, WWW-Authenticate")
+		"Prefer, Idempotency-Key, Toold-Turn, Last-Event-ID, Mcp-Protocol-Version, Mcp-Session-Id")
+	h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After, Location, Preference-Applied, Idempotent-Replayed, "+
+		"Mcp-Session-Id, WWW-Authenticate")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,9 @@ import (
 
 	"toold/internal/auth"
 	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/executions"
+	"toold/internal/state"
 )
 
 // DefaultMaxBodyBytes caps a request body when none is configured.
@@ -45,6 +49,14 @@ type Options struct {
 	// MCP, when set, serves the Model Context Protocol at /mcp behind the
 	// same origin, host and key checks as the REST routes.
 	MCP http.Handler
+	// Executions serves async executions, batches, idempotency keys and
+	// turns; nil builds one without a store (synchronous batches only).
+	Executions *executions.Service
+	// Store, when set, serves the activity stream and the audit log, and
+	// readiness fails while it is unreachable.
+	Store *state.Store
+	// Recorder audits administrative actions; nil audits none.
+	Recorder *events.Recorder
 }
 
 // Server serves the API; build it with New, serve Handler.
@@ -59,8 +71,11 @@ type Server struct {
 	draining bool
 	active   int
 	idle     chan struct{} // closed once draining with nothing active
+	quit     chan struct{} // closed by Drain: streams end
 	origins  map[string]bool
 	hosts    map[string]bool
+	// mcpActive counts /mcp requests being served (see WaitMCP).
+	mcpActive atomic.Int64
 }
 
 // New builds a server.
@@ -74,8 +89,14 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.Executions == nil {
+		var err error
+		if opts.Executions, err = executions.New(executions.Options{Dispatcher: opts.Dispatcher, Logger: opts.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: newHTTPMetrics(opts.Registerer),
-		origins: set(opts.AllowedOrigins), hosts: set(opts.AllowedHosts), idle: make(chan struct{})}
+		origins: set(opts.AllowedOrigins), hosts: set(opts.AllowedHosts), idle: make(chan struct{}), quit: make(chan struct{})}
 	s.router = s.routes()
 	s.metrics.ready.Set(1)
 	return s, nil
@@ -103,6 +124,7 @@ func (s *Server) Drain() {
 		return
 	}
 	s.draining = true
+	close(s.quit)
 	s.metrics.ready.Set(0)
 	if s.active == 0 {
 		close(s.idle)
@@ -151,10 +173,21 @@ func (s *Server) routes() chi.Router {
 	// CORS preflights carry no credentials: answered before auth.
 	r.Options("/tools", s.originOnly(s.preflight))
 	r.Options("/tools/*", s.originOnly(s.preflight))
+	r.Options("/executions", s.originOnly(s.preflight))
+	r.Options("/executions/*", s.originOnly(s.preflight))
+	r.Options("/batch", s.originOnly(s.preflight))
 	r.Get("/tools", s.guard(s.listTools))
 	r.Get("/tools/{name}", s.guard(s.getTool))
 	r.Get("/tools/{name}/schema", s.guard(s.getSchema))
-	r.Post("/tools/{name}/execute", s.guard(s.execute))
+	r.Post("/tools/{name}/execute", s.role(auth.RoleCall, s.execute))
+	r.Post("/executions", s.role(auth.RoleCall, s.submitExecution))
+	r.Get("/executions", s.role(auth.RoleCall, s.listExecutions))
+	r.Get("/executions/{id}", s.role(auth.RoleCall, s.getExecution))
+	r.Delete("/executions/{id}", s.role(auth.RoleCall, s.cancelExecution))
+	r.Get("/executions/{id}/events", s.role(auth.RoleCall, s.executionEvents))
+	r.Post("/batch", s.role(auth.RoleCall, s.batch))
+	r.Get("/events", s.role(auth.RoleObserve, s.activity))
+	r.Get("/audit", s.role(auth.RoleAdmin, s.audit))
 	if s.opts.MCP != nil {
 		r.Options("/mcp", s.originOnly(s.preflight))
 		r.Handle("/mcp", s.mcp(s.opts.MCP))

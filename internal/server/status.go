@@ -24,6 +24,8 @@ func httpStatus(env *dispatch.Envelope) int {
 		return http.StatusOK
 	case tools.ValidationError:
 		switch code {
+		case "idempotency_key_reused":
+			return http.StatusUnprocessableEntity
 		case "body_too_large":
 			return http.StatusRequestEntityTooLarge
 		case "unsupported_media_type":
@@ -50,8 +52,12 @@ func httpStatus(env *dispatch.Envelope) int {
 		switch code {
 		case "queue_full", "global_capacity", "rate_limited", "upstream_rate_limited", "server_capacity":
 			return http.StatusTooManyRequests
+		case "idempotency_in_flight":
+			return http.StatusConflict
+		case "store_full":
+			return http.StatusInsufficientStorage
 		}
-		return http.StatusServiceUnavailable // queue_timeout, draining, circuit_open, upstream_unavailable
+		return http.StatusServiceUnavailable // queue_timeout, draining, circuit_open, upstream_unavailable, store_unavailable
 	case tools.TimeoutError:
 		return http.StatusGatewayTimeout
 	}
@@ -62,4 +68,23 @@ func httpStatus(env *dispatch.Envelope) int {
 		return http.StatusBadGateway
 	}
 	return http.StatusInternalServerError
+}
+
+// What a request did to an execution resource.
+const (
+	opSubmit = iota
+	opRead
+	opCancel
+)
+
+// executionStatus is the status of an answer about an execution resource.
+// A submit or a cancellation that has not taken effect yet is 202 Accepted
+// (a submit whose Prefer: wait saw the end is 200). Reading one that was
+// found is 200 with its envelope whatever its outcome: the outcome is the
+// envelope's status; the request itself succeeded.
+func executionStatus(env *dispatch.Envelope, op int) int {
+	if op != opRead && !env.Status.Final() {
+		return http.StatusAccepted
+	}
+	return http.StatusOK
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -132,8 +133,11 @@ func underAny(path string, dirs []string) bool {
 	return false
 }
 
-// host is what the Set learned about the machine, once.
+// host is what the Set learned about the machine, once. Sandboxes are
+// resolved while serving too (upstream MCP servers start and restart), so
+// the launchers and what was learned are guarded.
 type host struct {
+	mu        sync.Mutex // guards nsErr, bwrapErr and launchers
 	root      bool
 	uid, gid  int
 	workspace string
@@ -212,6 +216,8 @@ func (h *host) probe(l *launcher, mode Mode) error {
 // namespaces when root and usable, else bwrap when usable, else none, and
 // says why.
 func (h *host) resolve(want Mode, writable bool) (Mode, string, *launcher, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	try := func(m Mode) (*launcher, error) {
 		if m == ModeBwrap && h.bwrapErr != nil {
 			return nil, h.bwrapErr

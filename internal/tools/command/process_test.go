@@ -83,3 +83,24 @@ func TestProcessRefusesWhatToolsRefuse(t *testing.T) {
 		})
 	}
 }
+
+// TestStartConcurrently: servers start and restart while toold serves, so
+// sandboxes are resolved from many goroutines at once (under -race).
+func TestStartConcurrently(t *testing.T) {
+	s, _ := newSet(t, ModeNone, Config{})
+	done := make(chan error, 8)
+	for range 8 {
+		go func() {
+			p, err := s.Start(ProcessSpec{Argv: []string{"true"}, Sandbox: Sandbox{Containment: string(ModeAuto)}})
+			if err == nil {
+				p.Stop(time.Second)
+			}
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

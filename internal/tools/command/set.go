@@ -117,10 +117,12 @@ func (s *Set) Describe() []string { return slices.Clone(s.describe) }
 // removes the temporary directories.
 func (s *Set) Close() error {
 	if s.host != nil {
+		s.host.mu.Lock()
 		for _, l := range s.host.launchers {
 			l.close()
 		}
 		s.host.launchers = map[launchKey]*launcher{}
+		s.host.mu.Unlock()
 	}
 	if s.tmpBase != "" {
 		return os.RemoveAll(s.tmpBase)

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// executions measures what the state store costs and what it gives:
+//
+//  1. sync echo throughput with the store on (events and audit recorded)
+//     and off, alternating, same generator: the store must cost <= 5%;
+//  2. async submit-to-result latency against a sync call's, at the same
+//     concurrency: submit (202) then GET ?wait, and the one-request form
+//     Prefer: respond-async, wait=N;
+//  3. 10,000 async executions: all accepted and all ending in success;
+//  4. a batch of 16 echo calls against 16 sequential calls;
+//  5. idle RSS with the embedded store and without.
+func executions(o options, bin, dir string, pinned bool, on *server, onIdle int64) error {
+	off, err := startToold(bin, dir, "nostore", "state: {enabled: false}\ntools:\n  echo: {enabled: true}\n", pinned)
+	if err != nil {
+		return err
+	}
+	defer off.stop()
+	offIdle := off.rss()
+	echo := func(addr string) []byte { return request(addr, "/tools/echo/execute", echoBody) }
+	okEcho := func(r reply) bool { return r.status == 200 && bytes.Contains(r.body, []byte(`"success":true`)) }
+
+	fmt.Printf("\n## Executions and the state store\n\n")
+	var onS, offS stats
+	cpu := map[*server]time.Duration{}
+	for round := range o.rounds {
+		for _, t := range []struct {
+			s    *server
+			into *stats
+		}{{off, &offS}, {on, &onS}} {
+			if round == 0 && o.profile != "" {
+				name := o.profile + ".off"
+				if t.s == on {
+					name = o.profile
+				}
+				go saveProfile(t.s.admin, o.round, name)
+			}
+			c0 := t.s.cpu()
+			s, err := closedLoop(t.s.addr, echo(t.s.addr), o.conns, o.round, okEcho)
+			if err != nil {
+				return err
+			}
+			cpu[t.s] += t.s.cpu() - c0
+			t.into.n, t.into.elapsed, t.into.errs = t.into.n+s.n, t.into.elapsed+s.elapsed, t.into.errs+s.errs
+			t.into.lat = append(t.into.lat, s.lat...)
+		}
+	}
+	fmt.Printf("sync echo, %d connections, %d alternating rounds of %v:\n\n", o.conns, o.rounds, o.round)
+	fmt.Println("| toold | req/s | p50 | p99 | bad answers |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range []struct {
+		name string
+		s    *stats
+	}{{"store off (state.enabled: false)", &offS}, {"store on (embedded; events + audit)", &onS}} {
+		fmt.Printf("| %s | %.0f | %v | %v | %d |\n", r.name, r.s.rate(), pct(r.s.lat, .5).Round(time.Microsecond), pct(r.s.lat, .99).Round(time.Microsecond), r.s.errs)
+	}
+	perCPU := func(st *stats, s *server) float64 { return float64(st.n) / cpu[s].Seconds() }
+	fmt.Printf("\nstore on / off throughput: %.1f%% (target >= 95%%); calls per CPU-second of toold: off %.0f, on %.0f (%.1f%%)\n",
+		100*onS.rate()/offS.rate(), perCPU(&offS, off), perCPU(&onS, on), 100*perCPU(&onS, on)/perCPU(&offS, off))
+
+	if err := asyncLatency(on); err != nil {
+		return err
+	}
+	if err := manyAsync(on, 10_000); err != nil {
+		return err
+	}
+	if err := batchVsSequential(on); err != nil {
+		return err
+	}
+	const mib = 1 << 20
+	fmt.Printf("\nidle RSS: store on (embedded NATS) %.1f MiB, store off %.1f MiB (target < 40 MiB with the store)\n",
+		float64(onIdle)/mib, float64(offIdle)/mib)
+	return nil
+}
+
+// asyncLatency compares, at 8 connections, a sync echo with an async one
+// (submit, then GET ?wait until the end), and with the one-request form.
+func asyncLatency(td *server) error {
+	const conns, d = 8, 3 * time.Second
+	okEcho := func(r reply) bool { return r.status == 200 && bytes.Contains(r.body, []byte(`"success":true`)) }
+	sync, err := closedLoop(td.addr, request(td.addr, "/tools/echo/execute", echoBody), conns, d, okEcho)
+	if err != nil {
+		return err
+	}
+	submit := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async")
+	twoStep, err := loop(td.addr, conns, d, func(c *conn, end time.Time) bool {
+		rep, err := c.do(submit, end.Add(10*time.Second))
+		if err != nil || rep.status != 202 || rep.location == "" {
+			return false
+		}
+		rep, err = c.do(requestWith("GET", td.addr, rep.location+"?wait=10s", nil), end.Add(10*time.Second))
+		return err == nil && okEcho(rep)
+	})
+	if err != nil {
+		return err
+	}
+	waitForm := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async, wait=10")
+	oneStep, err := closedLoop(td.addr, waitForm, conns, d, okEcho)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nasync submit-to-result, %d connections, %v each:\n\n", conns, d)
+	fmt.Println("| call | per second | p50 | p99 | bad |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range []struct {
+		name string
+		s    *stats
+	}{{"sync POST /tools/echo/execute", sync}, {"async: submit (202), then GET ?wait=10s", twoStep},
+		{"async in one request: Prefer: respond-async, wait=10", oneStep}} {
+		fmt.Printf("| %s | %.0f | %v | %v | %d |\n", r.name, r.s.rate(), pct(r.s.lat, .5).Round(time.Microsecond), pct(r.s.lat, .99).Round(time.Microsecond), r.s.errs)
+	}
+	fmt.Printf("\nasync/sync p50: %.2fx submit+GET, %.2fx one request (target <= 2x)\n",
+		float64(pct(twoStep.lat, .5))/float64(pct(sync.lat, .5)), float64(pct(oneStep.lat, .5))/float64(pct(sync.lat, .5)))
+	return nil
+}
+
+// loop runs step on conns connections until d passes, timing each step.
+func loop(addr string, conns int, d time.Duration, step func(c *conn, end time.Time) bool) (*stats, error) {
+	var mu sync.Mutex
+	all := &stats{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for range conns {
+		c, err := dial(addr)
+		if err != nil {
+			return nil, err
+		}
+		wg.Go(func() {
+			defer c.close()
+			var lat []time.Duration
+			bad := 0
+			for time.Now().Before(end) {
+				t0 := time.Now()
+				if !step(c, end) {
+					bad++
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			all.lat, all.errs = append(all.lat, lat...), all.errs+bad
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	all.elapsed, all.n = time.Since(start), len(all.lat)
+	return all, nil
+}
+
+// manyAsync submits n async echo executions from 32 connections, then
+// reads every one to its end: none may be lost.
+func manyAsync(td *server, n int) error {
+	const conns = 32
+	submit := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async")
+	locs := make([]string, n)
+	var refused atomic.Int64
+	start := time.Now()
+	err := spread(td.addr, conns, n, func(c *conn, i int) {
+		rep, err := c.do(submit, time.Now().Add(30*time.Second))
+		if err != nil || rep.status != 202 {
+			refused.Add(1)
+			return
+		}
+		locs[i] = rep.location
+	})
+	if err != nil {
+		return err
+	}
+	submitted := time.Since(start)
+	var succeeded, failed, unfinished atomic.Int64
+	err = spread(td.addr, conns, n, func(c *conn, i int) {
+		if locs[i] == "" {
+			return
+		}
+		rep, err := c.do(requestWith("GET", td.addr, locs[i]+"?wait=60s", nil), time.Now().Add(90*time.Second))
+		switch {
+		case err != nil || rep.status != 200:
+			unfinished.Add(1)
+		case bytes.Contains(rep.body, []byte(`"status":"success"`)):
+			succeeded.Add(1)
+		case bytes.Contains(rep.body, []byte(`"status":"pending"`)), bytes.Contains(rep.body, []byte(`"status":"running"`)):
+			unfinished.Add(1)
+		default:
+			failed.Add(1)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	accepted := int64(n) - refused.Load()
+	fmt.Printf("\n%d async echo executions from %d connections: %d accepted in %v (%.0f/s), all ended after %v: %d success, %d other outcome, %d lost (accepted, never ended)\n",
+		n, conns, accepted, submitted.Round(time.Millisecond), float64(accepted)/submitted.Seconds(), time.Since(start).Round(time.Millisecond),
+		succeeded.Load(), failed.Load(), unfinished.Load())
+	return nil
+}
+
+// spread calls f for 0..n-1 from conns connections, each taking the next
+// index until none is left.
+func spread(addr string, conns, n int, f func(c *conn, i int)) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range conns {
+		c, err := dial(addr)
+		if err != nil {
+			next.Store(int64(n)) // the others stop at their next index
+			wg.Wait()
+			return err
+		}
+		wg.Go(func() {
+			defer c.close()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(c, i)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// batchVsSequential times one batch of 16 echo calls against 16
+// sequential calls, on one connection, alternating.
+func batchVsSequential(td *server) error {
+	var calls bytes.Buffer
+	calls.WriteString(`{"calls":[`)
+	for i := range 16 {
+		if i > 0 {
+			calls.WriteByte(',')
+		}
+		fmt.Fprintf(&calls, `{"tool":"echo","arguments":%s}`, echoBody)
+	}
+	calls.WriteString(`]}`)
+	batch := request(td.addr, "/batch", calls.Bytes())
+	one := request(td.addr, "/tools/echo/execute", echoBody)
+	c, err := dial(td.addr)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	var batchT, seqT time.Duration
+	var batches, seqs int
+	for range 3 {
+		end := time.Now().Add(time.Second)
+		for time.Now().Before(end) {
+			t0 := time.Now()
+			rep, err := c.do(batch, end.Add(10*time.Second))
+			if err != nil || rep.status != 200 || !bytes.Contains(rep.body, []byte(`"success_count":16`)) {
+				return fmt.Errorf("batch: %v %d %.200s", err, rep.status, rep.body)
+			}
+			batchT += time.Since(t0)
+			batches++
+		}
+		end = time.Now().Add(time.Second)
+		for time.Now().Before(end) {
+			t0 := time.Now()
+			for range 16 {
+				if rep, err := c.do(one, end.Add(10*time.Second)); err != nil || rep.status != 200 {
+					return fmt.Errorf("sequential: %v %d", err, rep.status)
+				}
+			}
+			seqT += time.Since(t0)
+			seqs++
+		}
+	}
+	b, s := batchT/time.Duration(batches), seqT/time.Duration(seqs)
+	fmt.Printf("\na batch of 16 echo calls: %v; 16 sequential calls: %v; batch/sequential %.2fx (target < 2x)\n",
+		b.Round(time.Microsecond), s.Round(time.Microsecond), float64(b)/float64(s))
+	return nil
+}
+
+// saveProfile writes a CPU profile of d from a toold's admin listener.
+func saveProfile(admin string, d time.Duration, file string) {
+	resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", admin, int(d.Seconds())))
+	if err != nil {
+		fmt.Println("profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		fmt.Println("profile:", err)
+	}
+}

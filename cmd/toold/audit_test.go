@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"toold/internal/state"
+)
+
+// TestAuditCommands: every call of a run leaves an audit record; `toold
+// audit export` writes them, `toold audit verify` checks the store and an
+// export, and finds a record removed from the store or altered in an
+// export.
+func TestAuditCommands(t *testing.T) {
+	dir := t.TempDir()
+	in := start(t, nil, "-workspace", workspace(t), "-state-dir", dir)
+	const calls = 5
+	for range calls {
+		if code, _ := in.exec("read_file", `{"paths":["hello.txt"]}`); code != 200 {
+			t.Fatalf("read_file: %d", code)
+		}
+		time.Sleep(80 * time.Millisecond) // past a flush: records in messages of their own
+	}
+	in.exec("read_file", `{"paths":"not a list"}`)
+	if err := in.shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	audit := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"audit"}, args...), func(string) (string, bool) { return "", false }, nil, &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+	export := filepath.Join(t.TempDir(), "audit.jsonl")
+	if out, err := audit("export", "-state-dir", dir, "-o", export); err != nil || !strings.Contains(out, "exported 6 audit records") {
+		t.Fatalf("export: %v %s", err, out)
+	}
+	data, _ := os.ReadFile(export)
+	if n := strings.Count(string(data), `"action":"execute"`); n != calls+1 || !strings.Contains(string(data), `"status":"rejected"`) {
+		t.Errorf("the export holds %d call records:\n%s", n, data)
+	}
+	if out, err := audit("verify", "-state-dir", dir); err != nil || !strings.Contains(out, "6 records (1 to 6) chain intact") {
+		t.Fatalf("verify: %v %s", err, out)
+	}
+	tampered := filepath.Join(t.TempDir(), "tampered.jsonl")
+	os.WriteFile(tampered, bytes.Replace(data, []byte(`"caller":"anonymous"`), []byte(`"caller":"someone-else"`), 1), 0o600)
+	if out, err := audit("verify", "-file", tampered); err == nil || !strings.Contains(out, "altered") {
+		t.Errorf("an altered export passed: %v %s", err, out)
+	}
+	if out, err := audit("verify", "-file", export); err != nil {
+		t.Errorf("the intact export failed: %v %s", err, out)
+	}
+	// Remove one message from the middle of the store's log.
+	st, err := state.Open(context.Background(), state.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.JetStream().Stream(context.Background(), state.AuditStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := s.Info(context.Background())
+	if info.State.Msgs < 3 {
+		t.Fatalf("the run's records went out in %d message(s); the test needs 3", info.State.Msgs)
+	}
+	if err := s.DeleteMsg(context.Background(), info.State.FirstSeq+1); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if out, err := audit("verify", "-state-dir", dir); err == nil || !strings.Contains(out, "removed") {
+		t.Errorf("verify after a record was removed from the store: %v %s", err, out)
+	}
+}

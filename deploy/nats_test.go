@@ -1,0 +1,275 @@
+package deploy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	"toold/internal/state/statetest"
+)
+
+// The Secret (deploy/examples/nats-secret.yaml) both sides read.
+const (
+	natsSecret    = "toold-nats"
+	natsSecretKey = "password"
+)
+
+// natsManifests are the objects `kubectl apply -k deploy/nats` creates.
+type natsManifests struct {
+	sts     *appsv1.StatefulSet
+	svc     *corev1.Service
+	pdb     *policyv1.PodDisruptionBudget
+	netpol  *networkingv1.NetworkPolicy
+	config  *corev1.ConfigMap
+	objects int
+}
+
+func renderNATS(t testing.TB) *natsManifests {
+	t.Helper()
+	m := &natsManifests{}
+	for _, obj := range render(t, "deploy", "nats") {
+		m.objects++
+		switch o := obj.(type) {
+		case *appsv1.StatefulSet:
+			m.sts = o
+		case *corev1.Service:
+			m.svc = o
+		case *policyv1.PodDisruptionBudget:
+			m.pdb = o
+		case *networkingv1.NetworkPolicy:
+			m.netpol = o
+		case *corev1.ConfigMap:
+			m.config = o
+		default:
+			t.Fatalf("deploy/nats renders a %T; the checks know none", o)
+		}
+	}
+	if m.sts == nil || m.svc == nil || m.pdb == nil || m.netpol == nil || m.config == nil || m.objects != 5 {
+		t.Fatalf("deploy/nats renders %d objects, not one StatefulSet, Service, PDB, NetworkPolicy and ConfigMap", m.objects)
+	}
+	return m
+}
+
+// TestNATSManifests holds deploy/nats together and to the toold base: the
+// files listed, selectors matching the pods, a hardened pod, the image of
+// the nats-server release toold embeds, the store on the volume, and the
+// base's state.nats settings pointing at this Service and Secret.
+func TestNATSManifests(t *testing.T) {
+	m := renderNATS(t)
+	pod := m.sts.Spec.Template.Labels
+	selects(t, "StatefulSet .spec.selector", m.sts.Spec.Selector, pod)
+	selects(t, "PodDisruptionBudget", m.pdb.Spec.Selector, pod)
+	selects(t, "NetworkPolicy podSelector", &m.netpol.Spec.PodSelector, pod)
+	for _, tsc := range m.sts.Spec.Template.Spec.TopologySpreadConstraints {
+		selects(t, "topologySpreadConstraints", tsc.LabelSelector, pod)
+	}
+	selectsMap(t, "Service", m.svc.Spec.Selector, pod)
+	if m.sts.Spec.ServiceName != m.svc.Name || m.svc.Spec.ClusterIP != "None" {
+		t.Errorf("the StatefulSet's serviceName %q must be the headless Service %q", m.sts.Spec.ServiceName, m.svc.Name)
+	}
+	base := renderBase(t)
+	toold := base.deployment.Spec.Template.Labels
+	if sel := labelsOf(base.service.Spec.Selector); sel.Matches(pod) {
+		t.Error("the toold Service selects the NATS pods")
+	}
+	selects(t, "NATS NetworkPolicy client ingress from toold", m.netpol.Spec.Ingress[0].From[0].PodSelector, toold)
+	egress := false
+	for _, e := range base.netpol.Spec.Egress {
+		for _, to := range e.To {
+			if to.PodSelector != nil && labelsMatch(to.PodSelector.MatchLabels, pod) {
+				egress = slices.ContainsFunc(e.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntValue() == 4222 })
+			}
+		}
+	}
+	if !egress {
+		t.Error("the toold NetworkPolicy lets toold reach no NATS pod on 4222")
+	}
+
+	c := m.sts.Spec.Template.Spec.Containers[0]
+	gomod := string(readRepoFile(t, "go.mod"))
+	v := regexp.MustCompile(`github.com/nats-io/nats-server/v2 v(\S+)`).FindStringSubmatch(gomod)
+	if v == nil || c.Image != "nats:"+v[1] {
+		t.Errorf("image %q; want the release toold embeds (go.mod: %v)", c.Image, v)
+	}
+	csc, psc := c.SecurityContext, m.sts.Spec.Template.Spec.SecurityContext
+	if csc == nil || psc == nil || csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot ||
+		csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation || !slices.Contains(csc.Capabilities.Drop, "ALL") {
+		t.Error("the NATS container must run as non-root with a read-only root, no privilege escalation, all capabilities dropped")
+	}
+	conf := m.config.Data["nats.conf"]
+	storeDir := regexp.MustCompile(`store_dir:\s*(\S+)`).FindStringSubmatch(conf)
+	if storeDir == nil || !slices.ContainsFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool {
+		return vm.MountPath == storeDir[1] && slices.ContainsFunc(m.sts.Spec.VolumeClaimTemplates, func(p corev1.PersistentVolumeClaim) bool { return p.Name == vm.Name })
+	}) {
+		t.Errorf("JetStream's store_dir %v is not a volume of the claim template", storeDir)
+	}
+
+	cfg, _ := loadDeployedConfig(t, base)
+	u := strings.TrimPrefix(cfg.State.NATS.URL, "nats://")
+	host, port, _ := net.SplitHostPort(u)
+	if host != m.svc.Name || !slices.ContainsFunc(m.svc.Spec.Ports, func(p corev1.ServicePort) bool { return strconv.Itoa(int(p.Port)) == port }) {
+		t.Errorf("state.nats.url %q does not name the Service %s and one of its ports", cfg.State.NATS.URL, m.svc.Name)
+	}
+	if cfg.State.NATS.Replicas > int(*m.sts.Spec.Replicas) || !strings.Contains(conf, "user: "+cfg.State.NATS.User) {
+		t.Errorf("state.nats: replicas %d for %d servers, user %q not in nats.conf", cfg.State.NATS.Replicas, *m.sts.Spec.Replicas, cfg.State.NATS.User)
+	}
+}
+
+func selectsMap(t testing.TB, what string, sel, l map[string]string) {
+	t.Helper()
+	if len(sel) == 0 || !labelsMatch(sel, l) {
+		t.Errorf("%s: selector %v does not match the labels %v", what, sel, l)
+	}
+}
+
+func labelsMatch(sel, l map[string]string) bool {
+	for k, v := range sel {
+		if l[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+type labelMatcher map[string]string
+
+func (m labelMatcher) Matches(l map[string]string) bool { return len(m) > 0 && labelsMatch(m, l) }
+
+func labelsOf(sel map[string]string) labelMatcher { return labelMatcher(sel) }
+
+// natsEnv is the environment the StatefulSet gives nats-server.
+func natsEnv(password string) []string {
+	return []string{"POD_NAME=toold-nats-0", "TOOLD_NATS_PASSWORD=" + password}
+}
+
+// TestNATSConfigPassesServerCheck: the rendered configuration, cluster
+// routes included, passes the real nats-server's own check.
+func TestNATSConfigPassesServerCheck(t *testing.T) {
+	m := renderNATS(t)
+	bin, err := statetest.ServerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, data := range m.config.Data {
+		os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-t", "-c", filepath.Join(dir, "nats.conf"))
+	cmd.Env = natsEnv(exampleSecrets(t)[natsSecret][natsSecretKey])
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nats-server -t: %v\n%s", err, out)
+	}
+}
+
+// liveNATS is a nats-server run from deploy/nats's configuration.
+type liveNATS struct {
+	url      string
+	password string
+}
+
+// startNATS runs the real nats-server on the rendered nats.conf, as one
+// node (cluster.conf empty), its listeners on loopback, its store in a
+// temporary directory, with the example Secret's password; and checks the
+// StatefulSet's readiness probe against it.
+func startNATS(t *testing.T) *liveNATS {
+	t.Helper()
+	m := renderNATS(t)
+	bin, err := statetest.ServerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	client, monitor := freePort(t), freePort(t)
+	conf := m.config.Data["nats.conf"]
+	for old, new := range map[string]string{
+		"listen: 0.0.0.0:4222": fmt.Sprintf("listen: 127.0.0.1:%d", client),
+		"http: 0.0.0.0:8222":   fmt.Sprintf("http: 127.0.0.1:%d", monitor),
+		"store_dir: /data":     "store_dir: " + strconv.Quote(filepath.Join(dir, "data")),
+	} {
+		if !strings.Contains(conf, old) {
+			t.Fatalf("nats.conf no longer says %q; update the test's loopback rewrite", old)
+		}
+		conf = strings.Replace(conf, old, new, 1)
+	}
+	os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(conf), 0o600)
+	os.WriteFile(filepath.Join(dir, "cluster.conf"), nil, 0o600)
+	password := exampleSecrets(t)[natsSecret][natsSecretKey]
+	cmd := exec.Command(bin, "-c", filepath.Join(dir, "nats.conf"))
+	cmd.Env = natsEnv(password)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready, exited := make(chan struct{}), make(chan struct{})
+	log := &syncBuffer{}
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stderr)
+		closed := false
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if !closed && strings.Contains(sc.Text(), "Server is ready") {
+				close(ready)
+				closed = true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-exited:
+		t.Fatalf("nats-server exited on deploy/nats's configuration:\n%s", log)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("nats-server did not start on deploy/nats's configuration:\n%s", log)
+	}
+	probe := m.sts.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Path
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", monitor, probe))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the StatefulSet's readiness probe %s: %v %v", probe, resp, err)
+	}
+	resp.Body.Close()
+	return &liveNATS{url: fmt.Sprintf("nats://127.0.0.1:%d", client), password: password}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestTooldRefusedWithoutTheNATSPassword: the NATS side really enforces
+// its user: toold with a wrong password cannot start, and says why.
+func TestTooldRefusedWithoutTheNATSPassword(t *testing.T) {
+	nats := startNATS(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("state: {nats: {url: %q, user: toold, password: wrong-password}}\n", nats.url)), 0o600)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, toolBin, "-config", cfg, "-workspace", dir, "-listen", "127.0.0.1:0", "-admin-listen", "off").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "cannot reach NATS") || !strings.Contains(strings.ToLower(string(out)), "authorization") {
+		t.Errorf("toold with a wrong NATS password: %v\n%s", err, out)
+	}
+}

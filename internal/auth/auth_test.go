@@ -1,0 +1,43 @@
+package auth
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRoles: a key without roles may call; listed roles are what it holds;
+// an unknown role is refused at start; the anonymous caller has them all.
+func TestRoles(t *testing.T) {
+	kr, err := NewKeyring([]Key{
+		{Name: "agent", SHA256: Hash("agent-key-0123456789"), Tools: []string{"*"}},
+		{Name: "watcher", SHA256: Hash("watcher-key-012345678"), Tools: []string{"*"}, Roles: []Role{RoleObserve}},
+		{Name: "ops", SHA256: Hash("ops-key-0123456789ab"), Tools: []string{"*"}, Roles: []Role{RoleAdmin, RoleCall}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		key  string
+		want map[Role]bool
+	}{
+		{"agent-key-0123456789", map[Role]bool{RoleCall: true}},
+		{"watcher-key-012345678", map[Role]bool{RoleObserve: true}},
+		{"ops-key-0123456789ab", map[Role]bool{RoleAdmin: true, RoleCall: true}},
+	} {
+		p := kr.Authenticate(tt.key)
+		for _, r := range Roles {
+			if p.Has(r) != tt.want[r] {
+				t.Errorf("%s has %s: %v", p.Name, r, p.Has(r))
+			}
+		}
+	}
+	for _, r := range Roles {
+		if !Anonymous.Has(r) {
+			t.Errorf("anonymous lacks %s", r)
+		}
+	}
+	_, err = NewKeyring([]Key{{Name: "x", SHA256: Hash("x-key-0123456789abc"), Tools: []string{"*"}, Roles: []Role{"approver"}}})
+	if err == nil || !strings.Contains(err.Error(), `role "approver" is not one of`) {
+		t.Errorf("unknown role: %v", err)
+	}
+}

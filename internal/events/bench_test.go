@@ -1,0 +1,51 @@
+package events_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/limits"
+	"toold/internal/registry"
+	"toold/internal/sanitize"
+	"toold/internal/state/statetest"
+	"toold/internal/tools/diag"
+)
+
+// BenchmarkRecorder is the pipeline's echo call without and with the
+// recorder (activity events and audit records, flushed in the
+// background): run with -cpu 1 so the flusher's work is charged to the
+// calls, as on a saturated core.
+func BenchmarkRecorder(b *testing.B) {
+	body := []byte(`{"message":"hello, toold","data":{"n":1,"tags":["a","b"]}}`)
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			reg, _ := registry.New(registry.Options{}, diag.Echo())
+			san, _ := sanitize.New(sanitize.Config{}, nil)
+			var obs []dispatch.Observer
+			if on {
+				st := statetest.Open(b, nil, "bench")
+				rec := events.NewRecorder(events.Options{Store: st, Audit: true, MaxPending: 1 << 22})
+				go rec.Run()
+				b.Cleanup(rec.Close)
+				obs = append(obs, rec)
+			}
+			d, _ := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{}),
+				Observers: obs})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if env := d.Execute(ctx, &dispatch.Request{Tool: "echo", Body: body, RequestID: "bench", Caller: "k"}); !env.Success {
+					b.Fatal(env.Error)
+				}
+			}
+			time.Sleep(100 * time.Millisecond) // the last flush is part of the cost
+		})
+	}
+}

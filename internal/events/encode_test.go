@@ -1,0 +1,48 @@
+package events
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestAppendersMatchEncodingJSON: the hand-written encodings decode to the
+// same values encoding/json writes for Event and Record.
+func TestAppendersMatchEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
+	r := &Recorder{replica: "replica \"a\""}
+	items := []item{
+		{typ: TypeStart, at: at, requestID: "r1", tool: "echo", caller: "k\n<x>", execution: "e"},
+		{typ: TypeError, at: at, requestID: "r", tool: "t", caller: "c", status: "rejected", errType: "validation_error", errCode: "x", durationMS: 1.25},
+		{typ: TypeOutput, at: at, extra: &Event{Stream: "stdout", Chunk: "line\u2028\x01é", Envelope: json.RawMessage(`{"a":1}`)}},
+	}
+	for i, it := range items {
+		want := Event{Type: it.typ, Time: it.at, Replica: r.replica, RequestID: it.requestID, Tool: it.tool, Caller: it.caller,
+			ExecutionID: it.execution, Status: it.status, ErrorType: it.errType, ErrorCode: it.errCode, DurationMS: it.durationMS}
+		if it.extra != nil {
+			want.Stream, want.Chunk, want.Envelope = it.extra.Stream, it.extra.Chunk, it.extra.Envelope
+		}
+		same(t, i, want, r.appendEvent(nil, &items[i], true))
+	}
+	for i, rec := range []Record{
+		{Seq: 1, Time: at, Replica: "a", Kind: "call", Caller: "k", Action: "execute", Tool: "echo", ArgsSHA256: "ab", Status: "success", DurationMS: 0.5, RequestID: "r", Prev: ""},
+		{Seq: 18446744073709551615, Time: at, Replica: "b", Kind: "admin", Caller: "\"q\"", Action: "read_audit", Target: "1.2", Prev: "ff"},
+	} {
+		same(t, i, rec, appendRecord(nil, &rec))
+	}
+}
+
+func same[T any](t *testing.T, i int, want T, got []byte) {
+	t.Helper()
+	ref, _ := json.Marshal(want)
+	var w, g any
+	json.Unmarshal(ref, &w)
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%d: invalid JSON %s: %v", i, got, err)
+	}
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Errorf("%d: (-encoding/json +appender):\n%s", i, diff)
+	}
+}

@@ -1,0 +1,264 @@
+package events_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/limits"
+	"toold/internal/registry"
+	"toold/internal/sanitize"
+	"toold/internal/state"
+	"toold/internal/state/statetest"
+	"toold/internal/tools/diag"
+)
+
+// replica is a dispatcher whose recorder writes to st.
+type replica struct {
+	disp *dispatch.Dispatcher
+	rec  *events.Recorder
+	reg  *prometheus.Registry
+}
+
+func newReplica(t *testing.T, st *state.Store) *replica {
+	t.Helper()
+	reg, err := registry.New(registry.Options{}, diag.Echo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	san, _ := sanitize.New(sanitize.Config{}, nil)
+	metrics := prometheus.NewRegistry()
+	rec := events.NewRecorder(events.Options{Store: st, Audit: true, FlushInterval: 5 * time.Millisecond, Registerer: metrics})
+	go rec.Run()
+	d, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{}),
+		Observers: []dispatch.Observer{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &replica{disp: d, rec: rec, reg: metrics}
+}
+
+func (r *replica) call(caller, body string) *dispatch.Envelope {
+	return r.disp.Execute(context.Background(), &dispatch.Request{Tool: "echo", Body: []byte(body), Caller: caller, RequestID: "req-" + caller})
+}
+
+// TestActivityAndAudit: every call leaves a start and an end event and one
+// audit record; the records chain; arguments appear only as a hash of
+// their canonical form.
+func TestActivityAndAudit(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st)
+	r.call("alice", `{"message":"secret-ish value","data":{"b":1,"a":2}}`)
+	r.call("bob", `{"data":{"a":2,"b":1},"message":"secret-ish value"}`)
+	r.call("bob", `{"message":42}`)
+	r.rec.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var got []string
+	events.Activity(ctx, st, events.Position{FromStart: true}, events.Filter{}, func(ev events.Event) bool {
+		got = append(got, ev.Type+" "+ev.Caller+" "+ev.Status)
+		return len(got) < 5
+	})
+	want := []string{"start alice ", "end alice success", "start bob ", "end bob success", "error bob rejected"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("activity:\n got %q\nwant %q", got, want)
+	}
+	var export bytes.Buffer
+	n, err := events.Export(ctx, st, &export)
+	if err != nil || n != 3 {
+		t.Fatalf("export: %d records, %v", n, err)
+	}
+	if strings.Contains(export.String(), "secret-ish") {
+		t.Errorf("arguments leaked into the audit log:\n%s", export.String())
+	}
+	var recs []events.Record
+	for _, line := range strings.Split(strings.TrimSpace(export.String()), "\n") {
+		var rec events.Record
+		json.Unmarshal([]byte(line), &rec)
+		recs = append(recs, rec)
+	}
+	if recs[0].ArgsSHA256 != recs[1].ArgsSHA256 || recs[0].ArgsSHA256 == recs[2].ArgsSHA256 {
+		t.Errorf("argument hashes do not follow canonical arguments: %s %s %s", recs[0].ArgsSHA256, recs[1].ArgsSHA256, recs[2].ArgsSHA256)
+	}
+	if recs[0].Caller != "alice" || recs[2].Status != "rejected" || recs[2].ErrorType != "validation_error" || recs[1].Prev != recs[0].Hash {
+		t.Errorf("records: %+v", recs)
+	}
+	v, err := events.Verify(ctx, st)
+	if err != nil || !v.OK() || v.Records != 3 || v.First != 1 || v.Last != 3 || v.Head != recs[2].Hash {
+		t.Errorf("verify: %+v %v", v, err)
+	}
+	if n, err := testutil.GatherAndCount(r.reg, "toold_audit_records_total"); err != nil || n != 1 {
+		t.Errorf("audit counter: %d %v", n, err)
+	}
+	if want := "toold_audit_records_total 3\n"; !strings.Contains(gather(t, r.reg), want) {
+		t.Errorf("metrics lack %q", want)
+	}
+}
+
+// TestTamperingIsFound: a record removed from the store, a record altered
+// in an export, and a line removed from an export are each found.
+func TestTamperingIsFound(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st)
+	for i := range 6 {
+		r.call(fmt.Sprintf("k%d", i), `{"message":"x"}`)
+		r.rec.Close() // one message per call, so one can be removed alone
+		r = newReplica(t, st)
+	}
+	r.rec.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var export bytes.Buffer
+	if _, err := events.Export(ctx, st, &export); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(export.String()), "\n")
+	tests := []struct {
+		name, file, want string
+	}{
+		{"intact", export.String(), ""},
+		{"altered", strings.Replace(export.String(), `"caller":"k3"`, `"caller":"k9"`, 1), "altered"},
+		{"removed", strings.Join(append(append([]string{}, lines[:2]...), lines[3:]...), ""), "1 record(s) removed"},
+		{"swapped", lines[0] + lines[2] + lines[1] + strings.Join(lines[3:], ""), "removed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := events.VerifyFile(strings.NewReader(tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" && !v.OK() || tt.want != "" && !strings.Contains(strings.Join(v.Problems, "\n"), tt.want) {
+				t.Errorf("problems %q, want %q", v.Problems, tt.want)
+			}
+		})
+	}
+	s, err := st.JetStream().Stream(ctx, state.AuditStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	v, err := events.Verify(ctx, st)
+	if err != nil || v.OK() || !strings.Contains(strings.Join(v.Problems, "\n"), "record 4 follows record 2") {
+		t.Errorf("a record removed from the store: %+v %v", v, err)
+	}
+}
+
+// TestOneChainAcrossReplicas: two recorders writing at once to one store
+// make one chain.
+func TestOneChainAcrossReplicas(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	a, b := newReplica(t, st), newReplica(t, st)
+	var wg sync.WaitGroup
+	for _, r := range []*replica{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				r.call("k", `{"message":"x"}`)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	a.rec.Close()
+	b.rec.Close()
+	v, err := events.Verify(context.Background(), st)
+	if err != nil || !v.OK() || v.Records != 100 {
+		t.Errorf("verify: %+v %v", v, err)
+	}
+}
+
+func gather(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	var b strings.Builder
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			fmt.Fprintf(&b, "%s %g\n", mf.GetName(), v)
+		}
+	}
+	return b.String()
+}
+
+func TestFilter(t *testing.T) {
+	ev := &events.Event{Type: "error", Tool: "echo", Caller: "k", Status: "rejected"}
+	for _, tt := range []struct {
+		f    events.Filter
+		want bool
+	}{
+		{events.Filter{}, true}, {events.Filter{Tool: "echo"}, true}, {events.Filter{Tool: "grep"}, false},
+		{events.Filter{Caller: "k", Status: "rejected"}, true}, {events.Filter{Status: "error"}, true}, {events.Filter{Status: "success"}, false},
+	} {
+		if got := tt.f.Match(ev); got != tt.want {
+			t.Errorf("%+v: %v", tt.f, got)
+		}
+	}
+}
+
+func TestParseID(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want events.ID
+		ok   bool
+	}{
+		{"", events.ID{}, true}, {"12", events.ID{Seq: 12}, true}, {"12.3", events.ID{Seq: 12, Line: 3}, true},
+		{"0", events.ID{}, false}, {"012", events.ID{}, false}, {"+1", events.ID{}, false}, {"1.-1", events.ID{}, false},
+		{"1.01", events.ID{}, false}, {"1.4096", events.ID{}, false}, {"a", events.ID{}, false}, {"1.2.3", events.ID{}, false},
+		{strings.Repeat("9", 40), events.ID{}, false}, {"18446744073709551616", events.ID{}, false},
+	} {
+		got, err := events.ParseID(tt.in)
+		if (err == nil) != tt.ok || tt.ok && got != tt.want {
+			t.Errorf("ParseID(%q) = %v, %v", tt.in, got, err)
+		}
+	}
+}
+
+func FuzzParseID(f *testing.F) {
+	for _, s := range []string{"", "1", "12.3", "0.0", "1.4095", "x", "18446744073709551615.1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := events.ParseID(s)
+		if err != nil {
+			return
+		}
+		if s != "" && id.String() != s && id.String() != s+".0" {
+			t.Errorf("%q parsed as %v", s, id)
+		}
+		back, err := events.ParseID(id.String())
+		if s != "" && (err != nil || back != id) {
+			t.Errorf("%q -> %v -> %v %v", s, id, back, err)
+		}
+	})
+}
+
+func FuzzVerifyFile(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"prev":"","hash":"00"}` + "\n"))
+	f.Add([]byte("not json\n\n{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := events.VerifyFile(bytes.NewReader(data))
+		if err == nil && v.OK() && v.Records > 0 && v.Head == "" {
+			t.Errorf("an intact chain without a head: %+v", v)
+		}
+		if err == nil && v.Records == 0 && !v.OK() {
+			t.Errorf("problems without records: %+v", v)
+		}
+	})
+}

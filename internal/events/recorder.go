@@ -1,0 +1,363 @@
+package events
+
+import (
+	"cmp"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"go.uber.org/zap"
+
+	"toold/internal/dispatch"
+	"toold/internal/registry"
+	"toold/internal/state"
+)
+
+// Options configure a Recorder.
+type Options struct {
+	Store *state.Store
+	// Audit turns the audit log on (toold's default).
+	Audit bool
+	// RedactArguments, when set, passes arguments through it before they
+	// are hashed for the audit log (state.audit.redact_arguments).
+	RedactArguments func(tool string, args []byte) []byte
+	// FlushInterval is the longest an event waits in the buffer (50ms).
+	FlushInterval time.Duration
+	// MaxPending bounds the buffer while the store cannot take it
+	// (100,000 entries); beyond it events, then audit records, are
+	// dropped and counted.
+	MaxPending int
+	Logger     *zap.Logger
+	Registerer prometheus.Registerer
+}
+
+// Recorder is the dispatch observer that feeds the activity stream and the
+// audit log. Its hooks copy a few fields into a buffer under a mutex and
+// return; Run publishes the buffer. All the encoding, hashing and chaining
+// happens there, once per flush, so what a call pays is an append.
+type Recorder struct {
+	opts    Options
+	st      *state.Store
+	replica string
+	log     *zap.Logger
+	m       *recorderMetrics
+	chain   *chain
+
+	mu      sync.Mutex
+	pending []item
+	spare   []item // the other buffer: flush swaps them
+	done    chan struct{}
+	stopped chan struct{}
+
+	// Buffers the flusher (one goroutine) reuses from batch to batch.
+	activity []byte
+	audits   []Record
+}
+
+// item is one buffered entry: a call's start, a call's end (an activity
+// event and, with the audit log on, its record), an execution's event, or
+// an administrative action. Small on purpose: a call appends two.
+type item struct {
+	typ        string
+	at         time.Time
+	subject    string // an execution's subject, or ""
+	activity   bool   // also an activity event
+	audit      bool
+	requestID  string
+	tool       string
+	caller     string
+	execution  string
+	status     string
+	errType    string
+	errCode    string
+	durationMS float64
+	args       []byte // for the audit record's hash
+	extra      *Event // output chunks, final envelopes, administrative targets
+}
+
+var _ dispatch.CallObserver = (*Recorder)(nil)
+
+// NewRecorder builds a recorder; call Run to publish and Close to stop.
+func NewRecorder(o Options) *Recorder {
+	o.FlushInterval = cmp.Or(o.FlushInterval, 50*time.Millisecond)
+	o.MaxPending = cmp.Or(o.MaxPending, 100_000)
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return &Recorder{opts: o, st: o.Store, replica: o.Store.Name(), log: o.Logger, m: newRecorderMetrics(o.Registerer),
+		chain: &chain{st: o.Store}, done: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+// Observe and Stuck make the Recorder a dispatch.Observer; it learns
+// everything it needs through CallStarted and CallEnded.
+func (r *Recorder) Observe(*registry.Entry, *dispatch.Envelope) {}
+
+// Stuck is not recorded as an event.
+func (r *Recorder) Stuck(*registry.Entry, int) {}
+
+// CallStarted records a start event (on the execution's subject too, for
+// an async one).
+func (r *Recorder) CallStarted(c *dispatch.CallInfo) {
+	it := item{typ: TypeStart, at: time.Now(), activity: true, requestID: c.RequestID, tool: c.Tool, caller: c.Caller, execution: c.ExecutionID}
+	if c.ExecutionID != "" {
+		it.subject = ExecutionSubject(c.ExecutionID)
+	}
+	r.add(it)
+}
+
+// CallEnded records an end or error event and, with the audit log on, the
+// call's audit record.
+func (r *Recorder) CallEnded(c *dispatch.CallInfo, env *dispatch.Envelope) {
+	it := item{typ: TypeEnd, at: time.Now(), activity: true, audit: r.opts.Audit, requestID: c.RequestID, tool: c.Tool,
+		caller: c.Caller, execution: c.ExecutionID, status: string(env.Status), durationMS: env.DurationMS, args: c.Args}
+	if env.Error != nil {
+		it.typ, it.errType, it.errCode = TypeError, string(env.Error.Type), env.Error.Code
+	}
+	r.add(it)
+}
+
+// Execution records an event of one async execution on its own subject;
+// its output is an activity event too (its start and end reach the
+// activity stream through the dispatcher).
+func (r *Recorder) Execution(ev Event) {
+	it := item{typ: ev.Type, at: time.Now(), subject: ExecutionSubject(ev.ExecutionID), activity: ev.Type == TypeOutput,
+		requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, execution: ev.ExecutionID, status: ev.Status}
+	if ev.Stream != "" || ev.Chunk != "" || len(ev.Envelope) > 0 {
+		it.extra = &Event{Stream: ev.Stream, Chunk: ev.Chunk, Envelope: ev.Envelope}
+	}
+	r.add(it)
+}
+
+// Accepted records an async execution's acceptance in the activity
+// stream. (Its own event stream starts from its record: a replica that
+// runs it cannot overtake an acceptance that is not an event there.)
+func (r *Recorder) Accepted(ev Event) {
+	r.add(item{typ: TypePending, at: time.Now(), activity: true, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller,
+		execution: ev.ExecutionID, status: ev.Status})
+}
+
+// Admin records an administrative action in the audit log: who did what
+// to which target.
+func (r *Recorder) Admin(caller, action, target, requestID string) {
+	if r.opts.Audit {
+		r.add(item{typ: "admin", at: time.Now(), audit: true, caller: caller, requestID: requestID,
+			status: action, extra: &Event{Chunk: target}})
+	}
+}
+
+func (r *Recorder) add(it item) {
+	r.mu.Lock()
+	r.pending = append(r.pending, it)
+	r.mu.Unlock()
+}
+
+// maxBatch is the most entries one message holds.
+const maxBatch = 1024
+
+// Run publishes the buffer every FlushInterval until Close; it returns
+// when the last flush is done.
+func (r *Recorder) Run() {
+	defer close(r.stopped)
+	t := time.NewTicker(r.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.flush()
+		case <-r.done:
+			r.flushAll(5 * time.Second)
+			return
+		}
+	}
+}
+
+// Close flushes what is buffered (for up to 5s) and stops Run.
+func (r *Recorder) Close() {
+	select {
+	case <-r.done:
+	default:
+		close(r.done)
+	}
+	<-r.stopped
+}
+
+func (r *Recorder) flushAll(bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) && !r.st.Conn().IsClosed() {
+		if r.flush() == 0 {
+			return
+		}
+	}
+	r.mu.Lock()
+	left := len(r.pending)
+	r.mu.Unlock()
+	if left > 0 {
+		r.log.Error("events: the store did not take the last events and audit records before shutdown", zap.Int("lost", left))
+	}
+}
+
+// flush publishes everything buffered, maxBatch entries to a message; what
+// the store refuses goes back to the front of the buffer for the next
+// flush. It returns how many entries remain buffered.
+func (r *Recorder) flush() int {
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = r.spare[:0]
+	r.mu.Unlock()
+	var failed []item
+	for start := 0; start < len(batch); start += maxBatch {
+		failed = append(failed, r.publish(batch[min(start, len(batch)):min(start+maxBatch, len(batch))])...)
+	}
+	clear(batch) // drop references to arguments and envelopes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spare = batch[:0]
+	if len(failed) > 0 {
+		r.pending = append(failed, r.pending...)
+	}
+	r.shed()
+	r.m.pending.Set(float64(len(r.pending)))
+	return len(r.pending)
+}
+
+// shed drops the oldest events, then the oldest audit records, beyond
+// MaxPending; r.mu is held.
+func (r *Recorder) shed() {
+	over := len(r.pending) - r.opts.MaxPending
+	if over <= 0 {
+		return
+	}
+	kept := r.pending[:0]
+	for _, it := range r.pending {
+		if over > 0 && !it.audit {
+			over--
+			r.m.dropped.WithLabelValues("event").Inc()
+			continue
+		}
+		kept = append(kept, it)
+	}
+	if over > 0 {
+		r.m.dropped.WithLabelValues("audit").Add(float64(over))
+		r.log.Error("audit: the store has been unavailable too long; oldest audit records dropped", zap.Int("dropped", over))
+		kept = kept[over:]
+	}
+	r.pending = kept
+}
+
+// publish writes one batch: one activity message, one message per
+// execution subject, and the audit records, chained. It returns the items
+// whose writes failed, with only the parts that failed.
+func (r *Recorder) publish(batch []item) []item {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	activity := r.activity[:0]
+	bySubject := map[string][]byte{}
+	var order []string
+	audits := r.audits[:0]
+	defer func() { r.activity, r.audits = activity[:0], audits[:0] }()
+	for i := range batch {
+		it := &batch[i]
+		if it.activity {
+			activity = append(r.appendEvent(activity, it, false), '\n')
+		}
+		if it.subject != "" {
+			if _, ok := bySubject[it.subject]; !ok {
+				order = append(order, it.subject)
+			}
+			bySubject[it.subject] = append(r.appendEvent(bySubject[it.subject], it, true), '\n')
+		}
+		if it.audit {
+			audits = append(audits, r.record(it))
+		}
+	}
+	eventsOK := true
+	for _, subj := range order {
+		if _, err := r.st.Publish(ctx, "events_publish", subj, bySubject[subj]); err != nil {
+			eventsOK = false
+		}
+	}
+	if len(activity) > 0 {
+		if _, err := r.st.Publish(ctx, "events_publish", ActivitySubject, activity); err != nil {
+			eventsOK = false
+		}
+	}
+	auditOK := true
+	if len(audits) > 0 {
+		if err := r.chain.append(ctx, audits); err != nil {
+			r.log.Warn("audit: appending failed; retrying at the next flush", zap.Error(err))
+			auditOK = false
+		} else {
+			r.m.audited.Add(float64(len(audits)))
+		}
+	}
+	if !eventsOK {
+		r.log.Warn("events: publishing failed; retrying at the next flush")
+	}
+	return retries(batch, eventsOK, auditOK, r.m.published)
+}
+
+// retries keeps, of each item, the parts whose write failed, and counts
+// the events written.
+func retries(batch []item, eventsOK, auditOK bool, published prometheus.Counter) []item {
+	var failed []item
+	for _, it := range batch {
+		if it.activity || it.subject != "" {
+			if eventsOK {
+				published.Inc()
+				it.activity, it.subject = false, ""
+			}
+		}
+		if auditOK {
+			it.audit = false
+		}
+		if it.activity || it.subject != "" || it.audit {
+			failed = append(failed, it)
+		}
+	}
+	return failed
+}
+
+// record is an item's audit record, not yet chained.
+func (r *Recorder) record(it *item) Record {
+	rec := Record{Time: it.at.UTC(), Replica: r.replica, Kind: "call", Caller: it.caller, Action: "execute", Tool: it.tool,
+		Status: it.status, ErrorType: it.errType, DurationMS: it.durationMS, RequestID: it.requestID, ExecutionID: it.execution}
+	if it.typ == "admin" {
+		rec.Kind, rec.Action, rec.Status = "admin", it.status, ""
+		if it.extra != nil {
+			rec.Target = it.extra.Chunk
+		}
+	} else {
+		rec.ArgsSHA256 = r.argsHash(it.tool, it.args)
+	}
+	return rec
+}
+
+type recorderMetrics struct {
+	published prometheus.Counter
+	audited   prometheus.Counter
+	dropped   *prometheus.CounterVec
+	pending   prometheus.Gauge
+}
+
+func newRecorderMetrics(reg prometheus.Registerer) *recorderMetrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	f := promauto.With(reg)
+	m := &recorderMetrics{
+		published: f.NewCounter(prometheus.CounterOpts{Name: "toold_events_published_total",
+			Help: "Activity and execution events written to the state store."}),
+		audited: f.NewCounter(prometheus.CounterOpts{Name: "toold_audit_records_total",
+			Help: "Audit records appended to the audit log."}),
+		dropped: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_events_dropped_total",
+			Help: "Events and audit records dropped because the store could not take them in time, by kind (event, audit)."},
+			[]string{"kind"}),
+		pending: f.NewGauge(prometheus.GaugeOpts{Name: "toold_events_pending",
+			Help: "Events and audit records buffered, waiting for the store."}),
+	}
+	m.dropped.WithLabelValues("event")
+	m.dropped.WithLabelValues("audit")
+	return m
+}

@@ -1,0 +1,203 @@
+package executions_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/executions"
+	"toold/internal/limits"
+	"toold/internal/registry"
+	"toold/internal/sanitize"
+	"toold/internal/state"
+	"toold/internal/state/statetest"
+	"toold/internal/tools"
+)
+
+// slow sleeps ms milliseconds (or until cancelled) and counts its runs.
+type slow struct {
+	name string
+	idem bool
+	runs *atomic.Int64
+}
+
+func (s slow) Spec() tools.Spec {
+	return tools.Spec{Name: s.name, Description: "Sleeps.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"},"pad":{"type":"string"}}}`),
+		Effects:    tools.Effects{Idempotent: s.idem, ReadOnly: s.idem}}
+}
+
+func (s slow) Execute(ctx context.Context, c *tools.Call) (any, error) {
+	s.runs.Add(1)
+	var in struct{ MS int }
+	_ = json.Unmarshal(c.Args, &in)
+	select {
+	case <-time.After(time.Duration(in.MS) * time.Millisecond):
+		return map[string]int{"slept_ms": in.MS}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// replica is one toold's executions service on its own store connection.
+type replica struct {
+	svc *executions.Service
+	st  *state.Store
+}
+
+func newReplica(t testing.TB, st *state.Store, ts ...tools.Tool) *replica {
+	t.Helper()
+	reg, err := registry.New(registry.Options{}, ts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	san, _ := sanitize.New(sanitize.Config{}, nil)
+	rec := events.NewRecorder(events.Options{Store: st, FlushInterval: 5 * time.Millisecond})
+	go rec.Run()
+	t.Cleanup(rec.Close)
+	d, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{}),
+		Observers: []dispatch.Observer{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := executions.New(executions.Options{Store: st, Dispatcher: d, Recorder: rec, Heartbeat: 100 * time.Millisecond, Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	return &replica{svc: svc, st: st}
+}
+
+func (r *replica) start(t *testing.T) {
+	t.Helper()
+	if err := r.svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitStatus(t *testing.T, r *replica, id string, want dispatch.Status) *executions.Record {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := r.svc.Get(context.Background(), "k", id)
+		if err == nil && rec.Status == want {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("execution %s never reached %s (is %+v, %v)", id, want, rec, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLostReplica: B runs an execution and dies (its connection closes,
+// its lease is no longer renewed); A, the only replica left, takes the
+// execution back from the queue and ends it interrupted, or runs it again
+// when the tool is idempotent.
+func TestLostReplica(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		idem bool
+		want dispatch.Status
+	}{
+		{"not idempotent: interrupted", false, dispatch.StatusInterrupted},
+		{"idempotent: run again", true, dispatch.StatusSuccess},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			runs := &atomic.Int64{}
+			tool := slow{name: "slow", idem: tt.idem, runs: runs}
+			sa, sb := statetest.OpenPair(t, state.Options{})
+			a, b := newReplica(t, sa, tool), newReplica(t, sb, tool)
+			b.start(t)
+			rec, refusal, err := a.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: []byte(`{"ms":1500}`), Caller: "k", RequestID: "r1"})
+			if err != nil || refusal != nil {
+				t.Fatal(err, refusal)
+			}
+			running := waitStatus(t, a, rec.ID, dispatch.StatusRunning)
+			if running.Replica != "replica-b" {
+				t.Fatalf("running on %q", running.Replica)
+			}
+			sb.Close() // replica B is gone
+			a.start(t)
+			final := waitStatus(t, a, rec.ID, tt.want)
+			env := final.View()
+			if tt.want == dispatch.StatusInterrupted {
+				if !strings.Contains(env.Error.Message, "replica-b") || env.Error.Code != "interrupted" || runs.Load() != 1 {
+					t.Errorf("interrupted: %+v, runs %d", env.Error, runs.Load())
+				}
+			} else if final.Attempt != 2 || final.Replica != "replica-a" || runs.Load() != 2 {
+				t.Errorf("re-run: attempt %d on %s, runs %d", final.Attempt, final.Replica, runs.Load())
+			}
+		})
+	}
+}
+
+// TestCancelAcrossReplicas: submitted on A, running on B, cancelled from A.
+func TestCancelAcrossReplicas(t *testing.T) {
+	runs := &atomic.Int64{}
+	tool := slow{name: "slow", runs: runs}
+	sa, sb := statetest.OpenPair(t, state.Options{})
+	a, b := newReplica(t, sa, tool), newReplica(t, sb, tool)
+	b.start(t)
+	rec, _, err := a.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: []byte(`{"ms":10000}`), Caller: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, a, rec.ID, dispatch.StatusRunning)
+	start := time.Now()
+	got, err := a.svc.Cancel(context.Background(), "k", rec.ID)
+	if err != nil || got.Status != dispatch.StatusCancelled || time.Since(start) > 2*time.Second {
+		t.Fatalf("cancel: %+v %v after %v", got, err, time.Since(start))
+	}
+	if _, err := a.svc.Get(context.Background(), "someone else", rec.ID); err == nil {
+		t.Errorf("another caller read the execution")
+	}
+}
+
+// TestSubmitRefusesWhenStoreDown: nothing is accepted without the store.
+func TestSubmitRefusesWhenStoreDown(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st, slow{name: "slow", runs: &atomic.Int64{}})
+	st.Close()
+	_, _, err := r.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: []byte(`{}`), Caller: "k"})
+	te, ok := tools.AsError(err)
+	if !ok || te.Code != "store_unavailable" {
+		t.Fatalf("submit with the store down: %v", err)
+	}
+}
+
+// TestSubmitRefusesWhenStoreFull: a store out of space refuses with 507
+// store_full, and what it refused is not there.
+func TestSubmitRefusesWhenStoreFull(t *testing.T) {
+	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), Name: "full",
+		EventsMaxBytes: 1 << 20, AuditMaxBytes: 1 << 20, MaxStore: 2<<20 + 256<<10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := newReplica(t, st, slow{name: "slow", runs: &atomic.Int64{}})
+	big := []byte(`{"ms":1,"pad":"` + strings.Repeat("x", 60<<10) + `"}`)
+	for i := 0; i < 100; i++ {
+		rec, refusal, err := r.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: big, Caller: "k"})
+		if refusal != nil {
+			t.Fatalf("refused: %+v", refusal.Error)
+		}
+		if err == nil {
+			continue
+		}
+		te, ok := tools.AsError(err)
+		if !ok || te.Code != "store_full" {
+			t.Fatalf("submit %d into a full store: %v", i, err)
+		}
+		if rec != nil {
+			t.Errorf("a refused submit returned a record")
+		}
+		return
+	}
+	t.Fatal("100 submits of 60 KiB fitted in 256 KiB")
+}

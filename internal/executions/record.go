@@ -1,0 +1,117 @@
+package executions
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"toold/internal/dispatch"
+	"toold/internal/sanitize"
+)
+
+// Record is an execution as the store holds it: a key of the executions
+// bucket, "<owner>.<id>". A waiting or queued execution is this record and
+// a work-queue message, never a goroutine.
+type Record struct {
+	ID     string `json:"id"`
+	Caller string `json:"caller"`
+	// Kind is "call" (one tool) or "batch".
+	Kind string `json:"kind"`
+	Tool string `json:"tool,omitempty"`
+	// Arguments are kept only until the execution ends (a replica that
+	// takes it over needs them); the final record drops them.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Batch     *BatchRequest   `json:"batch,omitempty"`
+	TimeoutMS int64           `json:"timeout_ms,omitempty"`
+	// ConfirmToken answers a confirmation challenge, for the run.
+	ConfirmToken string          `json:"confirm_token,omitempty"`
+	RequestID    string          `json:"request_id"`
+	Status       dispatch.Status `json:"status"`
+	// Envelope is the final envelope once Status is final.
+	Envelope json.RawMessage `json:"envelope,omitempty"`
+	// Replica runs (or last ran) it; Attempt counts the runs started.
+	Replica string `json:"replica,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	// CancelRequested is set by DELETE; the running replica stops it.
+	CancelRequested bool      `json:"cancel_requested,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	StartedAt       time.Time `json:"started_at,omitzero"`
+	UpdatedAt       time.Time `json:"updated_at"`
+}
+
+// key is the record's key in the executions bucket.
+func (r *Record) key() string { return recordKey(r.Caller, r.ID) }
+
+// owner is the bucket-key prefix of a caller's executions: a key sees
+// only keys under its own prefix.
+func owner(caller string) string {
+	sum := sha256.Sum256([]byte(caller))
+	return hex.EncodeToString(sum[:8])
+}
+
+func recordKey(caller, id string) string { return owner(caller) + "." + id }
+
+// newID makes an execution id: 12 hex digits of Unix milliseconds and 12
+// random ones, so ids sort by creation time.
+func newID(now time.Time) string {
+	var b [12]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
+	_, _ = rand.Read(b[6:])
+	return hex.EncodeToString(b[:])
+}
+
+// ValidID reports whether s has the shape of an execution id; anything
+// else is answered 404 without a store lookup.
+func ValidID(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// View is the envelope a client sees for the record now: the final
+// envelope once there is one, otherwise one that says how far it got.
+func (r *Record) View() *dispatch.Envelope {
+	if len(r.Envelope) > 0 {
+		var env dispatch.Envelope
+		if err := json.Unmarshal(r.Envelope, &env); err == nil {
+			env.ExecutionID, env.Status, env.Success = r.ID, r.Status, r.Status == dispatch.StatusSuccess
+			return &env
+		}
+	}
+	started := r.CreatedAt
+	if !r.StartedAt.IsZero() {
+		started = r.StartedAt
+	}
+	return &dispatch.Envelope{RequestID: r.RequestID, Tool: r.Tool, Status: r.Status, StartedAt: started,
+		DurationMS: float64(time.Since(started).Microseconds()) / 1000, ExecutionID: r.ID, Sanitized: sanitize.Report{}}
+}
+
+// Location is where the execution is read.
+func (r *Record) Location() string { return "/executions/" + r.ID }
+
+func (r *Record) encode() []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("executions: encoding a record: %v", err)) // every field is encodable
+	}
+	return b
+}
+
+func decodeRecord(b []byte) (*Record, error) {
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("executions: a stored record is not readable: %w", err)
+	}
+	return &r, nil
+}

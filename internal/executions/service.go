@@ -1,0 +1,182 @@
+// Package executions is what outlives a request: async executions,
+// batches, idempotency keys and the redundancy check of a turn, built on
+// the pipeline (dispatch.Execute runs every call, async or not) and the
+// state store (every replica sees every execution).
+//
+// An accepted async execution is a record in the executions bucket and a
+// message on the TOOLD_WORK queue. Any replica's workers take messages from
+// the queue; while one runs an execution it renews its lease on the message
+// every Heartbeat (JetStream's in-progress acknowledgement). A replica that
+// dies stops renewing: after 3 heartbeats the queue hands the message to
+// another replica, which finds the record still "running" on the lost one
+// and either runs it again (when the tool is declared idempotent) or ends it
+// "interrupted". The lease is the queue's own ack-wait, not a second
+// mechanism: no clock comparisons between replicas, and a message cannot be
+// lost between two of them.
+package executions
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"go.uber.org/zap"
+
+	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/state"
+	"toold/internal/tools"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Store is the shared state; nil leaves only synchronous batches.
+	Store      *state.Store
+	Dispatcher *dispatch.Dispatcher
+	// Recorder receives execution events; required with a Store.
+	Recorder *events.Recorder
+	// Workers run async executions at once on this replica (default 64);
+	// each tool's bulkhead still applies inside.
+	Workers int
+	// Heartbeat is how often a running execution's lease is renewed
+	// (default 5s); a replica silent for 3 heartbeats has lost its work.
+	Heartbeat time.Duration
+	// MaxAttempts bounds how often an idempotent execution is started
+	// (default 3).
+	MaxAttempts int
+	// BatchMax caps the calls of a batch (default 32).
+	BatchMax int
+	// MaxWait bounds ?wait= and Prefer: wait= (default 60s).
+	MaxWait time.Duration
+	// IdempotencyWait is how long a duplicate request waits for the first
+	// one's answer before it is refused with 409 (default 10s; 0 keeps the
+	// default, a negative value refuses at once).
+	IdempotencyWait time.Duration
+	Logger          *zap.Logger
+	Registerer      prometheus.Registerer
+}
+
+// Service runs executions; safe for concurrent use.
+type Service struct {
+	opts Options
+	st   *state.Store
+	disp *dispatch.Dispatcher
+	rec  *events.Recorder
+	log  *zap.Logger
+	m    *metrics
+	name string
+
+	mu       sync.Mutex
+	running  map[string]*run // executions running on this replica, by id
+	draining bool
+	idle     chan struct{}
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	subs     []*nats.Subscription // cancel and done notices
+
+	wmu     sync.Mutex
+	waiters map[string][]chan struct{} // clients waiting here for an execution's end
+}
+
+// New builds a service; Start runs its workers.
+func New(o Options) (*Service, error) {
+	if o.Dispatcher == nil {
+		return nil, errors.New("executions: a dispatcher is required")
+	}
+	if o.Store != nil && o.Recorder == nil {
+		return nil, errors.New("executions: a recorder is required with a store")
+	}
+	o.Workers = cmp.Or(o.Workers, 64)
+	o.Heartbeat = cmp.Or(o.Heartbeat, 5*time.Second)
+	o.MaxAttempts = cmp.Or(o.MaxAttempts, 3)
+	o.BatchMax = cmp.Or(o.BatchMax, 32)
+	o.MaxWait = cmp.Or(o.MaxWait, 60*time.Second)
+	o.IdempotencyWait = cmp.Or(o.IdempotencyWait, 10*time.Second)
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	s := &Service{opts: o, st: o.Store, disp: o.Dispatcher, rec: o.Recorder, log: o.Logger, m: newMetrics(o.Registerer),
+		running: map[string]*run{}, idle: make(chan struct{}), waiters: map[string][]chan struct{}{}}
+	if o.Store != nil {
+		s.name = o.Store.Name()
+	}
+	return s, nil
+}
+
+// MaxWait is the longest ?wait= the service accepts.
+func (s *Service) MaxWait() time.Duration { return s.opts.MaxWait }
+
+// BatchMax is the most calls a batch may hold.
+func (s *Service) BatchMax() int { return s.opts.BatchMax }
+
+// Stored reports whether the service has a store (async executions,
+// idempotency, turns); without one only synchronous batches work.
+func (s *Service) Stored() bool { return s.st != nil }
+
+// Errors the service answers with; the server's status table maps their
+// codes.
+var (
+	errNoStore = tools.Errorf(tools.OverloadError, "the state store is off (state.enabled: false): async executions, idempotency keys and turns need it").
+			WithCode("store_unavailable").WithSuggestion("call without Prefer: respond-async, Idempotency-Key or Toold-Turn, or ask the operator to turn the store on")
+	errDraining = &tools.Error{Kind: tools.OverloadError, Code: "draining", RetryAfter: time.Second,
+		Message: "toold is shutting down and accepts no new executions", Suggestion: "retry against another replica, or after toold restarts"}
+)
+
+// StoreError turns a store failure into the error a caller is answered
+// with: 503 while the store is unreachable, 507 when it is full; the cause
+// goes only to the log.
+func StoreError(err error) *tools.Error {
+	if te, ok := tools.AsError(err); ok {
+		return te
+	}
+	if errors.Is(err, state.ErrFull) {
+		e := tools.Errorf(tools.OverloadError, "the state store is full: nothing was accepted").WithCode("store_full").
+			WithSuggestion("retry later; the operator should raise the store's limits or shorten its retention").Wrap(err)
+		e.RetryAfter = 5 * time.Second
+		return e
+	}
+	e := tools.Errorf(tools.OverloadError, "the state store is unavailable: nothing was accepted").WithCode("store_unavailable").
+		WithSuggestion("retry in a few seconds; GET /readyz says when the store is back").Wrap(err)
+	e.RetryAfter = time.Second
+	return e
+}
+
+type metrics struct {
+	executions *prometheus.CounterVec
+	running    prometheus.Gauge
+	batches    prometheus.Counter
+	replays    *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	f := promauto.With(reg)
+	m := &metrics{
+		executions: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_executions_total",
+			Help: "Async executions by the state they entered (pending when accepted; then running and a final state)."},
+			[]string{"status"}),
+		running: f.NewGauge(prometheus.GaugeOpts{Name: "toold_executions_running",
+			Help: "Async executions running on this replica."}),
+		batches: f.NewCounter(prometheus.CounterOpts{Name: "toold_batches_total",
+			Help: "Batches run on this replica."}),
+		replays: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_idempotency_outcomes_total",
+			Help: "Requests with an Idempotency-Key or a Toold-Turn, by outcome (first, replayed, redundant, mismatch, in_flight)."},
+			[]string{"outcome"}),
+	}
+	for _, o := range []string{"first", "replayed", "redundant", "mismatch", "in_flight"} {
+		m.replays.WithLabelValues(o)
+	}
+	for _, st := range dispatch.ExecutionStatuses {
+		if st != dispatch.StatusNotFound {
+			m.executions.WithLabelValues(string(st))
+		}
+	}
+	return m
+}

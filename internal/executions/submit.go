@@ -1,0 +1,320 @@
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/state"
+	"toold/internal/tools"
+)
+
+// Call is one async call as a transport received it.
+type Call struct {
+	Tool      string
+	Body      []byte
+	RequestID string
+	Caller    string
+	// Allowed reports whether the caller may use a tool (checked before
+	// the call is accepted; the replica that runs it has no keyring).
+	Allowed      func(string) bool
+	Timeout      time.Duration
+	ConfirmToken string
+}
+
+// Submit checks a call and, when it could run, accepts it: the record and
+// its work-queue message are written before Submit returns, so an accepted
+// execution survives this replica. A refusal comes back as an envelope
+// (the one a sync call would get); a store failure as an error.
+func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelope, error) {
+	if err := s.accepting(); err != nil {
+		return nil, nil, err
+	}
+	req := &dispatch.Request{Tool: c.Tool, Body: c.Body, Unwrap: true, RequestID: c.RequestID, Caller: c.Caller,
+		Allowed: c.Allowed, Timeout: c.Timeout, ConfirmToken: c.ConfirmToken}
+	if env := s.disp.Check(ctx, req); env != nil {
+		return nil, env, nil
+	}
+	now := time.Now().UTC()
+	r := &Record{ID: newID(now), Caller: c.Caller, Kind: "call", Tool: c.Tool, Arguments: c.Body, TimeoutMS: c.Timeout.Milliseconds(),
+		ConfirmToken: c.ConfirmToken, RequestID: c.RequestID, Status: dispatch.StatusPending, CreatedAt: now, UpdatedAt: now}
+	if err := s.accept(ctx, r); err != nil {
+		return nil, nil, err
+	}
+	return r, nil, nil
+}
+
+// SubmitBatch accepts a batch to run asynchronously.
+func (s *Service) SubmitBatch(ctx context.Context, b *BatchRequest, caller, requestID string, allowed func(string) bool) (*Record, *dispatch.Envelope, error) {
+	if err := s.accepting(); err != nil {
+		return nil, nil, err
+	}
+	for i, c := range b.Calls {
+		if allowed != nil && !allowed(c.Tool) {
+			return nil, batchRefusal(requestID, i, tools.NewPermissionError("this API key may not use the tool %q", c.Tool).WithCode("forbidden")), nil
+		}
+		if _, ok := s.disp.Registry().Lookup(c.Tool); !ok {
+			return nil, batchRefusal(requestID, i, tools.Errorf(tools.ValidationError, "there is no tool named %q", c.Tool).WithCode("unknown_tool").
+				WithSuggestion("GET /tools lists every tool")), nil
+		}
+	}
+	now := time.Now().UTC()
+	r := &Record{ID: newID(now), Caller: caller, Kind: "batch", Batch: b, RequestID: requestID,
+		Status: dispatch.StatusPending, CreatedAt: now, UpdatedAt: now}
+	if err := s.accept(ctx, r); err != nil {
+		return nil, nil, err
+	}
+	return r, nil, nil
+}
+
+func batchRefusal(requestID string, i int, te *tools.Error) *dispatch.Envelope {
+	te.Fields = []tools.FieldError{{Pointer: "/calls/" + strconv.Itoa(i) + "/tool", Message: te.Message}}
+	status := dispatch.StatusRejected
+	return dispatch.Failure(requestID, "", status, te)
+}
+
+func (s *Service) accepting() error {
+	if s.st == nil {
+		return errNoStore
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return errDraining
+	}
+	return nil
+}
+
+// work is a work-queue message: the record as accepted, and its revision,
+// so the replica that takes it claims it with one write.
+type work struct {
+	Key      string          `json:"key"`
+	Revision uint64          `json:"rev"`
+	Record   json.RawMessage `json:"record"`
+}
+
+// accept writes the record and queues it. If the queue refuses, the
+// record is removed again: the caller is told nothing was accepted.
+func (s *Service) accept(ctx context.Context, r *Record) error {
+	key, body := r.key(), r.encode()
+	rev, err := s.st.Executions.Create(ctx, key, body)
+	if err != nil {
+		// The write may have landed with its answer lost: take it back,
+		// since the caller is told nothing was accepted.
+		s.takeBack(ctx, key)
+		return StoreError(err)
+	}
+	msg, _ := json.Marshal(work{Key: key, Revision: rev, Record: body})
+	if _, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, msg); err != nil {
+		s.takeBack(ctx, key)
+		return StoreError(err)
+	}
+	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
+	s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Status: string(dispatch.StatusPending)})
+	return nil
+}
+
+// takeBack removes a record the caller is told was not accepted, trying
+// for a short while only: a store that just refused a write may refuse
+// this one too, and then the record expires with the retention.
+func (s *Service) takeBack(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := s.st.Executions.Delete(ctx, key); err != nil && !errors.Is(err, state.ErrNotFound) {
+		s.log.Warn("executions: a record that was not accepted could not be removed; it will expire", zap.String("key", key))
+	}
+}
+
+// errNoExecution answers an id that is unknown to the caller, whether it
+// does not exist, expired, or is another key's: 404 alike, so a key cannot
+// learn another's ids.
+func errNoExecution(id string) *tools.Error {
+	return tools.Errorf(tools.NotFound, "there is no execution %q for this API key", id).WithCode("no_execution").
+		WithSuggestion("GET /executions lists this key's executions; results are kept for the store's retention")
+}
+
+// Get returns the caller's execution.
+func (s *Service) Get(ctx context.Context, caller, id string) (*Record, error) {
+	r, _, err := s.get(ctx, caller, id)
+	return r, err
+}
+
+func (s *Service) get(ctx context.Context, caller, id string) (*Record, uint64, error) {
+	if s.st == nil {
+		return nil, 0, errNoStore
+	}
+	if !ValidID(id) {
+		return nil, 0, errNoExecution(id)
+	}
+	b, rev, err := s.st.Executions.Get(ctx, recordKey(caller, id))
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, 0, errNoExecution(id)
+	}
+	if err != nil {
+		return nil, 0, StoreError(err)
+	}
+	r, err := decodeRecord(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	return r, rev, nil
+}
+
+// Wait returns the caller's execution once it is final, or as it is when
+// d passes or ctx ends. It is told of the end by the done subject, and
+// reads the record again every second in case a notice was lost.
+func (s *Service) Wait(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
+	if d <= 0 || s.st == nil || !ValidID(id) {
+		return s.Get(ctx, caller, id)
+	}
+	done := s.watch(id)
+	defer s.unwatch(id, done)
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		r, err := s.Get(ctx, caller, id)
+		if err != nil || r.Status.Final() {
+			return r, err
+		}
+		select {
+		case <-done:
+		case <-poll.C:
+		case <-deadline.C:
+			return r, nil
+		case <-ctx.Done():
+			return r, nil
+		}
+	}
+}
+
+// watch registers a waiter for id's done notice.
+func (s *Service) watch(id string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	s.wmu.Lock()
+	s.waiters[id] = append(s.waiters[id], ch)
+	s.wmu.Unlock()
+	return ch
+}
+
+func (s *Service) unwatch(id string, ch chan struct{}) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	ws := slices.DeleteFunc(s.waiters[id], func(c chan struct{}) bool { return c == ch })
+	if len(ws) == 0 {
+		delete(s.waiters, id)
+	} else {
+		s.waiters[id] = ws
+	}
+}
+
+// notify wakes this replica's waiters of id.
+func (s *Service) notify(id string) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, ch := range s.waiters[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Cancel stops the caller's execution wherever it runs: a pending one ends
+// at once; a running one is told through the record and the cancel
+// subject, and Cancel waits briefly for it to end. A final one is returned
+// as it is.
+func (s *Service) Cancel(ctx context.Context, caller, id string) (*Record, error) {
+	for attempt := 0; attempt < 10; attempt++ {
+		r, rev, err := s.get(ctx, caller, id)
+		if err != nil || r.Status.Final() {
+			return r, err
+		}
+		if r.Status == dispatch.StatusPending {
+			done := s.final(r, dispatch.StatusCancelled, cancelledEnvelope(r, caller, "before it started"))
+			if _, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev); errors.Is(err, state.ErrConflict) {
+				continue // it started meanwhile
+			} else if err != nil {
+				return nil, StoreError(err)
+			}
+			s.ended(done)
+			return done, nil
+		}
+		if !r.CancelRequested {
+			r.CancelRequested, r.UpdatedAt = true, time.Now().UTC()
+			if _, err := s.st.Executions.Update(ctx, r.key(), r.encode(), rev); errors.Is(err, state.ErrConflict) {
+				continue
+			} else if err != nil {
+				return nil, StoreError(err)
+			}
+		}
+		_ = s.st.Conn().Publish(state.CancelSubject, []byte(id))
+		return s.Wait(ctx, caller, id, 2*time.Second)
+	}
+	return nil, StoreError(state.ErrUnavailable)
+}
+
+func cancelledEnvelope(r *Record, by, when string) *dispatch.Envelope {
+	te := tools.Errorf(tools.SystemError, "the execution was cancelled by %s %s", by, when).WithCode("cancelled").
+		WithSuggestion("submit it again if it is still needed")
+	env := dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusCancelled, te)
+	return env
+}
+
+// Filter selects executions in List.
+type Filter struct {
+	Tool   string
+	Status dispatch.Status
+}
+
+// Page is one page of List.
+type Page struct {
+	Executions []*dispatch.Envelope `json:"executions"`
+	// Next is the cursor of the next page; empty on the last.
+	Next string `json:"next,omitempty"`
+}
+
+// List returns the caller's executions, newest first, limit at a time,
+// after the cursor (the last id of the previous page).
+func (s *Service) List(ctx context.Context, caller string, f Filter, cursor string, limit int) (*Page, error) {
+	if s.st == nil {
+		return nil, errNoStore
+	}
+	keys, err := s.st.Executions.Keys(ctx, owner(caller)+".>")
+	if err != nil {
+		return nil, StoreError(err)
+	}
+	ids := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if _, id, ok := strings.Cut(k, "."); ok && (cursor == "" || id < cursor) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	slices.Reverse(ids)
+	page := &Page{Executions: []*dispatch.Envelope{}}
+	for _, id := range ids {
+		r, _, err := s.get(ctx, caller, id)
+		if err != nil {
+			continue // expired between the listing and the read
+		}
+		if f.Tool != "" && r.Tool != f.Tool || f.Status != "" && r.Status != f.Status {
+			continue
+		}
+		if len(page.Executions) == limit {
+			page.Next = page.Executions[limit-1].ExecutionID
+			break
+		}
+		page.Executions = append(page.Executions, r.View())
+	}
+	return page, nil
+}

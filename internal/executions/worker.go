@@ -1,0 +1,417 @@
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/state"
+	"toold/internal/tools"
+)
+
+// consumerName is the durable consumer every replica's workers share: the
+// queue hands each message to one of them.
+const consumerName = "toold-workers"
+
+// run is an execution running on this replica.
+type run struct {
+	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	msg    jetstream.Msg // the latest delivery: its lease is renewed, it is acknowledged
+}
+
+func (r *run) delivery() jetstream.Msg {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.msg
+}
+
+// Start creates the shared consumer and runs the workers until Close.
+func (s *Service) Start(ctx context.Context) error {
+	if s.st == nil {
+		return nil
+	}
+	cons, err := s.st.JetStream().CreateOrUpdateConsumer(ctx, state.WorkStream, jetstream.ConsumerConfig{
+		Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 3 * s.opts.Heartbeat,
+		MaxDeliver: -1, MaxAckPending: 100_000, Description: "toold replicas' async execution workers"})
+	if err != nil {
+		return fmt.Errorf("executions: the work queue's consumer: %w", err)
+	}
+	for subj, f := range map[string]func(string){state.CancelSubject: s.cancelLocal, state.DoneSubject: s.notify} {
+		sub, err := s.st.Conn().Subscribe(subj, func(m *nats.Msg) { f(string(m.Data)) })
+		if err != nil {
+			return fmt.Errorf("executions: subscribing to %s: %w", subj, err)
+		}
+		s.subs = append(s.subs, sub)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	for range s.opts.Workers {
+		s.wg.Add(1)
+		go s.work(wctx, cons)
+	}
+	return nil
+}
+
+// work takes one message at a time while the service is not draining.
+func (s *Service) work(ctx context.Context, cons jetstream.Consumer) {
+	defer s.wg.Done()
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		msg, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) ||
+				errors.Is(err, context.DeadlineExceeded) {
+				continue
+			}
+			select { // the store is down: do not spin
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 2*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		if ctx.Err() != nil {
+			_ = msg.Nak() // drained between fetch and now: give it to another replica
+			return
+		}
+		s.handle(ctx, msg)
+	}
+}
+
+// handle decides what a delivery means for its record, and runs it if it
+// should run here.
+func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
+	var w work
+	if err := json.Unmarshal(msg.Data(), &w); err != nil || w.Key == "" {
+		s.log.Error("executions: unreadable work message dropped", zap.Error(err))
+		_ = msg.Ack()
+		return
+	}
+	key := w.Key
+	// The common case: the record is still as accepted; claim it at the
+	// revision the message carries, without reading it first.
+	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered == 1 {
+		if r, err := decodeRecord(w.Record); err == nil && s.claim(ctx, msg, r, w.Revision) {
+			return
+		}
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		b, rev, err := s.st.Executions.Get(ctx, key)
+		if errors.Is(err, state.ErrNotFound) {
+			_ = msg.Ack() // expired or never accepted: nothing to do
+			return
+		}
+		if err != nil {
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+		r, err := decodeRecord(b)
+		if err != nil {
+			s.log.Error("executions: unreadable record dropped from the queue", zap.String("key", key), zap.Error(err))
+			_ = msg.Ack()
+			return
+		}
+		if s.adopt(r.ID, msg) {
+			return // already running here: the new delivery carries its lease on
+		}
+		switch {
+		case r.Status.Final():
+			_ = msg.Ack()
+			return
+		case r.Status == dispatch.StatusRunning && r.CancelRequested:
+			s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, r.Caller, "while its replica was lost"))
+			return
+		case r.Status == dispatch.StatusRunning && !s.rerunnable(r):
+			s.settle(ctx, msg, r, rev, dispatch.StatusInterrupted, interruptedEnvelope(r))
+			return
+		}
+		if s.claim(ctx, msg, r, rev) {
+			return
+		}
+	}
+	_ = msg.NakWithDelay(time.Second)
+}
+
+// claim marks the record running here, if it is still at rev, and runs
+// it; false means it changed meanwhile (cancelled, taken) or the store
+// failed (the message then comes back later).
+func (s *Service) claim(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64) bool {
+	next := *r
+	now := time.Now().UTC()
+	next.Status, next.Replica, next.Attempt, next.StartedAt, next.UpdatedAt = dispatch.StatusRunning, s.name, r.Attempt+1, now, now
+	nrev, err := s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
+	if errors.Is(err, state.ErrConflict) {
+		return false
+	}
+	if err != nil {
+		_ = msg.NakWithDelay(time.Second)
+		return true
+	}
+	s.m.executions.WithLabelValues(string(dispatch.StatusRunning)).Inc()
+	s.execute(msg, &next, nrev)
+	return true
+}
+
+// rerunnable: an execution found running on a lost replica runs again
+// only when its tool says a second run does no harm, and not forever.
+func (s *Service) rerunnable(r *Record) bool {
+	if r.Attempt >= s.opts.MaxAttempts {
+		return false
+	}
+	if r.Kind == "batch" {
+		for _, c := range r.Batch.Calls {
+			if e, ok := s.disp.Registry().Lookup(c.Tool); !ok || !e.Spec.Effects.Idempotent {
+				return false
+			}
+		}
+		return true
+	}
+	e, ok := s.disp.Registry().Lookup(r.Tool)
+	return ok && e.Spec.Effects.Idempotent
+}
+
+func interruptedEnvelope(r *Record) *dispatch.Envelope {
+	why := fmt.Sprintf("the replica running it (%s) stopped before it finished, and the tool is not declared idempotent, so it was not run again", r.Replica)
+	if r.Attempt > 1 {
+		why = fmt.Sprintf("it was started %d times and no replica finished it (the last was %s)", r.Attempt, r.Replica)
+	}
+	te := tools.Errorf(tools.SystemError, "the execution was interrupted: %s; it may or may not have taken effect", why).
+		WithCode("interrupted").WithSuggestion("check whether its effect happened before submitting it again")
+	return dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusInterrupted, te)
+}
+
+// adopt hands a new delivery of an execution running here to its run.
+func (s *Service) adopt(id string, msg jetstream.Msg) bool {
+	s.mu.Lock()
+	rn, ok := s.running[id]
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	rn.mu.Lock()
+	rn.msg = msg
+	rn.mu.Unlock()
+	return true
+}
+
+// execute runs a claimed execution through the pipeline, renewing its
+// lease, and records the outcome.
+func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	rn := &run{cancel: cancel, msg: msg}
+	s.mu.Lock()
+	s.running[r.ID] = rn
+	s.mu.Unlock()
+	s.m.running.Inc()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, r.ID)
+		idle := s.draining && len(s.running) == 0
+		s.mu.Unlock()
+		s.m.running.Dec()
+		if idle {
+			s.closeIdle()
+		}
+	}()
+	stopBeat := s.heartbeat(ctx, rn, r)
+	var env *dispatch.Envelope
+	if r.Kind == "batch" {
+		env = s.batchEnvelope(ctx, r)
+	} else {
+		env = s.disp.Execute(ctx, &dispatch.Request{Tool: r.Tool, Body: r.Arguments, Unwrap: true, RequestID: r.RequestID,
+			Caller: r.Caller, Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, ConfirmToken: r.ConfirmToken,
+			ExecutionID: r.ID, Emit: s.emitter(r)})
+	}
+	stopBeat()
+	status := env.Status
+	if te, ok := tools.AsError(context.Cause(ctx)); ok && env.Error != nil && env.Error.Code == te.Code {
+		switch te.Code {
+		case "cancelled":
+			status = dispatch.StatusCancelled
+		case "draining":
+			if s.rerunnable(r) {
+				_ = rn.delivery().Nak() // another replica runs it again at once
+				return
+			}
+			status, env = dispatch.StatusInterrupted, interruptedEnvelope(r)
+		}
+	}
+	s.settle(context.Background(), rn.delivery(), r, rev, status, env)
+}
+
+// emitter publishes a running execution's output as events.
+func (s *Service) emitter(r *Record) func(tools.Chunk) {
+	return func(c tools.Chunk) {
+		s.rec.Execution(events.Event{Type: events.TypeOutput, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool,
+			Caller: r.Caller, Stream: c.Stream, Chunk: c.Data})
+	}
+}
+
+// heartbeat renews the lease every Heartbeat and watches for a
+// cancellation the cancel subject did not bring (a replica that was
+// disconnected when it was sent).
+func (s *Service) heartbeat(ctx context.Context, rn *run, r *Record) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(s.opts.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			_ = rn.delivery().InProgress()
+			b, _, err := s.st.Executions.Get(ctx, r.key())
+			if err != nil {
+				continue
+			}
+			if cur, err := decodeRecord(b); err == nil && cur.CancelRequested {
+				rn.cancel(errCancelled)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
+}
+
+var errCancelled = tools.Errorf(tools.SystemError, "the execution was cancelled (DELETE /executions/{id}) while it ran").
+	WithCode("cancelled").WithSuggestion("submit it again if it is still needed")
+
+// cancelLocal stops an execution if it runs here.
+func (s *Service) cancelLocal(id string) {
+	s.mu.Lock()
+	rn, ok := s.running[id]
+	s.mu.Unlock()
+	if ok {
+		rn.cancel(errCancelled)
+	}
+}
+
+// final is the record of an execution that ended with env.
+func (s *Service) final(r *Record, status dispatch.Status, env *dispatch.Envelope) *Record {
+	done := *r
+	env.ExecutionID = r.ID
+	env.Status, env.Success = status, status == dispatch.StatusSuccess
+	done.Status, done.Envelope, done.Arguments, done.ConfirmToken, done.UpdatedAt = status, env.AppendJSON(nil), nil, "", time.Now().UTC()
+	return &done
+}
+
+// settle writes the final record, unless another replica ended the
+// execution first (then this outcome is dropped: one final state), and
+// acknowledges the delivery. A store failure leaves the message
+// unacknowledged: the queue brings it back, and the record says what to do.
+func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, status dispatch.Status, env *dispatch.Envelope) {
+	done := s.final(r, status, env)
+	for attempt := 0; ; attempt++ {
+		_, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, state.ErrConflict) {
+			b, nrev, gerr := s.st.Executions.Get(ctx, r.key())
+			if gerr != nil {
+				continue
+			}
+			cur, derr := decodeRecord(b)
+			if derr != nil || cur.Status.Final() {
+				_ = msg.Ack()
+				s.log.Warn("executions: another replica ended this execution first; this outcome is dropped",
+					zap.String("execution_id", r.ID), zap.String("dropped", string(status)))
+				return
+			}
+			if cur.CancelRequested && env.Error != nil && env.Error.Code == "cancelled" {
+				done.Status = dispatch.StatusCancelled
+			}
+			rev = nrev // a cancellation request arrived: keep it in the final record
+			continue
+		}
+		if attempt >= 50 || s.st.Conn().IsClosed() {
+			s.log.Error("executions: could not record an execution's end; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
+			return
+		}
+		time.Sleep(min(time.Duration(attempt+1)*100*time.Millisecond, time.Second))
+	}
+	_ = msg.Ack()
+	s.ended(done)
+}
+
+// ended counts and announces a final record.
+func (s *Service) ended(r *Record) {
+	s.m.executions.WithLabelValues(string(r.Status)).Inc()
+	_ = s.st.Conn().Publish(state.DoneSubject, []byte(r.ID))
+	typ := events.TypeEnd
+	if r.Status != dispatch.StatusSuccess {
+		typ = events.TypeError
+	}
+	s.rec.Execution(events.Event{Type: typ, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller,
+		Status: string(r.Status), Envelope: json.RawMessage(r.Envelope)})
+}
+
+// Drain stops taking work; executions running here go on. Idle is closed
+// when none is left.
+func (s *Service) Drain() {
+	s.mu.Lock()
+	already := s.draining
+	s.draining = true
+	idle := len(s.running) == 0
+	s.mu.Unlock()
+	if already {
+		return
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+	if idle {
+		s.closeIdle()
+	}
+}
+
+func (s *Service) closeIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.idle:
+	default:
+		close(s.idle)
+	}
+}
+
+// Idle is closed once draining with nothing running here.
+func (s *Service) Idle() <-chan struct{} { return s.idle }
+
+// Interrupt cancels what still runs here after the drain's grace: an
+// idempotent execution goes back to the queue for another replica, any
+// other ends interrupted.
+func (s *Service) Interrupt(cause *tools.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rn := range s.running {
+		rn.cancel(cause)
+	}
+}
+
+// Close stops the workers and waits for them (after Drain and Idle).
+func (s *Service) Close() {
+	s.Drain()
+	s.wg.Wait()
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
+	}
+}

@@ -1,0 +1,387 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"toold/internal/dispatch"
+	"toold/internal/executions"
+	"toold/internal/strictjson"
+	"toold/internal/tools"
+)
+
+// The execution routes translate HTTP into internal/executions and back;
+// the decisions (accept, replay, refuse, cancel) are the service's, the
+// statuses the table's.
+
+// wantsExecutions reports whether a call to execute asks for more than a
+// plain synchronous call: async, an idempotency key, or a turn.
+func wantsExecutions(r *http.Request) bool {
+	h := r.Header
+	return len(h["Prefer"]) > 0 || len(h["Idempotency-Key"]) > 0 || len(h["Toold-Turn"]) > 0
+}
+
+// callOptions are the execution headers of a request, parsed.
+type callOptions struct {
+	pref preference
+	key  string
+	turn string
+}
+
+func (s *Server) callOptions(r *http.Request) (callOptions, *tools.Error) {
+	var o callOptions
+	var terr *tools.Error
+	if o.pref, terr = parsePrefer(r.Header.Values("Prefer"), s.opts.Executions.MaxWait()); terr != nil {
+		return o, terr
+	}
+	if o.key, terr = parseIdempotencyKey(r); terr != nil {
+		return o, terr
+	}
+	o.turn, terr = parseTurn(r)
+	return o, terr
+}
+
+// executeWith serves an execute (or POST /executions) call with its
+// execution headers: async or not, under an idempotency key and a turn.
+func (s *Server) executeWith(w http.ResponseWriter, r *http.Request, req *dispatch.Request, o callOptions) {
+	mode := "sync"
+	if o.pref.async {
+		mode = "async"
+	}
+	lease := 10 * time.Second
+	readOnly := false
+	if e, ok := s.opts.Dispatcher.Registry().Lookup(req.Tool); ok {
+		lease += e.Spec.Limits.Timeout
+		readOnly = e.Spec.Effects.ReadOnly
+	}
+	do := func() *reply {
+		if o.pref.async {
+			return s.submitReply(r, req, o.pref)
+		}
+		env := s.opts.Dispatcher.Execute(r.Context(), req)
+		return envelopeReply(env, httpStatus(env))
+	}
+	s.send(w, r, s.once(r, o, mode, req, lease, readOnly, do))
+}
+
+// once applies the idempotency key and then the turn around do.
+func (s *Server) once(r *http.Request, o callOptions, mode string, req *dispatch.Request, lease time.Duration, readOnly bool, do func() *reply) *reply {
+	ctx, ex := r.Context(), s.opts.Executions
+	ri := info(r)
+	var claims []*executions.Claim
+	if o.key != "" {
+		claim, ans, err := ex.Begin(ctx, executions.IdempotencyScope(req.Caller), o.key, executions.Fingerprint(mode, req.Tool, req.Body), ri.id, lease)
+		if err != nil {
+			return s.errorReply(r, req.Tool, err)
+		}
+		if ans != nil {
+			return &reply{status: ans.Status, body: ans.Body, location: ans.Location, replayed: true}
+		}
+		claims = append(claims, claim)
+	}
+	rp := (*reply)(nil)
+	if o.turn != "" {
+		claim, ans, err := ex.BeginTurn(ctx, req.Caller, o.turn, req.Tool, req.Body, readOnly, ri.id, lease)
+		switch {
+		case err != nil:
+			rp = s.errorReply(r, req.Tool, err)
+		case ans != nil:
+			rp = redundant(ans)
+		default:
+			claims = append(claims, claim)
+		}
+	}
+	if rp == nil {
+		rp = do()
+	}
+	for _, c := range claims {
+		switch rp.status {
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusInsufficientStorage, StatusClientClosed:
+			ex.Abandon(ctx, c) // nothing ran: a retry must really run
+		default:
+			if err := ex.Finish(ctx, c, &executions.Answer{Status: rp.status, Location: rp.location, Body: rp.body}); err != nil {
+				s.log.Warn("idempotency: the answer could not be stored; a retry will run again")
+			}
+		}
+	}
+	return rp
+}
+
+// redundant is the answer of an earlier identical call in the same turn,
+// marked so the caller (and its model) see it is not a new result.
+func redundant(ans *executions.Answer) *reply {
+	var env dispatch.Envelope
+	if err := json.Unmarshal(ans.Body, &env); err != nil {
+		return &reply{status: ans.Status, body: ans.Body, location: ans.Location}
+	}
+	env.Redundant = true
+	return &reply{status: ans.Status, body: env.AppendJSON(nil), location: ans.Location, env: &env}
+}
+
+// errorReply answers a service error with an envelope.
+func (s *Server) errorReply(r *http.Request, tool string, err error) *reply {
+	te, ok := tools.AsError(err)
+	if !ok {
+		te = tools.Errorf(tools.SystemError, "internal error; the operator can find it in the logs under request id %s", info(r).id).Wrap(err)
+		s.log.Error("executions: unexpected error", zap.Error(err))
+	}
+	status := dispatch.StatusRejected
+	if te.Kind == tools.NotFound {
+		status = dispatch.StatusNotFound
+	}
+	env := dispatch.Failure(info(r).id, tool, status, te)
+	return envelopeReply(env, httpStatus(env))
+}
+
+// submitReply accepts an async call and answers 202 with its location, or
+// 200 when Prefer: wait saw it end; a refusal is answered as a sync call
+// would be.
+func (s *Server) submitReply(r *http.Request, req *dispatch.Request, pref preference) *reply {
+	rec, refusal, err := s.opts.Executions.Submit(r.Context(), executions.Call{Tool: req.Tool, Body: req.Body, RequestID: req.RequestID,
+		Caller: req.Caller, Allowed: req.Allowed, Timeout: req.Timeout, ConfirmToken: req.ConfirmToken})
+	switch {
+	case err != nil:
+		return s.errorReply(r, req.Tool, err)
+	case refusal != nil:
+		return envelopeReply(refusal, httpStatus(refusal))
+	}
+	return s.recordReply(r, rec, pref.wait, opSubmit)
+}
+
+// recordReply answers with an execution's envelope, after waiting up to
+// wait for it to end.
+func (s *Server) recordReply(r *http.Request, rec *executions.Record, wait time.Duration, op int) *reply {
+	if wait > 0 && !rec.Status.Final() {
+		if waited, err := s.opts.Executions.Wait(r.Context(), rec.Caller, rec.ID, wait); err == nil {
+			rec = waited
+		}
+	}
+	env := rec.View()
+	rp := envelopeReply(env, executionStatus(env, op))
+	rp.location = rec.Location()
+	if op == opSubmit {
+		rp.applied = "respond-async"
+		if wait > 0 {
+			rp.applied += ", wait=" + strconv.Itoa(int(wait.Seconds()))
+		}
+	}
+	return rp
+}
+
+// withBody admits a request that starts work (none while draining) and
+// reads its body, then calls h; the work is counted until h returns.
+func (s *Server) withBody(w http.ResponseWriter, r *http.Request, h func(body []byte)) {
+	if !s.admit() {
+		s.refuse(w, r, "", dispatch.StatusRejected, drainingError())
+		return
+	}
+	defer s.done()
+	body, terr := s.readBody(r)
+	if terr != nil {
+		s.refuse(w, r, "", dispatch.StatusRejected, terr)
+		return
+	}
+	h(body)
+}
+
+// submitExecution is POST /executions: {tool, arguments}, always async.
+func (s *Server) submitExecution(w http.ResponseWriter, r *http.Request) {
+	s.withBody(w, r, func(body []byte) { s.submitBody(w, r, body) })
+}
+
+func (s *Server) submitBody(w http.ResponseWriter, r *http.Request, body []byte) {
+	var in struct {
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if terr := decodeStrict(body, &in); terr != nil || in.Tool == "" {
+		if terr == nil {
+			terr = tools.Errorf(tools.ValidationError, "the body names no tool").WithCode("invalid_json")
+		}
+		terr.WithSuggestion(`send {"tool": "read_file", "arguments": {"paths": ["go.mod"]}}`)
+		s.refuse(w, r, in.Tool, dispatch.StatusRejected, terr)
+		return
+	}
+	info(r).tool = in.Tool
+	o, terr := s.callOptions(r)
+	if terr == nil {
+		o.pref.async = true
+	}
+	s.executeRequest(w, r, in.Tool, in.Arguments, o, terr)
+}
+
+// executeRequest builds the pipeline request of an execution route and
+// serves it with its options.
+func (s *Server) executeRequest(w http.ResponseWriter, r *http.Request, tool string, body []byte, o callOptions, terr *tools.Error) {
+	if terr == nil {
+		var timeout time.Duration
+		if timeout, terr = requestedTimeout(r); terr == nil {
+			p := principal(r)
+			req := &dispatch.Request{Tool: tool, Body: body, Unwrap: true, RequestID: info(r).id, Caller: p.Name,
+				Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm")}
+			s.executeWith(w, r, req, o)
+			return
+		}
+	}
+	s.refuse(w, r, tool, dispatch.StatusRejected, terr)
+}
+
+// decodeStrict decodes a small JSON request object: strict JSON first
+// (one value, no duplicate keys, bounded depth), then into v refusing
+// unknown fields.
+func decodeStrict(body []byte, v any) *tools.Error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return tools.Errorf(tools.ValidationError, "the body is empty").WithCode("invalid_json")
+	}
+	if _, err := strictjson.Decode(body, 0); err != nil {
+		return tools.Errorf(tools.ValidationError, "the body is not acceptable JSON: %v", err).WithCode("invalid_json")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return tools.Errorf(tools.ValidationError, "the body does not have the expected shape: %v", err).WithCode("invalid_json")
+	}
+	return nil
+}
+
+func drainingError() *tools.Error {
+	e := tools.Errorf(tools.OverloadError, "toold is shutting down and accepts no new calls").WithCode("draining").
+		WithSuggestion("retry against another replica, or after toold restarts")
+	e.RetryAfter = time.Second
+	return e
+}
+
+// getExecution is GET /executions/{id}[?wait=30s].
+func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
+	wait, terr := parseWait(r.URL.Query().Get("wait"), s.opts.Executions.MaxWait())
+	if terr != nil {
+		s.refuse(w, r, "", dispatch.StatusRejected, terr)
+		return
+	}
+	rec, err := s.opts.Executions.Get(r.Context(), principal(r).Name, chi.URLParam(r, "id"))
+	if err != nil {
+		s.send(w, r, s.errorReply(r, "", err))
+		return
+	}
+	info(r).tool = rec.Tool
+	s.send(w, r, s.recordReply(r, rec, wait, opRead))
+}
+
+// cancelExecution is DELETE /executions/{id}.
+func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	rec, err := s.opts.Executions.Cancel(r.Context(), principal(r).Name, id)
+	if err != nil {
+		s.send(w, r, s.errorReply(r, "", err))
+		return
+	}
+	if s.opts.Recorder != nil {
+		s.opts.Recorder.Admin(principal(r).Name, "cancel_execution", id, info(r).id)
+	}
+	info(r).tool = rec.Tool
+	s.send(w, r, s.recordReply(r, rec, 0, opCancel))
+}
+
+// listExecutions is GET /executions[?tool=&status=&cursor=&limit=].
+func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, terr := parseLimit(q.Get("limit"))
+	f := executions.Filter{Tool: q.Get("tool"), Status: dispatch.Status(q.Get("status"))}
+	cursor := q.Get("cursor")
+	switch {
+	case terr != nil:
+	case cursor != "" && !executions.ValidID(cursor):
+		terr = badParam("cursor", "is not a cursor this listing returned", "pass the next value of the previous page, or leave it out")
+	case f.Status != "" && !knownStatus(f.Status):
+		terr = badParam("status", "is not an execution status", "use one of pending, running, success, error, timeout, rejected, cancelled, interrupted")
+	case f.Tool != "" && !tools.NamePattern.MatchString(f.Tool):
+		terr = badParam("tool", "is not a tool name", "use a name GET /tools lists")
+	}
+	if terr != nil {
+		s.refuse(w, r, "", dispatch.StatusRejected, terr)
+		return
+	}
+	page, err := s.opts.Executions.List(r.Context(), principal(r).Name, f, cursor, limit)
+	if err != nil {
+		s.send(w, r, s.errorReply(r, "", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func knownStatus(st dispatch.Status) bool {
+	for _, k := range dispatch.ExecutionStatuses {
+		if k == st {
+			return true
+		}
+	}
+	return false
+}
+
+// batch is POST /batch: the calls run now (one document of every envelope
+// and the counts), or, with Prefer: respond-async, as one execution.
+func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
+	s.withBody(w, r, func(body []byte) { s.batchBody(w, r, body) })
+}
+
+func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) {
+	o, terr := s.callOptions(r)
+	if terr != nil {
+		s.refuse(w, r, "", dispatch.StatusRejected, terr)
+		return
+	}
+	b, terr := executions.ParseBatch(body, s.opts.Executions.BatchMax(), 0)
+	if terr != nil {
+		s.refuse(w, r, "", dispatch.StatusRejected, terr)
+		return
+	}
+	p := principal(r)
+	mode := "batch"
+	if o.pref.async {
+		mode = "batch-async"
+	}
+	req := &dispatch.Request{Tool: "", Body: body, Caller: p.Name, RequestID: info(r).id}
+	o.turn = "" // a turn's redundancy check is per call, not per batch
+	lease := 10 * time.Second
+	for _, c := range b.Calls {
+		if e, ok := s.opts.Dispatcher.Registry().Lookup(c.Tool); ok {
+			lease = max(lease, 10*time.Second+e.Spec.Limits.Timeout)
+		}
+	}
+	s.send(w, r, s.once(r, o, mode, req, lease, false, func() *reply {
+		if !o.pref.async {
+			res := s.opts.Executions.Batch(r.Context(), b, p.Name, info(r).id, p.Allows)
+			data, _ := json.Marshal(res)
+			return &reply{status: http.StatusOK, body: data}
+		}
+		rec, refusal, err := s.opts.Executions.SubmitBatch(r.Context(), b, p.Name, info(r).id, p.Allows)
+		switch {
+		case err != nil:
+			return s.errorReply(r, "", err)
+		case refusal != nil:
+			return envelopeReply(refusal, httpStatus(refusal))
+		}
+		return s.recordReply(r, rec, o.pref.wait, opSubmit)
+	}))
+}
+
+// sseContext ends a stream when the client leaves or toold drains, so a
+// long-lived stream never holds a shutdown up.
+func (s *Server) sseContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

@@ -1,0 +1,360 @@
+// Package state is toold's shared state: NATS JetStream, either a server
+// embedded in the process (the default: one machine, a directory of its
+// own) or an external cluster every replica connects to (state.nats.url).
+// Both take the same code path: a nats.go connection and its jetstream
+// client. Open creates the buckets and streams the rest of toold uses, with
+// retention limits from the configuration, and fails with a message that
+// says what to fix when the store cannot be reached or written.
+//
+// What lives here:
+//
+//	KV  toold_executions   one record per execution, kept for Retention
+//	KV  toold_idempotency  Idempotency-Key and Toold-Turn claims and answers
+//	    TOOLD_WORK         the queue of accepted async executions
+//	    TOOLD_EVENTS       activity and per-execution events (toold.events.>)
+//	    TOOLD_AUDIT        the hash-chained audit log (toold.audit)
+package state
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Names of the buckets and streams, and the subjects toold publishes on.
+const (
+	ExecutionsBucket  = "toold_executions"
+	IdempotencyBucket = "toold_idempotency"
+	WorkStream        = "TOOLD_WORK"
+	WorkSubject       = "toold.work"
+	EventsStream      = "TOOLD_EVENTS"
+	EventsSubjects    = "toold.events.>"
+	AuditStream       = "TOOLD_AUDIT"
+	AuditSubject      = "toold.audit"
+	// CancelSubject carries cancellation requests to whichever replica
+	// runs an execution (core NATS: a replica that misses one sees the
+	// request in the record).
+	CancelSubject = "toold.cancel"
+	// DoneSubject announces that an execution ended, to whichever replica
+	// has a client waiting for it (core NATS: a waiter also polls).
+	DoneSubject = "toold.done"
+)
+
+// Options configure the store. Zero durations and sizes take the defaults.
+type Options struct {
+	// URL of an external NATS server or cluster (comma-separated seeds);
+	// empty embeds a server storing in Dir.
+	URL string
+	// Credentials is a NATS .creds file (JWT and NKey seed); User and
+	// Password, or Token, are the simpler alternatives.
+	Credentials    string
+	User, Password string
+	Token          string
+	Dir            string
+	// Listen, for the embedded server, also accepts NATS clients on this
+	// host:port (the nats CLI, toold audit while toold runs); empty
+	// accepts none: the embedded server has no network listener.
+	Listen string
+	// MaxStore bounds the embedded server's disk use (default: the events
+	// and audit limits plus 1 GiB).
+	MaxStore int64
+	// Replicas of each stream in a clustered NATS (default 1).
+	Replicas int
+	// Retention keeps execution records (default 24h).
+	Retention time.Duration
+	// IdempotencyTTL keeps idempotency keys and their answers (default 24h).
+	IdempotencyTTL time.Duration
+	// EventsMaxAge and EventsMaxBytes bound the events stream (24h, 256 MiB).
+	EventsMaxAge   time.Duration
+	EventsMaxBytes int64
+	// AuditMaxAge and AuditMaxBytes bound the audit stream (720h, 1 GiB).
+	AuditMaxAge   time.Duration
+	AuditMaxBytes int64
+	// Name identifies this process to the NATS server (the replica name).
+	Name       string
+	Logger     *zap.Logger
+	Registerer prometheus.Registerer
+	// ConnectTimeout bounds start-up's wait for the store (default 10s).
+	ConnectTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	o.Replicas = cmp.Or(o.Replicas, 1)
+	o.Retention = cmp.Or(o.Retention, 24*time.Hour)
+	o.IdempotencyTTL = cmp.Or(o.IdempotencyTTL, 24*time.Hour)
+	o.EventsMaxAge = cmp.Or(o.EventsMaxAge, 24*time.Hour)
+	o.EventsMaxBytes = cmp.Or(o.EventsMaxBytes, 256<<20)
+	o.AuditMaxAge = cmp.Or(o.AuditMaxAge, 720*time.Hour)
+	o.AuditMaxBytes = cmp.Or(o.AuditMaxBytes, 1<<30)
+	// Streams with a byte limit reserve it: the default leaves 1 GiB
+	// besides for execution records, idempotency answers and the queue.
+	o.MaxStore = cmp.Or(o.MaxStore, o.EventsMaxBytes+o.AuditMaxBytes+1<<30)
+	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, 10*time.Second)
+	o.Name = cmp.Or(o.Name, "toold")
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+}
+
+// Store is an open connection to JetStream with toold's buckets and streams.
+type Store struct {
+	opts     Options
+	log      *zap.Logger
+	embedded *server.Server
+	unlock   func()
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	metrics  *metrics
+	// Executions and Idempotency are the KV buckets.
+	Executions  *Bucket
+	Idempotency *Bucket
+}
+
+// Open starts the embedded server (or connects to Options.URL) and creates
+// or updates every bucket and stream.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	o.defaults()
+	s := &Store{opts: o, log: o.Logger, metrics: newMetrics(o.Registerer)}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+	var err error
+	if o.URL == "" {
+		if err = s.embed(); err != nil {
+			return nil, err
+		}
+	}
+	if s.nc, err = s.connect(); err != nil {
+		return nil, err
+	}
+	if s.js, err = jetstream.New(s.nc); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+	defer cancel()
+	start := time.Now()
+	err = s.provision(ctx)
+	s.metrics.observe("provision", start, err)
+	if err != nil {
+		return nil, fmt.Errorf("state: creating toold's buckets and streams on %s: %w", s.where(), err)
+	}
+	s.metrics.connected.Set(1)
+	ok = true
+	return s, nil
+}
+
+// where names the store for messages.
+func (s *Store) where() string {
+	if s.opts.URL != "" {
+		return "NATS at " + redactURL(s.opts.URL)
+	}
+	return "the embedded NATS server in " + s.opts.Dir
+}
+
+// redactURL drops a password from a nats://user:pass@host URL.
+func redactURL(u string) string {
+	var out []string
+	for _, part := range strings.Split(u, ",") {
+		if at := strings.LastIndex(part, "@"); at >= 0 {
+			scheme, _, found := strings.Cut(part, "://")
+			if found {
+				part = scheme + "://[credentials]" + part[at:]
+			} else {
+				part = "[credentials]" + part[at:]
+			}
+		}
+		out = append(out, part)
+	}
+	return strings.Join(out, ",")
+}
+
+func (s *Store) connect() (*nats.Conn, error) {
+	o := s.opts
+	opts := []nats.Option{nats.Name(o.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(false), nats.Timeout(o.ConnectTimeout),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			s.metrics.connected.Set(0)
+			s.log.Warn("state: lost the connection to NATS; reconnecting", zap.Error(err))
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			s.metrics.connected.Set(1)
+			s.metrics.reconnects.Inc()
+			s.log.Info("state: reconnected to NATS", zap.String("server", nc.ConnectedUrlRedacted()))
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			s.log.Warn("state: NATS error", zap.Error(err))
+		}),
+	}
+	switch {
+	case o.Credentials != "":
+		opts = append(opts, nats.UserCredentials(o.Credentials))
+	case o.User != "":
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	case o.Token != "":
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if s.embedded != nil {
+		opts = append(opts, nats.InProcessServer(s.embedded))
+	}
+	nc, err := nats.Connect(o.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("state: cannot reach %s: %w (check state.nats.url, that the server runs and that its credentials are right)", s.where(), err)
+	}
+	return nc, nil
+}
+
+// provision creates or updates the buckets and streams, so a new limit in
+// the configuration takes effect at the next start.
+func (s *Store) provision(ctx context.Context) error {
+	o := s.opts
+	var err error
+	kv := func(name, desc string, ttl time.Duration) (*Bucket, error) {
+		b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, Description: desc,
+			TTL: ttl, Storage: jetstream.FileStorage, Replicas: o.Replicas, History: 1})
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", name, err)
+		}
+		return &Bucket{kv: b, m: s.metrics, name: name}, nil
+	}
+	if s.Executions, err = kv(ExecutionsBucket, "toold execution records", o.Retention); err != nil {
+		return err
+	}
+	if s.Idempotency, err = kv(IdempotencyBucket, "toold idempotency keys and turn claims", o.IdempotencyTTL); err != nil {
+		return err
+	}
+	streams := []jetstream.StreamConfig{
+		// Not a work-queue stream: there every acknowledgement deletes a
+		// message from disk, which costs more than the rest of an async
+		// execution together. The workers' durable consumer delivers each
+		// message to one of them; acknowledged ones age out with the
+		// records.
+		{Name: WorkStream, Description: "toold accepted async executions", Subjects: []string{WorkSubject},
+			Retention: jetstream.LimitsPolicy, MaxAge: o.Retention, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+			Discard: jetstream.DiscardNew},
+		{Name: EventsStream, Description: "toold activity and execution events", Subjects: []string{EventsSubjects},
+			MaxAge: o.EventsMaxAge, MaxBytes: o.EventsMaxBytes, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+			Discard: jetstream.DiscardOld},
+		{Name: AuditStream, Description: "toold audit log, hash-chained", Subjects: []string{AuditSubject},
+			MaxAge: o.AuditMaxAge, MaxBytes: o.AuditMaxBytes, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+			Discard: jetstream.DiscardOld, DenyDelete: false},
+	}
+	for _, sc := range streams {
+		if _, err := s.js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("stream %s: %w", sc.Name, err)
+		}
+	}
+	return nil
+}
+
+// JetStream is the client, for consumers and streams.
+func (s *Store) JetStream() jetstream.JetStream { return s.js }
+
+// Conn is the NATS connection (core subjects such as CancelSubject).
+func (s *Store) Conn() *nats.Conn { return s.nc }
+
+// Name is this process's replica name.
+func (s *Store) Name() string { return s.opts.Name }
+
+// Retention is how long execution records are kept.
+func (s *Store) Retention() time.Duration { return s.opts.Retention }
+
+// Ready reports an error while the store cannot be reached.
+func (s *Store) Ready() error {
+	if s == nil || s.nc == nil {
+		return ErrUnavailable
+	}
+	if st := s.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("%w: the connection to %s is %s", ErrUnavailable, s.where(), strings.ToLower(st.String()))
+	}
+	return nil
+}
+
+// Publish appends data to a stream's subject and waits for the store's
+// acknowledgement, recording latency and errors under op.
+func (s *Store) Publish(ctx context.Context, op, subject string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	start := time.Now()
+	ack, err := s.js.Publish(ctx, subject, data, opts...)
+	err = classify(err)
+	s.metrics.observe(op, start, err)
+	return ack, err
+}
+
+// Observe records the latency and outcome of a store operation made
+// outside Bucket and Publish (consumers, stream reads).
+func (s *Store) Observe(op string, start time.Time, err error) {
+	s.metrics.observe(op, start, classify(err))
+}
+
+// Close drains the connection and stops the embedded server.
+func (s *Store) Close() error {
+	if s == nil {
+		return nil
+	}
+	if s.nc != nil && !s.nc.IsClosed() {
+		// The connection stays set, closed: users racing with Close get
+		// ErrUnavailable, not a nil connection.
+		_ = s.nc.Drain()
+		deadline := time.Now().Add(2 * time.Second)
+		for !s.nc.IsClosed() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		s.nc.Close()
+	}
+	if s.embedded != nil {
+		s.embedded.Shutdown()
+		s.embedded.WaitForShutdown()
+		s.embedded = nil
+	}
+	if s.unlock != nil {
+		s.unlock()
+		s.unlock = nil
+	}
+	s.metrics.connected.Set(0)
+	return nil
+}
+
+// Errors a store operation may end with, besides a caller's context.
+var (
+	// ErrUnavailable: the store cannot be reached now.
+	ErrUnavailable = errors.New("the state store is unavailable")
+	// ErrFull: the store refused a write for lack of space.
+	ErrFull = errors.New("the state store is full")
+)
+
+// classify maps a client error to ErrUnavailable or ErrFull where it is
+// one, keeping the original as the cause.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrFull) {
+		return err
+	}
+	var api *jetstream.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode {
+		case 10023 /* insufficient resources */, 10047 /* storage resources exceeded */, 10077 /* store failed */ :
+			return fmt.Errorf("%w: %w", ErrFull, err)
+		}
+		if strings.Contains(api.Description, "maximum") {
+			return fmt.Errorf("%w: %w", ErrFull, err) // maximum bytes or messages exceeded
+		}
+		return err
+	}
+	switch {
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected),
+		errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}

@@ -1,0 +1,163 @@
+// Package statetest gives tests a real JetStream: an embedded store in a
+// temporary directory, or a real nats-server process built from the module
+// toold embeds, on a loopback port. It is used only by tests; there is no
+// in-memory stand-in for the store anywhere.
+package statetest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"toold/internal/state"
+)
+
+// Open opens an embedded store in a fresh temporary directory, closed when
+// the test ends.
+func Open(t testing.TB, reg prometheus.Registerer, name string) *state.Store {
+	t.Helper()
+	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), Name: name, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// OpenPair opens an embedded store that also listens on loopback, and a
+// second store connected to it over TCP: two replicas sharing one NATS, in
+// one process, each with its own connection (closing one is that
+// replica's death).
+func OpenPair(t testing.TB, opts state.Options) (a, b *state.Store) {
+	t.Helper()
+	oa := opts
+	oa.Dir, oa.Listen, oa.Name = t.TempDir(), "127.0.0.1:0", "replica-a"
+	a, err := state.Open(context.Background(), oa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	ob := opts
+	ob.URL, ob.Name = a.ClientURL(), "replica-b"
+	b, err = state.Open(context.Background(), ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
+// ServerBinary builds nats-server from the module's own dependency (once
+// per test binary) and returns its path.
+func ServerBinary() (string, error) { return buildServer() }
+
+var buildServer = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "toold-nats-server-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "nats-server")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building nats-server: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// Server is a nats-server process with JetStream on loopback.
+type Server struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+	cmd  *exec.Cmd
+	URL  string
+}
+
+// StartServer builds (once) and starts a real nats-server with JetStream in
+// a temporary directory on a free loopback port; it is stopped when the
+// test ends.
+func StartServer(t testing.TB) *Server {
+	t.Helper()
+	bin, err := buildServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), port: port, URL: "nats://127.0.0.1:" + strconv.Itoa(port)}
+	s.Start()
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
+// Start (re)starts the process on the same port and directory, and waits
+// until it accepts connections.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.cmd = exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-js", "-sd", s.dir)
+	stderr, _ := s.cmd.StderrPipe()
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := sync.Once{}
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "Server is ready") {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(20 * time.Second):
+		s.t.Fatal("nats-server did not start")
+	}
+}
+
+// Stop ends the process gracefully (SIGTERM) and waits for it.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+}
+
+// Kill ends the process at once.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
