@@ -56,8 +56,15 @@ func (r *Runner) LookPath(program string) (string, error) {
 	return findProgram(program, r.path)
 }
 
-// ErrNotFound is wrapped by Run's error when Argv[0] is not found.
+// ErrNotFound is what Run's error is (errors.Is) when Argv[0] is not
+// found; the error's message says where it was looked for.
 var ErrNotFound = errors.New("program not found")
+
+type notFound struct{ err error }
+
+func (e *notFound) Error() string        { return e.err.Error() }
+func (e *notFound) Unwrap() error        { return e.err }
+func (e *notFound) Is(target error) bool { return target == ErrNotFound }
 
 // Run runs spec and returns its result. A non-zero exit, a timeout of its
 // own and output past the cap are results; a program that is not found
@@ -69,7 +76,7 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (*Result, error) {
 	}
 	program, err := r.LookPath(spec.Argv[0])
 	if err != nil {
-		return nil, errors.Join(ErrNotFound, err)
+		return nil, &notFound{err}
 	}
 	dir, err := resolveDir(r.set.host.workspace, spec.Dir)
 	if err != nil {
