@@ -79,7 +79,7 @@ func (s *Set) listProviders(ctx context.Context, _ *tools.Call, in providersIn) 
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.Providers)) {
 		if s.providers[name] == nil {
 			out.Providers = append(out.Providers, providerInfo{Name: name, Kind: kindOfConfig(s.cfg.Providers[name]),
-				Detail: strPtr("disabled in the configuration"), Models: s.cfg.Providers[name].Models})
+				Detail: strPtr("disabled in the configuration"), Models: nonNil(s.cfg.Providers[name].Models)})
 		}
 	}
 	slices.SortFunc(out.Providers, func(a, b providerInfo) int { return strings.Compare(a.Name, b.Name) })
@@ -89,7 +89,7 @@ func (s *Set) listProviders(ctx context.Context, _ *tools.Call, in providersIn) 
 func (s *Set) info(p *provider, a availability) providerInfo {
 	cfg := p.spec.cfg
 	in := providerInfo{Name: p.spec.name, Kind: p.spec.kind, Enabled: true, Installed: a.Installed, Working: a.Working,
-		Version: strPtr(a.Version), Detail: strPtr(a.Detail), Models: cfg.Models, AvailableModels: a.Models,
+		Version: strPtr(a.Version), Detail: strPtr(a.Detail), Models: nonNil(cfg.Models), AvailableModels: a.Models,
 		DefaultModel: strPtr(p.spec.defaultModel), FailureModels: cfg.FailureModels, MaxInFlight: cap(p.slots),
 		Timeout: seconds(s.timeoutFor(p, "consultation", 0)), Where: p.impl.where()}
 	if !a.CheckedAt.IsZero() {
@@ -112,4 +112,12 @@ func kindOfConfig(pc ProviderConfig) string {
 		return "api"
 	}
 	return "cli"
+}
+
+// nonNil lists nothing as [], not null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
