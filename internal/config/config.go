@@ -10,6 +10,7 @@ import (
 	"toold/internal/sanitize"
 	"toold/internal/tools"
 	"toold/internal/tools/command"
+	"toold/internal/tools/consult"
 	"toold/internal/tools/httpapi"
 	"toold/internal/tools/upstream"
 )
@@ -44,6 +45,9 @@ type Config struct {
 	// HTTP are the external_api tools declared over HTTP APIs, and the
 	// upstream hosts they share (see internal/tools/httpapi).
 	HTTP httpapi.Config `yaml:"http"`
+	// Consult are the AI coding CLIs and model APIs the consultation tools
+	// ask (see internal/tools/consult).
+	Consult consult.Config `yaml:"consult"`
 }
 
 // MCPConfig is the mcp section.
