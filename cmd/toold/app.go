@@ -204,7 +204,7 @@ func (a *app) candidates() ([]candidate, error) {
 	}
 	hs, err := httpapi.New(a.cfg.HTTP, httpapi.Options{Registerer: a.metrics})
 	if err != nil {
-		return nil, httpProblems(err)
+		return nil, sectionProblems("http", err)
 	}
 	a.closers = append(a.closers, hs.Close)
 	for _, t := range hs.Tools() {
@@ -213,7 +213,7 @@ func (a *app) candidates() ([]candidate, error) {
 	co, err := consult.New(a.cfg.Consult, consult.Options{Commands: cs, HTTP: hs, Registerer: a.metrics,
 		Redact: func(s string) string { return a.san.RedactString(consultRedactor, s) }})
 	if err != nil {
-		return nil, consultProblems(err)
+		return nil, sectionProblems("consult", err)
 	}
 	for _, line := range co.Describe() {
 		a.log.Info("consult provider", zap.String("provider", line))
@@ -228,30 +228,19 @@ func (a *app) candidates() ([]candidate, error) {
 // the consultation tools', which send their arguments to third parties.
 const consultRedactor = "consult_many"
 
-// consultProblems reports the consult section's problems each at its own
-// path.
-func consultProblems(err error) error {
-	var ce *consult.ConfigError
-	if !errors.As(err, &ce) {
-		return &config.Error{Problems: []config.Problem{{Path: "consult", Message: err.Error()}}}
+// sectionProblems reports a tool section's problems (http, consult) each
+// at its own path, or err whole at the section when it lists none.
+func sectionProblems(section string, err error) error {
+	var list interface {
+		EachProblem(func(path, message string))
+	}
+	if !errors.As(err, &list) {
+		return &config.Error{Problems: []config.Problem{{Path: section, Message: err.Error()}}}
 	}
 	probs := &config.Error{}
-	for _, p := range ce.Problems {
-		probs.Problems = append(probs.Problems, config.Problem{Path: "consult." + p.Path, Message: p.Message})
-	}
-	return probs
-}
-
-// httpProblems reports the http section's problems each at its own path.
-func httpProblems(err error) error {
-	var ce *httpapi.ConfigError
-	if !errors.As(err, &ce) {
-		return &config.Error{Problems: []config.Problem{{Path: "http", Message: err.Error()}}}
-	}
-	probs := &config.Error{}
-	for _, p := range ce.Problems {
-		probs.Problems = append(probs.Problems, config.Problem{Path: "http." + p.Path, Message: p.Message})
-	}
+	list.EachProblem(func(path, message string) {
+		probs.Problems = append(probs.Problems, config.Problem{Path: section + "." + path, Message: message})
+	})
 	return probs
 }
 

@@ -183,4 +183,13 @@ func TestConsultConfigProblems(t *testing.T) {
 		`consult.routing.assertion[1]: "cursor-agent" is not a configured provider (providers: codex, gemini)`) {
 		t.Errorf("-check-config: %v\n%s", err, errOut.String())
 	}
+	// A model server on loopback that the SSRF guard was not told about is
+	// refused at start, naming the provider.
+	os.WriteFile(cfg, []byte("consult:\n  providers: {local: {base_url: \"http://127.0.0.1:11434/v1\", model: m, allow_http: true}}\n"), 0o644)
+	errOut.Reset()
+	err = run(context.Background(), []string{"-check-config", cfg, "-workspace", t.TempDir()}, noEnv, nil, &out, &errOut)
+	if err == nil || !strings.Contains(errOut.String(), "consult.providers.local: consult.local: request.url:") ||
+		!strings.Contains(errOut.String(), "127.0.0.1") {
+		t.Errorf("-check-config: %v\n%s", err, errOut.String())
+	}
 }

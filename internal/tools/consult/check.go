@@ -31,6 +31,14 @@ func (e *ConfigError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// EachProblem calls f with each problem's path (in the section) and
+// message, for toold's wiring to report them under the section.
+func (e *ConfigError) EachProblem(f func(path, message string)) {
+	for _, p := range e.Problems {
+		f(p.Path, p.Message)
+	}
+}
+
 func (e *ConfigError) add(path, format string, args ...any) {
 	e.Problems = append(e.Problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }

@@ -68,6 +68,14 @@ func (e *ConfigError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// EachProblem calls f with each problem's path (in the section) and
+// message, for toold's wiring to report them under the section.
+func (e *ConfigError) EachProblem(f func(path, message string)) {
+	for _, p := range e.Problems {
+		f(p.Path, p.Message)
+	}
+}
+
 // New validates cfg and builds its tools; every problem is reported (a
 // *ConfigError), each naming its tool.
 func New(cfg Config, opts Options) (*Set, error) {
