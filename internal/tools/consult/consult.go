@@ -1,6 +1,7 @@
 package consult
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -213,10 +214,11 @@ func (s *Set) route(ctx context.Context, failureType string) (*provider, []map[s
 			skipped = append(skipped, map[string]any{"provider": name, "reason": "disabled"})
 			continue
 		}
-		if a := s.disc.check(ctx, p, false); a.usable() {
+		a := s.disc.check(ctx, p, false)
+		if a.usable() {
 			return p, skipped, by, nil
 		}
-		skipped = append(skipped, map[string]any{"provider": name, "reason": s.why(ctx, p)})
+		skipped = append(skipped, map[string]any{"provider": name, "reason": cmp.Or(a.Detail, "not available")})
 	}
 	var reasons []string
 	for _, sk := range skipped {
@@ -225,15 +227,6 @@ func (s *Set) route(ctx context.Context, failureType string) (*provider, []map[s
 	return nil, skipped, by, tools.NewUserError("no provider of %s is available (%s)", by, strings.Join(reasons, "; ")).
 		WithCode("no_provider").WithSuggestion("consult_providers shows what is installed and working; name a " +
 		"provider, or ask the operator to install one")
-}
-
-// why a provider is not available, from the remembered check.
-func (s *Set) why(ctx context.Context, p *provider) string {
-	a := s.disc.check(ctx, p, false)
-	if a.Detail != "" {
-		return a.Detail
-	}
-	return "not available"
 }
 
 // streamTo labels a provider's output on the call's stream; nil when
