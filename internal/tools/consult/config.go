@@ -85,6 +85,8 @@ type ProviderConfig struct {
 	Prompt string `yaml:"prompt" validate:"omitempty,oneof=stdin arg"`
 	// PromptFlag precedes an arg prompt: "-p" makes two arguments, a flag
 	// ending in "=" ("--prompt=") one; empty puts "--" before the prompt.
+	// Prefer the last two: a CLI may read a prompt starting with "-" that
+	// follows "-p" as an option of its own.
 	PromptFlag string `yaml:"prompt_flag"`
 	// ModelFlag precedes the model ("--model"); empty: the CLI takes no
 	// model and only its own default is used.

@@ -28,7 +28,7 @@ const (
 type Response struct {
 	Tool      string         `json:"tool" desc:"The provider consulted."`
 	Status    Status         `json:"status" desc:"success, timeout, not_found (not installed), invalid_output (an answer toold cannot read) or error." validate:"oneof=success timeout not_found invalid_output error"`
-	Output    string         `json:"output" desc:"The provider's answer (on success)."`
+	Output    string         `json:"output" desc:"The provider's answer; after a non-zero exit, what it printed, if anything."`
 	Error     *string        `json:"error" desc:"What went wrong, when the status is not success."`
 	Duration  float64        `json:"duration" desc:"Seconds the consultation took, waiting for the provider's slot included."`
 	Timestamp string         `json:"timestamp" desc:"When the consultation started (RFC 3339)."`
