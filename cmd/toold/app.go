@@ -36,6 +36,7 @@ import (
 	"toold/internal/state"
 	"toold/internal/tools"
 	"toold/internal/tools/command"
+	"toold/internal/tools/consult"
 	"toold/internal/tools/diag"
 	"toold/internal/tools/fs"
 	"toold/internal/tools/httpapi"
@@ -57,6 +58,7 @@ type app struct {
 	log         *zap.Logger
 	reg         *registry.Live
 	commands    *command.Set
+	san         *sanitize.Sanitizer
 	upstream    *upstream.Manager
 	mcp         *mcpserver.Server
 	srv         *server.Server
@@ -86,6 +88,13 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	}()
 	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfoCollector())
+	// Before the tools: the consultation tools redact with it what leaves
+	// toold without passing the pipeline (answers sent for synthesis).
+	san, err := sanitize.New(cfg.Sanitize, a.metrics)
+	if err != nil {
+		return nil, err
+	}
+	a.san = san
 	ts, err := a.tools()
 	if err != nil {
 		return nil, err
@@ -103,10 +112,6 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	}
 	a.closers = append(a.closers, a.upstream.Close)
 	keyring, err := auth.NewKeyring(keys(cfg))
-	if err != nil {
-		return nil, err
-	}
-	san, err := sanitize.New(cfg.Sanitize, a.metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -232,9 +237,9 @@ func (a *app) tools() ([]tools.Tool, error) {
 }
 
 // candidates are the file tools (the read-only ones on by default), the
-// diagnostics (off), and the command tools of the commands section and the
-// HTTP tools of the http section (on: an operator who declares one wants
-// it).
+// diagnostics (off), and the command tools of the commands section, the
+// HTTP tools of the http section and the consultation tools of the consult
+// section (on: an operator who declares one wants it).
 func (a *app) candidates() ([]candidate, error) {
 	fsc := a.cfg.FS
 	ws, err := fs.New(a.cfg.Workspace, fs.Options{MaxReadBytes: fsc.MaxReadBytes, MaxTotalReadBytes: fsc.MaxTotalReadBytes,
@@ -263,25 +268,43 @@ func (a *app) candidates() ([]candidate, error) {
 	}
 	hs, err := httpapi.New(a.cfg.HTTP, httpapi.Options{Registerer: a.metrics})
 	if err != nil {
-		return nil, httpProblems(err)
+		return nil, sectionProblems("http", err)
 	}
 	a.closers = append(a.closers, hs.Close)
 	for _, t := range hs.Tools() {
 		all = append(all, candidate{t, true})
 	}
+	co, err := consult.New(a.cfg.Consult, consult.Options{Commands: cs, HTTP: hs, Registerer: a.metrics,
+		Redact: func(s string) string { return a.san.RedactString(consultRedactor, s) }})
+	if err != nil {
+		return nil, sectionProblems("consult", err)
+	}
+	for _, line := range co.Describe() {
+		a.log.Info("consult provider", zap.String("provider", line))
+	}
+	for _, t := range co.Tools() {
+		all = append(all, candidate{t, true})
+	}
 	return all, nil
 }
 
-// httpProblems reports the http section's problems each at its own path.
-func httpProblems(err error) error {
-	var ce *httpapi.ConfigError
-	if !errors.As(err, &ce) {
-		return &config.Error{Problems: []config.Problem{{Path: "http", Message: err.Error()}}}
+// consultRedactor names the policy a synthesis prompt is redacted with:
+// the consultation tools', which send their arguments to third parties.
+const consultRedactor = "consult_many"
+
+// sectionProblems reports a tool section's problems (http, consult) each
+// at its own path, or err whole at the section when it lists none.
+func sectionProblems(section string, err error) error {
+	var list interface {
+		EachProblem(func(path, message string))
+	}
+	if !errors.As(err, &list) {
+		return &config.Error{Problems: []config.Problem{{Path: section, Message: err.Error()}}}
 	}
 	probs := &config.Error{}
-	for _, p := range ce.Problems {
-		probs.Problems = append(probs.Problems, config.Problem{Path: "http." + p.Path, Message: p.Message})
-	}
+	list.EachProblem(func(path, message string) {
+		probs.Problems = append(probs.Problems, config.Problem{Path: section + "." + path, Message: message})
+	})
 	return probs
 }
 

@@ -10,6 +10,7 @@ import (
 	"toold/internal/sanitize"
 	"toold/internal/tools"
 	"toold/internal/tools/command"
+	"toold/internal/tools/consult"
 	"toold/internal/tools/httpapi"
 	"toold/internal/tools/upstream"
 )
@@ -49,6 +50,9 @@ type Config struct {
 	State StateConfig `yaml:"state"`
 	// Executions bound async executions and batches.
 	Executions ExecutionsConfig `yaml:"executions"`
+	// Consult are the AI coding CLIs and model APIs the consultation tools
+	// ask (see internal/tools/consult).
+	Consult consult.Config `yaml:"consult"`
 }
 
 // StateConfig configures the NATS JetStream store (see internal/state).

@@ -272,3 +272,31 @@ func problemMap(t *testing.T, err error) map[string]string {
 	}
 	return got
 }
+
+// TestConsultSection: the consult section's field rules and its own
+// checks (a routing table naming a provider that is not configured) are
+// reported with the rest, each at its path.
+func TestConsultSection(t *testing.T) {
+	_, err := Load(write(t, `
+consult:
+  providers:
+    gemini: {prompt: carrier-pigeon, max_in_flight: -1}
+    local: {base_url: "http://127.0.0.1:11434/v1"}
+  routing: {assertion: [gemini, codex]}
+  synthesis: gemnii
+  max_prompt_bytes: -5
+`), env(nil))
+	got := problemMap(t, err)
+	for path, say := range map[string]string{
+		"consult.providers.gemini.prompt":        "not one of",
+		"consult.providers.gemini.max_in_flight": "at least 0",
+		"consult.max_prompt_bytes":               "at least 0",
+		"consult.routing.assertion[1]":           `"codex" is not a configured provider (providers: gemini, local)`,
+		"consult.synthesis":                      `"gemnii" is not a configured provider (did you mean "gemini"?)`,
+		"consult.providers.local.default_model":  "is required for an api provider",
+	} {
+		if !strings.Contains(got[path], say) {
+			t.Errorf("%s: %q, want it to say %q (all: %v)", path, got[path], say, got)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"toold/internal/sanitize"
 	"toold/internal/tools"
+	"toold/internal/tools/consult"
 )
 
 // Validate checks the configuration as toold will run it (after flags are
@@ -66,6 +67,12 @@ func (c *Config) Validate() error {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				probs.add(fmt.Sprintf("mcp.servers[%d]", i), "%s", line)
 			}
+		}
+	}
+	var ce *consult.ConfigError
+	if err := c.Consult.Check(); errors.As(err, &ce) {
+		for _, p := range ce.Problems {
+			probs.add("consult."+p.Path, "%s", p.Message)
 		}
 	}
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {

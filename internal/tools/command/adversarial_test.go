@@ -41,7 +41,10 @@ func TestForkBombIsContained(t *testing.T) {
 			const limit = 64
 			tc := marked(argvTool("bomb", "sh", "-c", "b() { b | b & }; b; sleep 30"), marker)
 			tc.Rlimits.Processes = limit
-			s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}})
+			// A uid of its own: the process limit counts every process of
+			// the uid, and other packages' tests run commands as 65534.
+			uid := 64998
+			s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}, RunAs: RunAs{UID: &uid, GID: &uid}})
 			sb := s.tools[0].(*declared).sb
 			if !sb.procs || !sb.drop {
 				t.Skipf("containment %s has no dedicated uid here: a process-count limit cannot hold", m)

@@ -60,6 +60,9 @@ type runReq struct {
 	stdin     *string
 	timeout   time.Duration // the command's own timeout; 0: the call's deadline only
 	successes []int
+	// emit receives the output as it arrives (stream "stdout" or
+	// "stderr"); nil: the call's Emit when someone streams.
+	emit func(stream, data string)
 }
 
 // runStats are facts about a run that tests assert and callers ignore.
@@ -110,8 +113,8 @@ func (s *Set) run(ctx context.Context, call *tools.Call, sb *sandbox, req runReq
 	if req.stdin != nil {
 		go func() { _, _ = io.WriteString(p.inW, *req.stdin); _ = p.inW.Close() }()
 	}
-	var emit func(string, string)
-	if call != nil && call.Streaming() {
+	emit := req.emit
+	if emit == nil && call != nil && call.Streaming() {
 		emit = call.Emit
 	}
 	k := &killer{pgid: st.pid, sweep: sb.mode == ModeNone, runID: st.runID}

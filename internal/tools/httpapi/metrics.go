@@ -67,8 +67,11 @@ type breakerCollector struct {
 func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, name := range slices.Sorted(maps.Keys(c.s.hosts)) {
-		state := c.s.hosts[name].state()
+	c.s.mu.Lock()
+	hosts := maps.Clone(c.s.hosts)
+	c.s.mu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(hosts)) {
+		state := hosts[name].state()
 		for _, s := range []string{"closed", "half_open", "open"} {
 			v := 0.0
 			if s == state {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/itchyny/gojq"
@@ -32,9 +33,14 @@ type Options struct {
 // Set is the HTTP tools of one configuration and the upstream hosts they
 // share. Close it at shutdown.
 type Set struct {
-	tools   []tools.Tool
-	hosts   map[string]*host
-	metrics *metrics
+	cfg   Config
+	opts  Options
+	tools []tools.Tool
+	// mu guards hosts and unlisted, which Declare adds to after New.
+	mu       sync.Mutex
+	hosts    map[string]*host
+	unlisted []*tool
+	metrics  *metrics
 	// now, sleep and jitter are the clock and the dice of retries and
 	// rates; tests replace them.
 	now    func() time.Time
@@ -62,10 +68,18 @@ func (e *ConfigError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// EachProblem calls f with each problem's path (in the section) and
+// message, for toold's wiring to report them under the section.
+func (e *ConfigError) EachProblem(f func(path, message string)) {
+	for _, p := range e.Problems {
+		f(p.Path, p.Message)
+	}
+}
+
 // New validates cfg and builds its tools; every problem is reported (a
 // *ConfigError), each naming its tool.
 func New(cfg Config, opts Options) (*Set, error) {
-	s := &Set{hosts: map[string]*host{}, now: time.Now, sleep: sleepCtx, jitter: defaultJitter}
+	s := &Set{cfg: cfg, opts: opts, hosts: map[string]*host{}, now: time.Now, sleep: sleepCtx, jitter: defaultJitter}
 	probs := &ConfigError{}
 	names := map[string]bool{}
 	for i, tc := range cfg.Tools {
@@ -99,10 +113,33 @@ func New(cfg Config, opts Options) (*Set, error) {
 // Tools returns the tools in configuration order.
 func (s *Set) Tools() []tools.Tool { return slices.Clone(s.tools) }
 
+// Declare builds an HTTP tool that the Set does not list: another kind of
+// tool (a consultation provider) calls its Execute to reach an API with
+// everything a listed tool has — the SSRF guard, the rates, the host's
+// breaker and Retry-After pauses (shared with listed tools calling the same
+// host), retries, credential scrubbing and the upstream metrics under tc's
+// name. tc is checked as New checks the section's tools; the http
+// section's proxy, breaker defaults and hosts apply. Call it while wiring.
+func (s *Set) Declare(tc ToolConfig) (tools.Tool, error) {
+	t, err := s.declare(s.cfg, tc, s.opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tc.Name, err)
+	}
+	s.mu.Lock()
+	s.unlisted = append(s.unlisted, t)
+	s.mu.Unlock()
+	return t, nil
+}
+
 // Close drops the idle connections of every tool.
 func (s *Set) Close() error {
 	for _, t := range s.tools {
 		t.(*tool).client.CloseIdleConnections()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.unlisted {
+		t.client.CloseIdleConnections()
 	}
 	return nil
 }
@@ -158,17 +195,25 @@ func (s *Set) declare(cfg Config, tc ToolConfig, opts Options) (*tool, error) {
 	}
 	t.client = guard.Client(0)
 	t.client.CheckRedirect = sameHost(guard)
-	hostName := req.url.base.Host
-	if t.host = s.hosts[hostName]; t.host == nil {
-		t.host = newHost(hostName, cfg.Hosts[hostName], cfg.Breaker)
-		s.hosts[hostName] = t.host
-	}
+	t.host = s.hostFor(req.url.base.Host)
 	t.spec, err = spec(tc, sc.raw, req.method)
 	if err != nil {
 		return nil, err
 	}
 	t.idempotent = t.spec.Effects.Idempotent
 	return t, nil
+}
+
+// hostFor returns the shared state of an upstream host, made on first use.
+func (s *Set) hostFor(name string) *host {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.hosts[name]
+	if h == nil {
+		h = newHost(name, s.cfg.Hosts[name], s.cfg.Breaker)
+		s.hosts[name] = h
+	}
+	return h
 }
 
 // sameHost follows a redirect only to the same scheme and host: a
