@@ -35,6 +35,7 @@ import (
 	"toold/internal/server"
 	"toold/internal/state"
 	"toold/internal/tools"
+	"toold/internal/tools/await"
 	"toold/internal/tools/command"
 	"toold/internal/tools/consult"
 	"toold/internal/tools/diag"
@@ -162,7 +163,10 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
-		Executions: a.exec, Store: a.store, Recorder: rec})
+		Executions: a.exec, Store: a.store, Recorder: rec,
+		// Without keys there is one identity, the local user's: the agent
+		// and the person approving are told apart only by keys.
+		SelfApproval: cfg.Approvals.SelfApproval || !keyring.Enabled()})
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +258,9 @@ func (a *app) candidates() ([]candidate, error) {
 		all = append(all, candidate{t, slices.Contains(readOnly, t)})
 	}
 	all = append(all, candidate{diag.Echo(), false}, candidate{diag.Sleep(), false})
+	for _, t := range await.Tools(await.Options{MaxDepth: a.cfg.Delegate.MaxDepth}) {
+		all = append(all, candidate{t, false}) // they need the state store, and a caller that can answer
+	}
 	cs, err := command.New(a.cfg.Commands, a.cfg.Workspace, a.log.Named("command"))
 	if err != nil {
 		return nil, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}}
@@ -319,8 +326,9 @@ func registryOptions(cfg *config.Config) registry.Options {
 		if t.Enabled != nil && !*t.Enabled {
 			continue
 		}
-		if t.Description != "" || !t.Limits.IsZero() || t.Fallback != nil {
-			o.Overrides[name] = registry.Override{Description: t.Description, Limits: t.Limits.Limits(), Fallback: t.Fallback}
+		if t.Description != "" || !t.Limits.IsZero() || t.Fallback != nil || t.Confirmation != "" {
+			o.Overrides[name] = registry.Override{Description: t.Description, Limits: t.Limits.Limits(), Fallback: t.Fallback,
+				Confirmation: t.Confirmation}
 		}
 	}
 	return o

@@ -41,10 +41,13 @@ const (
 	RoleObserve Role = "observe"
 	// RoleAdmin reads the audit log (GET /audit).
 	RoleAdmin Role = "admin"
+	// RoleApprove lists the calls waiting for a person's approval and
+	// decides on them (GET /approvals, POST /approvals/{id}).
+	RoleApprove Role = "approve"
 )
 
 // Roles lists every role, for configuration checks and documentation.
-var Roles = []Role{RoleCall, RoleObserve, RoleAdmin}
+var Roles = []Role{RoleCall, RoleObserve, RoleAdmin, RoleApprove}
 
 // DefaultRoles are a key's roles when its configuration names none.
 var DefaultRoles = []Role{RoleCall}

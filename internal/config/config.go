@@ -53,6 +53,24 @@ type Config struct {
 	// Consult are the AI coding CLIs and model APIs the consultation tools
 	// ask (see internal/tools/consult).
 	Consult consult.Config `yaml:"consult"`
+	// Approvals govern calls that wait for a person's approval (tools with
+	// confirmation: human).
+	Approvals ApprovalsConfig `yaml:"approvals"`
+	// Delegate bounds the delegate tool's nesting of subtasks.
+	Delegate DelegateConfig `yaml:"delegate"`
+}
+
+// DelegateConfig bounds delegate.
+type DelegateConfig struct {
+	// MaxDepth is how deep subtasks may nest (default 4).
+	MaxDepth int `yaml:"max_depth" validate:"gte=0,lte=32"`
+}
+
+// ApprovalsConfig governs human approvals.
+type ApprovalsConfig struct {
+	// SelfApproval lets a key with the approve role approve its own calls;
+	// off, another key must.
+	SelfApproval bool `yaml:"self_approval"`
 }
 
 // StateConfig configures the NATS JetStream store (see internal/state).
@@ -193,8 +211,8 @@ type Key struct {
 	Name   string   `yaml:"name" validate:"required,printascii,max=64"`
 	SHA256 string   `yaml:"sha256" validate:"required,len=64,hexadecimal"`
 	Tools  []string `yaml:"tools" validate:"min=1,dive,required"`
-	// Roles the key holds (call, observe, admin); none means call.
-	Roles []string `yaml:"roles" validate:"dive,oneof=call observe admin"`
+	// Roles the key holds (call, observe, admin, approve); none means call.
+	Roles []string `yaml:"roles" validate:"dive,oneof=call observe admin approve"`
 }
 
 // Limits override a category's or a tool's limits; zero fields inherit,
@@ -212,6 +230,10 @@ type Tool struct {
 	// overload, an unavailable upstream, a system error); it replaces
 	// fallbacks the tool declares itself.
 	Fallback []string `yaml:"fallback" validate:"omitempty,dive,tool_name"`
+	// Confirmation replaces the tool's own: none, token (the host asks its
+	// user and repeats the call with a token) or human (the call waits for
+	// an approver, POST /approvals/{id}).
+	Confirmation string `yaml:"confirmation" validate:"omitempty,oneof=none token human"`
 }
 
 // FSConfig bounds the file tools; zero fields take the tools' defaults.

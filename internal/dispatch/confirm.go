@@ -7,12 +7,20 @@ import (
 	"toold/internal/tools"
 )
 
-// confirmed passes calls of tools that need no confirmation, and calls that
-// carry a valid token for exactly this caller, tool and arguments; any other
-// call is answered with a fresh challenge.
+// confirmed passes calls of tools that need no confirmation, calls a person
+// approved (human), and calls that carry a valid token for exactly this
+// caller, tool and arguments (token); a call of a human-confirmed tool not
+// yet approved waits for an approval, any other is answered with a fresh
+// challenge.
 func (d *Dispatcher) confirmed(c *call) error {
-	if !c.entry.Spec.RequiresConfirmation {
+	switch c.entry.Spec.Confirmation {
+	case tools.ConfirmNone:
 		return nil
+	case tools.ConfirmHuman:
+		if c.req.Approved {
+			return nil
+		}
+		return d.approvalWait(c)
 	}
 	canonical, err := json.Marshal(c.tree) // map keys sorted: key order and spacing do not matter
 	if err != nil {
@@ -42,3 +50,34 @@ type confirmation struct {
 
 func (c *confirmation) Error() string { return c.err.Error() }
 func (c *confirmation) Unwrap() error { return c.err }
+
+// wait is a call that pauses: the tool asked for a subtask or an input, or
+// the pipeline for an approval. It travels as the run's error and becomes a
+// waiting envelope.
+type wait struct {
+	info  *Waiting
+	pause *tools.Pause // nil for an approval
+}
+
+func (w *wait) Error() string { return "the call waits for " + w.info.For }
+
+// approvalRequest is what an approver is shown: the tool and the
+// arguments, redacted as the debug log redacts them.
+type approvalRequest struct {
+	Tool      string          `json:"tool"`
+	Caller    string          `json:"caller"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (d *Dispatcher) approvalWait(c *call) error {
+	args, err := json.Marshal(c.tree)
+	if err != nil {
+		return err
+	}
+	req, err := json.Marshal(approvalRequest{Tool: c.entry.Spec.Name, Caller: c.req.Caller,
+		Arguments: d.opts.Sanitizer.RedactJSON(c.entry.Spec.Name, args)})
+	if err != nil {
+		return err
+	}
+	return &wait{info: &Waiting{For: tools.WaitApproval, Request: req}}
+}

@@ -53,6 +53,13 @@ type Request struct {
 	// ExecutionID names the async execution this call runs, if any; it
 	// reaches the envelope and the call observers.
 	ExecutionID string
+	// Resume resumes a paused call: the tool runs again with it.
+	Resume *tools.Resumption
+	// Approved says a person approved this call (a tool whose
+	// confirmation is human runs only then).
+	Approved bool
+	// Lineage lets a tool look up a parent execution (see tools.Call).
+	Lineage func(ctx context.Context, executionID string) (*tools.Lineage, error)
 }
 
 // Sanitizer is the sanitization stage.
@@ -211,9 +218,13 @@ func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, 
 	start := time.Now()
 	c := newCall(req, start)
 	status, err := d.run(ctx, c)
-	if err != nil {
+	var w *wait
+	switch {
+	case errors.As(err, &w):
+		c.env.Status, c.env.Waiting, c.env.Pause = StatusWaiting, w.info, w.pause
+	case err != nil:
 		d.failure(c, status, err)
-	} else {
+	default:
 		c.env.Status, c.env.Success = StatusSuccess, true
 	}
 	c.env.DurationMS = millis(time.Since(start))
@@ -261,6 +272,10 @@ func (d *Dispatcher) check(ctx context.Context, c *call) (Status, error) {
 			err2 = d.confirmed(c)
 		}
 	})
+	var w *wait
+	if errors.As(err2, &w) {
+		return "", nil // waiting for an approval is not a refusal
+	}
 	if err2 != nil {
 		return StatusRejected, err2
 	}

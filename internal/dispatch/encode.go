@@ -66,6 +66,10 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 	if env.Redundant {
 		dst = append(dst, `,"redundant":true`...)
 	}
+	if env.Waiting != nil {
+		dst = append(dst, `,"waiting":`...)
+		dst = appendMarshal(dst, env.Waiting)
+	}
 	return append(dst, '}')
 }
 

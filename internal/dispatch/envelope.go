@@ -39,8 +39,13 @@ const (
 	StatusInterrupted Status = "interrupted"
 )
 
+// StatusWaiting: the call paused — the tool waits for a subtask or an
+// answer, or the pipeline for a person's approval — and the envelope says
+// what for (Waiting). It is not final: the execution resumes.
+const StatusWaiting Status = "waiting"
+
 // Statuses lists every status the pipeline answers with.
-var Statuses = []Status{StatusSuccess, StatusError, StatusTimeout, StatusNotFound, StatusInvalidOutput, StatusRejected}
+var Statuses = []Status{StatusSuccess, StatusError, StatusTimeout, StatusNotFound, StatusInvalidOutput, StatusRejected, StatusWaiting}
 
 // ExecutionStatuses lists every status an execution's envelope may carry.
 var ExecutionStatuses = append(append([]Status{StatusPending, StatusRunning}, Statuses...), StatusCancelled, StatusInterrupted)
@@ -77,6 +82,25 @@ type Envelope struct {
 	// FallbackFrom lists, in order, the tools that failed before Tool
 	// answered, each with why: present only when a fallback ran.
 	FallbackFrom []FallbackStep `json:"fallback_from,omitempty"`
+	// Waiting says what a waiting call waits for.
+	Waiting *Waiting `json:"waiting,omitempty"`
+	// Pause is the tool's pause, with its private state, for the
+	// executions service to store; never encoded.
+	Pause *tools.Pause `json:"-"`
+}
+
+// Waiting is what a paused call waits for, as its caller sees it.
+type Waiting struct {
+	// For is subtask, input or approval.
+	For string `json:"for"`
+	// Request is the subtask_request, the input request (prompt, choices,
+	// schema), or the approval request (tool, redacted arguments).
+	Request json.RawMessage `json:"request"`
+	// ExpiresAt is when the wait ends in a timeout_error.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// Resume is where the answer goes: POST /executions/{id}/resume for a
+	// subtask or an input, /approvals/{id} for an approval.
+	Resume string `json:"resume,omitempty"`
 }
 
 // FallbackStep is a tool that failed in a way a fallback may get past.

@@ -44,6 +44,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		emit, flush = d.opts.Sanitizer.Stream(&c.entry.Spec, emit)
 	}
 	tc := tools.NewCall(c.args, c.req.RequestID, c.req.Caller, emit).WithTree(c.tree)
+	tc.Resume, tc.ExecutionID, tc.Lineage = c.req.Resume, c.req.ExecutionID, c.req.Lineage
 	if c.req.OnStart != nil {
 		c.req.OnStart()
 	}
@@ -72,7 +73,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		c.env.Timing.SanitizeMS += millis(o.sanitize)
 		c.env.Sanitized.Add(o.report)
 		if o.err != nil && o.status == "" {
-			return d.toolOutcome(ctx, o, timeout)
+			return d.toolOutcome(ctx, c.entry, o, timeout)
 		}
 		if o.err != nil {
 			return o.status, o.err
@@ -123,7 +124,11 @@ func (d *Dispatcher) watchStuck(e *registry.Entry, done <-chan outcome) {
 // toolOutcome classifies an error the tool returned. A tool that got an
 // answer it cannot use from a remote service (JSON that is not) says so
 // with the code invalid_output, as the output check below does.
-func (d *Dispatcher) toolOutcome(ctx context.Context, o outcome, timeout time.Duration) (Status, error) {
+func (d *Dispatcher) toolOutcome(ctx context.Context, e *registry.Entry, o outcome, timeout time.Duration) (Status, error) {
+	var p *tools.Pause
+	if errors.As(o.err, &p) {
+		return d.paused(ctx, e, p)
+	}
 	if te, ok := tools.AsError(o.err); ok {
 		switch {
 		case te.Kind == tools.ValidationError:
@@ -137,6 +142,36 @@ func (d *Dispatcher) toolOutcome(ctx context.Context, o outcome, timeout time.Du
 		return StatusTimeout, timeoutError(timeout, "while running").Wrap(o.err)
 	}
 	return StatusError, o.err
+}
+
+// paused turns a tool's pause into a wait: the request the caller sees is
+// output like any other, so it is sanitized; an input's schema must
+// compile, so an answer can be checked against it.
+func (d *Dispatcher) paused(ctx context.Context, e *registry.Entry, p *tools.Pause) (Status, error) {
+	bad := func(err error) (Status, error) {
+		return StatusError, tools.Errorf(tools.SystemError, "the tool paused wrongly").Wrap(err)
+	}
+	if err := p.Check(); err != nil {
+		return bad(err)
+	}
+	var public any = p.Subtask
+	if p.Input != nil {
+		public = p.Input
+		if p.Input.Schema != nil {
+			if _, err := registry.CompileSchema(e.Spec.Name, p.Input.Schema); err != nil {
+				return bad(err)
+			}
+		}
+	}
+	raw, err := json.Marshal(public)
+	if err != nil {
+		return bad(err)
+	}
+	clean, _, err := d.opts.Sanitizer.Output(ctx, &e.Spec, raw)
+	if err != nil {
+		return bad(err)
+	}
+	return StatusWaiting, &wait{info: &Waiting{For: p.For(), Request: clean}, pause: p}
 }
 
 // finish encodes the result, checks it against a declared output schema

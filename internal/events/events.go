@@ -24,6 +24,8 @@ const (
 	TypeError   = "error"   // a call ended otherwise
 	TypeOutput  = "output"  // streamed output of an async execution
 	TypePending = "pending" // an async execution was accepted
+	TypeWaiting = "waiting" // an execution paused: for a subtask, an input or an approval
+	TypeResumed = "resumed" // a waiting execution got its answer, or its approval
 )
 
 // Subjects of the events stream.

@@ -122,7 +122,8 @@ func (r *Recorder) CallEnded(c *dispatch.CallInfo, env *dispatch.Envelope) {
 // its output is an activity event too (its start and end reach the
 // activity stream through the dispatcher).
 func (r *Recorder) Execution(ev Event) {
-	it := item{typ: ev.Type, at: time.Now(), subject: ExecutionSubject(ev.ExecutionID), activity: ev.Type == TypeOutput,
+	it := item{typ: ev.Type, at: time.Now(), subject: ExecutionSubject(ev.ExecutionID),
+		activity:  ev.Type == TypeOutput || ev.Type == TypeWaiting || ev.Type == TypeResumed,
 		requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, execution: ev.ExecutionID, status: ev.Status}
 	if ev.Stream != "" || ev.Chunk != "" || len(ev.Envelope) > 0 {
 		it.extra = &Event{Stream: ev.Stream, Chunk: ev.Chunk, Envelope: ev.Envelope}

@@ -11,6 +11,7 @@ import (
 
 	"toold/internal/dispatch"
 	"toold/internal/sanitize"
+	"toold/internal/tools"
 )
 
 // Record is an execution as the store holds it: a key of the executions
@@ -37,10 +38,43 @@ type Record struct {
 	Replica string `json:"replica,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
 	// CancelRequested is set by DELETE; the running replica stops it.
-	CancelRequested bool      `json:"cancel_requested,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
-	StartedAt       time.Time `json:"started_at,omitzero"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Step counts the execution's passes through the pipeline: a work
+	// message of another step is stale (the pass it was for is over).
+	Step int `json:"step"`
+	// Wait is what a waiting execution waits for.
+	Wait *Wait `json:"wait,omitempty"`
+	// Resume carries a resumed execution's answer to the replica that
+	// runs its next step.
+	Resume *tools.Resumption `json:"resume,omitempty"`
+	// Approval is a person's decision on the call.
+	Approval *Approval `json:"approval,omitempty"`
+	// Confirmed is set once the call passed the confirmation gate (a
+	// token, an approval): its later steps do not pass it again.
+	Confirmed bool `json:"confirmed,omitempty"`
+	// Lineage is where a subtask stands among subtasks (delegate).
+	Lineage   *tools.Lineage `json:"lineage,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+	StartedAt time.Time      `json:"started_at,omitzero"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
+// Wait is what a waiting execution waits for. State is the tool's own and
+// never shown; the rest is.
+type Wait struct {
+	For       string          `json:"for"`
+	Request   json.RawMessage `json:"request"`
+	State     json.RawMessage `json:"state,omitempty"`
+	Since     time.Time       `json:"since"`
+	ExpiresAt time.Time       `json:"expires_at"`
+}
+
+// Approval is a person's decision on a call that waited for one.
+type Approval struct {
+	Approved bool      `json:"approved"`
+	By       string    `json:"by"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
 }
 
 // key is the record's key in the executions bucket.
@@ -93,8 +127,20 @@ func (r *Record) View() *dispatch.Envelope {
 	if !r.StartedAt.IsZero() {
 		started = r.StartedAt
 	}
-	return &dispatch.Envelope{RequestID: r.RequestID, Tool: r.Tool, Status: r.Status, StartedAt: started,
+	env := &dispatch.Envelope{RequestID: r.RequestID, Tool: r.Tool, Status: r.Status, StartedAt: started,
 		DurationMS: float64(time.Since(started).Microseconds()) / 1000, ExecutionID: r.ID, Sanitized: sanitize.Report{}}
+	if w := r.Wait; w != nil && r.Status == dispatch.StatusWaiting {
+		env.Waiting = &dispatch.Waiting{For: w.For, Request: w.Request, ExpiresAt: w.ExpiresAt, Resume: r.resumePath()}
+	}
+	return env
+}
+
+// resumePath is where a waiting execution's answer goes.
+func (r *Record) resumePath() string {
+	if r.Wait != nil && r.Wait.For == tools.WaitApproval {
+		return "/approvals/" + r.ID
+	}
+	return r.Location() + "/resume"
 }
 
 // Location is where the execution is read.

@@ -45,7 +45,7 @@ func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelo
 	}
 	now := time.Now().UTC()
 	r := &Record{ID: newID(now), Caller: c.Caller, Kind: "call", Tool: c.Tool, Arguments: c.Body, TimeoutMS: c.Timeout.Milliseconds(),
-		ConfirmToken: c.ConfirmToken, RequestID: c.RequestID, Status: dispatch.StatusPending, CreatedAt: now, UpdatedAt: now}
+		ConfirmToken: c.ConfirmToken, RequestID: c.RequestID, Status: dispatch.StatusPending, Step: 1, CreatedAt: now, UpdatedAt: now}
 	if err := s.accept(ctx, r); err != nil {
 		return nil, nil, err
 	}
@@ -68,7 +68,7 @@ func (s *Service) SubmitBatch(ctx context.Context, b *BatchRequest, caller, requ
 	}
 	now := time.Now().UTC()
 	r := &Record{ID: newID(now), Caller: caller, Kind: "batch", Batch: b, RequestID: requestID,
-		Status: dispatch.StatusPending, CreatedAt: now, UpdatedAt: now}
+		Status: dispatch.StatusPending, Step: 1, CreatedAt: now, UpdatedAt: now}
 	if err := s.accept(ctx, r); err != nil {
 		return nil, nil, err
 	}
@@ -99,6 +99,9 @@ type work struct {
 	Key      string          `json:"key"`
 	Revision uint64          `json:"rev"`
 	Record   json.RawMessage `json:"record"`
+	// Step is the record's step the message is for; a message of an
+	// earlier step is stale.
+	Step int `json:"step,omitempty"`
 }
 
 // accept writes the record and queues it. If the queue refuses, the
@@ -112,10 +115,9 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 		s.takeBack(ctx, key)
 		return StoreError(err)
 	}
-	msg, _ := json.Marshal(work{Key: key, Revision: rev, Record: body})
-	if _, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, msg); err != nil {
+	if err := s.queue(ctx, r, rev); err != nil {
 		s.takeBack(ctx, key)
-		return StoreError(err)
+		return err
 	}
 	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
 	s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Status: string(dispatch.StatusPending)})
@@ -168,10 +170,22 @@ func (s *Service) get(ctx context.Context, caller, id string) (*Record, uint64, 
 	return r, rev, nil
 }
 
-// Wait returns the caller's execution once it is final, or as it is when
-// d passes or ctx ends. It is told of the end by the done subject, and
-// reads the record again every second in case a notice was lost.
+// Wait returns the caller's execution once it is final or waits for the
+// caller (an answer, a subtask's result), or as it is when d passes or ctx
+// ends.
 func (s *Service) Wait(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
+	return s.waitUntil(ctx, caller, id, d, func(st dispatch.Status) bool { return st.Final() || st == dispatch.StatusWaiting })
+}
+
+// WaitFinal returns the caller's execution once it is final, or as it is
+// when d passes or ctx ends.
+func (s *Service) WaitFinal(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
+	return s.waitUntil(ctx, caller, id, d, dispatch.Status.Final)
+}
+
+// waitUntil is told of changes by the done subject, and reads the record
+// again every second in case a notice was lost.
+func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Duration, enough func(dispatch.Status) bool) (*Record, error) {
 	if d <= 0 || s.st == nil || !ValidID(id) {
 		return s.Get(ctx, caller, id)
 	}
@@ -183,7 +197,7 @@ func (s *Service) Wait(ctx context.Context, caller, id string, d time.Duration) 
 	defer poll.Stop()
 	for {
 		r, err := s.Get(ctx, caller, id)
-		if err != nil || r.Status.Final() {
+		if err != nil || enough(r.Status) {
 			return r, err
 		}
 		select {
@@ -239,12 +253,19 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (*Record, error
 		if err != nil || r.Status.Final() {
 			return r, err
 		}
-		if r.Status == dispatch.StatusPending {
-			done := s.final(r, dispatch.StatusCancelled, cancelledEnvelope(r, caller, "before it started"))
+		if r.Status == dispatch.StatusPending || r.Status == dispatch.StatusWaiting {
+			when := "before it started"
+			if r.Status == dispatch.StatusWaiting {
+				when = "while it waited for " + waitNoun(r.Wait.For)
+			}
+			done := s.final(r, dispatch.StatusCancelled, cancelledEnvelope(r, caller, when))
 			if _, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev); errors.Is(err, state.ErrConflict) {
 				continue // it started meanwhile
 			} else if err != nil {
 				return nil, StoreError(err)
+			}
+			if r.Status == dispatch.StatusWaiting {
+				s.unindex(ctx, r)
 			}
 			s.ended(done)
 			return done, nil

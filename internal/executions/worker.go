@@ -104,7 +104,8 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 	// The common case: the record is still as accepted; claim it at the
 	// revision the message carries, without reading it first.
 	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered == 1 {
-		if r, err := decodeRecord(w.Record); err == nil && s.claim(ctx, msg, r, w.Revision) {
+		if r, err := decodeRecord(w.Record); err == nil && r.Status == dispatch.StatusPending && sameStep(w.Step, r.Step) &&
+			s.claim(ctx, msg, r, w.Revision) {
 			return
 		}
 	}
@@ -124,12 +125,19 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 			_ = msg.Ack()
 			return
 		}
+		if !sameStep(w.Step, r.Step) {
+			_ = msg.Ack() // for a step that is over (a wait's timer after its resumption)
+			return
+		}
 		if s.adopt(r.ID, msg) {
 			return // already running here: the new delivery carries its lease on
 		}
 		switch {
 		case r.Status.Final():
 			_ = msg.Ack()
+			return
+		case r.Status == dispatch.StatusWaiting:
+			s.waited(ctx, msg, r, rev)
 			return
 		case r.Status == dispatch.StatusRunning && r.CancelRequested:
 			s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, r.Caller, "while its replica was lost"))
@@ -163,6 +171,19 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 	s.m.executions.WithLabelValues(string(dispatch.StatusRunning)).Inc()
 	s.execute(msg, &next, nrev)
 	return true
+}
+
+// sameStep reports whether a work message is for the record's current
+// step (messages and records written before steps existed are step 1).
+func sameStep(msgStep, recStep int) bool { return max(msgStep, 1) == max(recStep, 1) }
+
+// LineageFor looks up executions of caller for a delegate call (see
+// tools.Call.Lineage).
+func (s *Service) LineageFor(caller string) func(context.Context, string) (*tools.Lineage, error) {
+	if s.st == nil {
+		return nil
+	}
+	return func(ctx context.Context, id string) (*tools.Lineage, error) { return s.Lineage(ctx, caller, id) }
 }
 
 // rerunnable: an execution found running on a lost replica runs again
@@ -234,9 +255,13 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 	} else {
 		env = s.disp.Execute(ctx, &dispatch.Request{Tool: r.Tool, Body: r.Arguments, Unwrap: true, RequestID: r.RequestID,
 			Caller: r.Caller, Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, ConfirmToken: r.ConfirmToken,
-			ExecutionID: r.ID, Emit: s.emitter(r)})
+			ExecutionID: r.ID, Emit: s.emitter(r), Resume: r.Resume, Approved: r.Confirmed, Lineage: s.LineageFor(r.Caller)})
 	}
 	stopBeat()
+	if env.Status == dispatch.StatusWaiting && ctx.Err() == nil {
+		s.pause(context.Background(), rn.delivery(), r, rev, env)
+		return
+	}
 	status := env.Status
 	if te, ok := tools.AsError(context.Cause(ctx)); ok && env.Error != nil && env.Error.Code == te.Code {
 		switch te.Code {
@@ -310,6 +335,12 @@ func (s *Service) final(r *Record, status dispatch.Status, env *dispatch.Envelop
 	env.ExecutionID = r.ID
 	env.Status, env.Success = status, status == dispatch.StatusSuccess
 	done.Status, done.Envelope, done.Arguments, done.ConfirmToken, done.UpdatedAt = status, env.AppendJSON(nil), nil, "", time.Now().UTC()
+	done.Resume = nil
+	if done.Wait != nil {
+		w := *done.Wait
+		w.State = nil // the tool's own: no longer needed
+		done.Wait = &w
+	}
 	return &done
 }
 

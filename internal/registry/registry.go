@@ -30,6 +30,9 @@ type Override struct {
 	Limits      tools.Limits
 	// Fallback, when set, replaces the tool's own fallbacks.
 	Fallback []string
+	// Confirmation, when set, replaces the tool's own ("none" turns
+	// confirmation off).
+	Confirmation string
 }
 
 // Registry is an immutable set of tools; safe for concurrent use.
@@ -100,6 +103,9 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	if ov.Fallback != nil {
 		spec.Fallback = ov.Fallback
 	}
+	if err := resolveConfirmation(&spec, ov.Confirmation); err != nil {
+		return nil, fail("%v", err)
+	}
 	spec.Limits = ov.Limits.Merge(spec.Limits).Merge(opts.Defaults[spec.Category]).Merge(tools.DefaultLimits(spec.Category))
 	if err := spec.Limits.Validate(); err != nil {
 		return nil, fail("limits: %v", err)
@@ -132,6 +138,25 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	}
 	e.example = buildExample(spec, e.params)
 	return e, nil
+}
+
+// resolveConfirmation settles how a tool is confirmed: the operator's
+// override, else the tool's own mode, else a token when the tool only says
+// it requires confirmation.
+func resolveConfirmation(spec *tools.Spec, override string) error {
+	switch {
+	case override == "none":
+		spec.Confirmation = tools.ConfirmNone
+	case override != "":
+		spec.Confirmation = tools.Confirmation(override)
+	case spec.Confirmation == tools.ConfirmNone && spec.RequiresConfirmation:
+		spec.Confirmation = tools.ConfirmToken
+	}
+	if !spec.Confirmation.Valid() {
+		return fmt.Errorf("confirmation %q is not one of none, token, human", spec.Confirmation)
+	}
+	spec.RequiresConfirmation = spec.Confirmation != tools.ConfirmNone
+	return nil
 }
 
 // Lookup finds a tool by name.

@@ -83,7 +83,8 @@ func TestLimitsPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := r.Lookup("own")
-	want := tools.Limits{Timeout: 20 * time.Second, Target: time.Second, Max: 2 * time.Second, MaxInFlight: 3, MaxQueue: 7, QueueWait: 30 * time.Second}
+	want := tools.Limits{Timeout: 20 * time.Second, Target: time.Second, Max: 2 * time.Second, MaxInFlight: 3, MaxQueue: 7, QueueWait: 30 * time.Second,
+		WaitTimeout: tools.DefaultWaitTimeout}
 	if diff := cmp.Diff(want, e.Spec.Limits); diff != "" {
 		t.Errorf("limits (-want +got):\n%s", diff)
 	}

@@ -59,9 +59,12 @@ type Item struct {
 	Output               json.RawMessage `json:"output,omitempty"`
 	Examples             []exampleItem   `json:"examples,omitempty"`
 	RequiresConfirmation bool            `json:"requires_confirmation"`
-	Containment          string          `json:"containment,omitempty"`
-	Title                string          `json:"title,omitempty"`
-	Effects              EffectsItem     `json:"effects"`
+	// Confirmation says how: token (the host asks its user and repeats
+	// the call) or human (the call waits for an approver).
+	Confirmation string      `json:"confirmation,omitempty"`
+	Containment  string      `json:"containment,omitempty"`
+	Title        string      `json:"title,omitempty"`
+	Effects      EffectsItem `json:"effects"`
 	// Source names the upstream MCP server of a proxied tool.
 	Source  string      `json:"source,omitempty"`
 	Limits  LimitsItem  `json:"limits"`
@@ -101,6 +104,9 @@ type LimitsItem struct {
 	QueueWaitMS int64 `json:"queue_wait_ms"`
 	MaxInFlight int   `json:"max_in_flight"`
 	MaxQueue    int   `json:"max_queue"`
+	// WaitTimeoutMS bounds a paused call's wait for a subtask, an answer
+	// or an approval.
+	WaitTimeoutMS int64 `json:"wait_timeout_ms"`
 }
 
 // TargetsItem are the documented latency objectives.
@@ -114,9 +120,9 @@ func (e *Entry) Item() Item {
 	s, l := e.Spec, e.Spec.Limits
 	it := Item{Name: s.Name, Description: s.Description, Instructions: s.Instructions, Returns: s.Returns,
 		Category: string(s.Category), Parameters: s.Parameters, Output: s.Output,
-		RequiresConfirmation: s.RequiresConfirmation, Containment: s.Containment, Title: s.Title,
+		RequiresConfirmation: s.RequiresConfirmation, Confirmation: string(s.Confirmation), Containment: s.Containment, Title: s.Title,
 		Effects: EffectsItem(s.Effects), Source: s.Source,
-		Limits:  LimitsItem{ms(l.Timeout), ms(l.QueueWait), l.MaxInFlight, l.Queue()},
+		Limits:  LimitsItem{ms(l.Timeout), ms(l.QueueWait), l.MaxInFlight, l.Queue(), ms(l.WaitTimeout)},
 		Targets: TargetsItem{ms(l.Target), ms(l.Max)}}
 	for _, ex := range s.Examples {
 		it.Examples = append(it.Examples, exampleItem(ex))
@@ -270,8 +276,11 @@ func renderPrompt(entries []*Entry) []byte {
 			}
 		}
 		fmt.Fprintf(&b, "- **Expected output:** %s\n", oneLine(e.returns()))
-		if s.RequiresConfirmation {
-			b.WriteString("- **Requires confirmation:** a person must approve each call.\n")
+		switch s.Confirmation {
+		case tools.ConfirmHuman:
+			b.WriteString("- **Requires approval:** each call waits until a person approves it.\n")
+		case tools.ConfirmToken:
+			b.WriteString("- **Requires confirmation:** the user must confirm each call.\n")
 		}
 		fmt.Fprintf(&b, "- **Example call:** `%s` with `%s`\n", s.Name, compact(e.example))
 	}

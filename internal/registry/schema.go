@@ -258,3 +258,20 @@ func sampleArray(s *jsonschema.Schema, depth int) []any {
 	}
 	return out
 }
+
+// Schema is a compiled JSON Schema for a value other than a tool's
+// arguments or result: the answer a paused tool asked a person for.
+type Schema struct{ s *jsonschema.Schema }
+
+// CompileSchema compiles raw as compile does (2020-12 by default, no
+// loader: a $ref never leaves the schema).
+func CompileSchema(tool string, raw json.RawMessage) (*Schema, error) {
+	s, err := compile(tool, "answer", raw)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{s}, nil
+}
+
+// Validate returns every failing field of v, or nil.
+func (s *Schema) Validate(v any) []tools.FieldError { return fieldErrors(s.s.Validate(v)) }

@@ -170,13 +170,24 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 			Caller: rec.Caller, ExecutionID: rec.ID, Status: string(dispatch.StatusPending)})
 		_ = stream.event("", events.TypePending, data)
 	}
+	s.follow(ctx, r, stream, rec.Caller, id, events.Position{After: after, FromStart: true}, cancel)
+}
+
+// eventWriter is a stream an execution's events are written to.
+type eventWriter interface {
+	event(id, name string, data []byte) error
+	comment(text string)
+}
+
+// follow writes an execution's events to a stream until it ends (its end or
+// error event), the client leaves or toold drains. A final record whose
+// events the stream no longer holds (they are kept for less time than
+// records) still gets its end, from the record.
+func (s *Server) follow(ctx context.Context, r *http.Request, w eventWriter, caller, id string,
+	from events.Position, cancel context.CancelFunc) {
 	ended := false
-	// A final record whose events the stream no longer holds (they are
-	// kept for less time than records) still gets its end: watch the
-	// record, and stop the subscription when it is final and the events
-	// have had time to arrive.
 	go func() {
-		rec, err := s.opts.Executions.Wait(ctx, caller, id, 24*time.Hour)
+		rec, err := s.opts.Executions.WaitFinal(ctx, caller, id, 24*time.Hour)
 		if err != nil || !rec.Status.Final() {
 			return
 		}
@@ -186,9 +197,8 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 			cancel()
 		}
 	}()
-	err = events.Execution(ctx, s.opts.Store, id, events.Position{After: after, FromStart: true}, func(ev events.Event) bool {
-		data := executionEventData(&ev)
-		if stream.event(ev.ID, ev.Type, data) != nil {
+	err := events.Execution(ctx, s.opts.Store, id, from, func(ev events.Event) bool {
+		if w.event(ev.ID, ev.Type, executionEventData(&ev)) != nil {
 			return false
 		}
 		ended = ev.Type == events.TypeEnd || ev.Type == events.TypeError
@@ -203,17 +213,15 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 		if !env.Success {
 			name = events.TypeError
 		}
-		_ = stream.event("", name, env.AppendJSON(nil))
+		_ = w.event("", name, env.AppendJSON(nil))
 	} else if err != nil && !errors.Is(err, context.Canceled) {
-		stream.comment("the store failed; reconnect with Last-Event-ID to resume")
+		w.comment("the store failed; reconnect to GET /executions/" + id + "/events with Last-Event-ID to resume")
 	}
 }
 
-// executionEventData is what an execution's event carries: the envelope at
-// its end, the chunk of output, or the event itself.
 func executionEventData(ev *events.Event) []byte {
 	switch ev.Type {
-	case events.TypeEnd, events.TypeError:
+	case events.TypeEnd, events.TypeError, events.TypeWaiting:
 		if len(ev.Envelope) > 0 {
 			return ev.Envelope
 		}

@@ -66,6 +66,9 @@ func (s *Server) executeWith(w http.ResponseWriter, r *http.Request, req *dispat
 			return s.submitReply(r, req, o.pref)
 		}
 		env := s.opts.Dispatcher.Execute(r.Context(), req)
+		if env.Status == dispatch.StatusWaiting {
+			return s.parked(r, req, env)
+		}
 		return envelopeReply(env, httpStatus(env))
 	}
 	s.send(w, r, s.once(r, o, mode, req, lease, readOnly, do))
@@ -225,7 +228,8 @@ func (s *Server) executeRequest(w http.ResponseWriter, r *http.Request, tool str
 		if timeout, terr = requestedTimeout(r); terr == nil {
 			p := principal(r)
 			req := &dispatch.Request{Tool: tool, Body: body, Unwrap: true, RequestID: info(r).id, Caller: p.Name,
-				Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm")}
+				Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm"),
+				Lineage: s.opts.Executions.LineageFor(p.Name)}
 			s.executeWith(w, r, req, o)
 			return
 		}

@@ -123,7 +123,8 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	}
 	p := principal(r)
 	req := &dispatch.Request{Tool: name, Body: body, Unwrap: true, RequestID: ri.id, Caller: p.Name,
-		Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm")}
+		Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm"),
+		Lineage: s.opts.Executions.LineageFor(p.Name)}
 	if wantsExecutions(r) {
 		o, terr := s.callOptions(r)
 		if terr != nil {
@@ -134,7 +135,12 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !wantsStream(r) {
-		s.writeEnvelope(w, r, s.opts.Dispatcher.Execute(r.Context(), req))
+		env := s.opts.Dispatcher.Execute(r.Context(), req)
+		if env.Status == dispatch.StatusWaiting {
+			s.send(w, r, s.parked(r, req, env))
+			return
+		}
+		s.writeEnvelope(w, r, env)
 		return
 	}
 	stream := newEventStream(w)
@@ -145,7 +151,12 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if env.Error != nil {
 		ri.errType = string(env.Error.Type)
 	}
-	if !stream.finish(env) {
+	switch {
+	case env.Status == dispatch.StatusWaiting && stream.opened:
+		s.streamParked(r, stream, req, env)
+	case env.Status == dispatch.StatusWaiting: // an approval: the tool never started
+		s.send(w, r, s.parked(r, req, env))
+	case !stream.finish(env):
 		s.writeEnvelope(w, r, env)
 	}
 }

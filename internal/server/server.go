@@ -57,6 +57,9 @@ type Options struct {
 	Store *state.Store
 	// Recorder audits administrative actions; nil audits none.
 	Recorder *events.Recorder
+	// SelfApproval lets a key with the approve role decide on its own
+	// calls (approvals.self_approval; off by default).
+	SelfApproval bool
 }
 
 // Server serves the API; build it with New, serve Handler.
@@ -185,6 +188,9 @@ func (s *Server) routes() chi.Router {
 	r.Get("/executions/{id}", s.role(auth.RoleCall, s.getExecution))
 	r.Delete("/executions/{id}", s.role(auth.RoleCall, s.cancelExecution))
 	r.Get("/executions/{id}/events", s.role(auth.RoleCall, s.executionEvents))
+	r.Post("/executions/{id}/resume", s.role(auth.RoleCall, s.resumeExecution))
+	r.Get("/approvals", s.role(auth.RoleApprove, s.listApprovals))
+	r.Post("/approvals/{id}", s.role(auth.RoleApprove, s.decideApproval))
 	r.Post("/batch", s.role(auth.RoleCall, s.batch))
 	r.Get("/events", s.role(auth.RoleObserve, s.activity))
 	r.Get("/audit", s.role(auth.RoleAdmin, s.audit))

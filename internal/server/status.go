@@ -15,6 +15,9 @@ const StatusClientClosed = 499
 // ran to an answer is 200 even when the answer is a user_error: that is
 // information for the model, not a transport failure.
 func httpStatus(env *dispatch.Envelope) int {
+	if env.Status == dispatch.StatusWaiting {
+		return http.StatusAccepted // it goes on without the caller: see Location
+	}
 	if env.Error == nil {
 		return http.StatusOK
 	}
@@ -32,6 +35,8 @@ func httpStatus(env *dispatch.Envelope) int {
 			return http.StatusUnsupportedMediaType
 		case "method_not_allowed":
 			return http.StatusMethodNotAllowed
+		case "not_waiting", "execution_ended", "already_decided", "wait_expired", "waits_for_approval":
+			return http.StatusConflict // the execution is not in the state the request needs
 		}
 		return http.StatusBadRequest
 	case tools.PermissionError:

@@ -24,8 +24,8 @@ import (
 // with its HTTP status, so clients need not parse a stream to see a 400.
 type eventStream struct {
 	w      http.ResponseWriter
-	rc     *http.ResponseController
-	mu     sync.Mutex
+	mu     sync.Mutex // guards out, opened and closed
+	out    *sse       // once opened
 	opened bool
 	closed bool
 }
@@ -34,20 +34,13 @@ func wantsStream(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
-func newEventStream(w http.ResponseWriter) *eventStream {
-	return &eventStream{w: w, rc: http.NewResponseController(w)}
-}
+func newEventStream(w http.ResponseWriter) *eventStream { return &eventStream{w: w} }
 
 // open writes the headers and the start event.
 func (s *eventStream) open(requestID, tool string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // tell nginx-style proxies not to buffer
-	s.w.WriteHeader(http.StatusOK)
-	s.opened = true
+	s.out, s.opened = openSSE(s.w), true
 	s.write("start", map[string]any{"request_id": requestID, "tool": tool, "started_at": time.Now().UTC()})
 }
 
@@ -78,20 +71,14 @@ func (s *eventStream) finish(env *dispatch.Envelope) bool {
 	return true
 }
 
-// write sends one event; s.mu must be held. JSON never contains a raw
-// newline, so one data line carries the whole payload.
+// write sends one event; s.mu must be held.
 func (s *eventStream) write(event string, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	buf := make([]byte, 0, len(data)+len(event)+16)
-	buf = append(buf, "event: "...)
-	buf = append(buf, event...)
-	buf = append(buf, "\ndata: "...)
-	buf = append(buf, data...)
-	buf = append(buf, "\n\n"...)
-	if _, err := s.w.Write(buf); err == nil {
-		_ = s.rc.Flush()
+	if data, err := json.Marshal(v); err == nil {
+		_ = s.out.event("", event, data)
 	}
 }
+
+// event and comment let an execution's events follow on the stream once
+// the call paused (see Server.follow).
+func (s *eventStream) event(id, name string, data []byte) error { return s.out.event(id, name, data) }
+func (s *eventStream) comment(text string)                      { s.out.comment(text) }

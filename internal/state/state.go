@@ -34,12 +34,16 @@ import (
 const (
 	ExecutionsBucket  = "toold_executions"
 	IdempotencyBucket = "toold_idempotency"
-	WorkStream        = "TOOLD_WORK"
-	WorkSubject       = "toold.work"
-	EventsStream      = "TOOLD_EVENTS"
-	EventsSubjects    = "toold.events.>"
-	AuditStream       = "TOOLD_AUDIT"
-	AuditSubject      = "toold.audit"
+	// WaitsBucket indexes the executions that wait (for a subtask, an
+	// input or an approval) by id, so approvers can list them without
+	// reading every record.
+	WaitsBucket    = "toold_waits"
+	WorkStream     = "TOOLD_WORK"
+	WorkSubject    = "toold.work"
+	EventsStream   = "TOOLD_EVENTS"
+	EventsSubjects = "toold.events.>"
+	AuditStream    = "TOOLD_AUDIT"
+	AuditSubject   = "toold.audit"
 	// CancelSubject carries cancellation requests to whichever replica
 	// runs an execution (core NATS: a replica that misses one sees the
 	// request in the record).
@@ -114,9 +118,10 @@ type Store struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	metrics  *metrics
-	// Executions and Idempotency are the KV buckets.
+	// Executions, Idempotency and Waits are the KV buckets.
 	Executions  *Bucket
 	Idempotency *Bucket
+	Waits       *Bucket
 }
 
 // Open starts the embedded server (or connects to Options.URL) and creates
@@ -232,6 +237,9 @@ func (s *Store) provision(ctx context.Context) error {
 		return err
 	}
 	if s.Idempotency, err = kv(IdempotencyBucket, "toold idempotency keys and turn claims", o.IdempotencyTTL); err != nil {
+		return err
+	}
+	if s.Waits, err = kv(WaitsBucket, "toold executions that wait, by id", o.Retention); err != nil {
 		return err
 	}
 	streams := []jetstream.StreamConfig{

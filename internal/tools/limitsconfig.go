@@ -16,11 +16,13 @@ type LimitsConfig struct {
 	MaxInFlight int           `yaml:"max_in_flight" validate:"gte=0,lte=100000"`
 	MaxQueue    *int          `yaml:"max_queue" validate:"omitempty,gte=0,lte=1000000"`
 	QueueWait   time.Duration `yaml:"queue_wait" validate:"gte=0"`
+	WaitTimeout time.Duration `yaml:"wait_timeout" validate:"gte=0"`
 }
 
 // Limits converts to the contract's form.
 func (l LimitsConfig) Limits() Limits {
-	t := Limits{Timeout: l.Timeout, Target: l.Target, Max: l.Max, MaxInFlight: l.MaxInFlight, QueueWait: l.QueueWait}
+	t := Limits{Timeout: l.Timeout, Target: l.Target, Max: l.Max, MaxInFlight: l.MaxInFlight, QueueWait: l.QueueWait,
+		WaitTimeout: l.WaitTimeout}
 	if l.MaxQueue != nil {
 		t.MaxQueue = *l.MaxQueue
 		if t.MaxQueue == 0 {

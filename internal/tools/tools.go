@@ -83,8 +83,11 @@ type Spec struct {
 	// Examples are argument sets shown to models; each must validate.
 	Examples []Example
 	// RequiresConfirmation marks a dangerous tool: a caller must confirm
-	// each call before it runs.
+	// each call before it runs. Confirmation says how; a tool that sets
+	// only RequiresConfirmation gets ConfirmToken (the registry resolves
+	// the two together).
 	RequiresConfirmation bool
+	Confirmation         Confirmation
 	// Limits override the category defaults; zero fields inherit.
 	Limits Limits
 	// Containment names how the tool is isolated from the host (for tools
@@ -148,6 +151,9 @@ type Limits struct {
 	MaxQueue    int
 	// QueueWait bounds how long a call may wait for a slot.
 	QueueWait time.Duration
+	// WaitTimeout bounds how long a paused execution may wait for a
+	// subtask, an answer or an approval; it holds no slot meanwhile.
+	WaitTimeout time.Duration
 }
 
 // NoQueue as MaxQueue means calls never wait: beyond MaxInFlight they are
@@ -175,6 +181,7 @@ func (l Limits) Merge(d Limits) Limits {
 	l.Target = pick(l.Target, d.Target)
 	l.Max = pick(l.Max, d.Max)
 	l.QueueWait = pick(l.QueueWait, d.QueueWait)
+	l.WaitTimeout = pick(l.WaitTimeout, d.WaitTimeout)
 	return l
 }
 
@@ -191,9 +198,15 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("target %v is above max %v", l.Target, l.Max)
 	case l.Max > l.Timeout:
 		return fmt.Errorf("max %v is above timeout %v", l.Max, l.Timeout)
+	case l.WaitTimeout < 0:
+		return fmt.Errorf("wait_timeout must not be negative")
 	}
 	return nil
 }
+
+// DefaultWaitTimeout bounds a paused call's wait when nothing else does: a
+// person or a task system has an hour to answer.
+const DefaultWaitTimeout = time.Hour
 
 // DefaultLimits returns the design's documented defaults for a category.
 // The queue-wait bound defaults to the timeout: time spent queued counts
@@ -207,6 +220,7 @@ func DefaultLimits(c Category) Limits {
 		Subtask:       {Target: 30 * time.Second, Max: 90 * time.Second, Timeout: 120 * time.Second, MaxInFlight: 4, MaxQueue: 20},
 	}[c]
 	l.QueueWait = l.Timeout
+	l.WaitTimeout = DefaultWaitTimeout
 	return l
 }
 
@@ -218,6 +232,17 @@ type Call struct {
 	RequestID string
 	// Caller names who made the call (an API key's name, or "anonymous").
 	Caller string
+	// Resume is set when a paused call is resumed: the tool's Execute
+	// runs again with what the pause waited for (see Pause).
+	Resume *Resumption
+	// ExecutionID names the execution the call belongs to, when it has
+	// one (async, or paused); a subtask's delegate call names it as
+	// its parent.
+	ExecutionID string
+	// Lineage looks up an execution of the same caller a tool names as a
+	// parent (delegate's depth and cycle check); nil where there is no
+	// state store.
+	Lineage func(ctx context.Context, executionID string) (*Lineage, error)
 
 	emit func(Chunk)
 	tree any // Args decoded, when the pipeline has it

@@ -143,6 +143,10 @@ type ExecConfig struct {
 	// Enabled serves execute_command; it is off by default and always
 	// requires confirmation.
 	Enabled bool `yaml:"enabled"`
+	// Confirmation is how each call is confirmed: human (the default: it
+	// waits for an approver) or token (the host asks its user and repeats
+	// the call with a token). It cannot be none.
+	Confirmation string `yaml:"confirmation" validate:"omitempty,oneof=token human"`
 	// MaxTimeout caps the call's "timeout" argument (default 30s).
 	MaxTimeout time.Duration `yaml:"max_timeout" validate:"gte=0"`
 	// Path lists the directories programs are looked up in (default

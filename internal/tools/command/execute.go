@@ -89,6 +89,7 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 		Parameters:           execParameters(t.maxTimeout),
 		Output:               resultSchema(),
 		RequiresConfirmation: true,
+		Confirmation:         execConfirmation(c.Confirmation),
 		Effects:              tools.Effects{Destructive: true, OpenWorld: sb.network},
 		Limits:               c.Limits.Limits(),
 		Containment:          sb.describe(),
@@ -96,6 +97,15 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 			Arguments: json.RawMessage(`{"command":["` + names[0] + `"],"cwd":"."}`)}},
 	}
 	return t, nil
+}
+
+// execConfirmation: a person approves every call unless the operator
+// chose the token flow, where the host asks its user.
+func execConfirmation(c string) tools.Confirmation {
+	if c == string(tools.ConfirmToken) {
+		return tools.ConfirmToken
+	}
+	return tools.ConfirmHuman
 }
 
 func execParameters(maxTimeout time.Duration) json.RawMessage {

@@ -58,8 +58,12 @@ type Config struct {
 	// a larger one ends the connection, which is then re-established.
 	MaxMessageBytes int `yaml:"max_message_bytes" validate:"gte=0,lte=268435456"`
 	// Confirm lists upstream tool names (path.Match patterns) that need
-	// the caller's confirmation before each call.
+	// the caller's confirmation (a token) before each call.
 	Confirm []string `yaml:"confirm" validate:"dive,required"`
+	// ConfirmDestructive is how the tools the server marks destructive
+	// (not read-only, destructiveHint not false) are confirmed: human (the
+	// default: each call waits for an approver), token, or none.
+	ConfirmDestructive string `yaml:"confirm_destructive" validate:"omitempty,oneof=none token human"`
 	// Required makes /readyz fail while the server is not connected.
 	Required bool `yaml:"required"`
 }

@@ -36,8 +36,9 @@ func newTool(s *server, t *mcp.Tool) (*tool, error) {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
 	spec := tools.Spec{Name: s.cfg.Name + "." + t.Name, Title: t.Title, Description: strings.TrimSpace(t.Description),
-		Category: tools.MCP, Parameters: params, Source: s.cfg.Name, RequiresConfirmation: matchAny(s.cfg.Confirm, t.Name),
+		Category: tools.MCP, Parameters: params, Source: s.cfg.Name,
 		Limits: s.cfg.ToolLimits[t.Name].Limits().Merge(s.cfg.Limits.Limits()), Effects: effects(t.Annotations)}
+	spec.Confirmation = confirmation(s.cfg, t.Name, t.Annotations)
 	if spec.Description == "" {
 		spec.Description = fmt.Sprintf("The tool %s of the MCP server %s.", t.Name, s.cfg.Name)
 	}
@@ -67,6 +68,26 @@ func effects(a *mcp.ToolAnnotations) tools.Effects {
 		e.OpenWorld = *a.OpenWorldHint
 	}
 	return e
+}
+
+// confirmation: a tool whose annotations say it is destructive (not
+// read-only, destructiveHint true or left at MCP's default) waits for a
+// person by default (confirm_destructive); a tool with no annotations
+// claims nothing either way. One named in confirm needs a token.
+func confirmation(c Config, name string, a *mcp.ToolAnnotations) tools.Confirmation {
+	if a != nil && !a.ReadOnlyHint && (a.DestructiveHint == nil || *a.DestructiveHint) {
+		switch c.ConfirmDestructive {
+		case "none":
+		case "", string(tools.ConfirmHuman):
+			return tools.ConfirmHuman
+		default:
+			return tools.Confirmation(c.ConfirmDestructive)
+		}
+	}
+	if matchAny(c.Confirm, name) {
+		return tools.ConfirmToken
+	}
+	return tools.ConfirmNone
 }
 
 func (t *tool) Spec() tools.Spec { return t.spec }

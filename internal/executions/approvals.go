@@ -1,0 +1,186 @@
+package executions
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"toold/internal/dispatch"
+	"toold/internal/state"
+	"toold/internal/tools"
+)
+
+// PendingApproval is a call waiting for a person's approval, as approvers
+// list it: the tool, who called, the arguments redacted, since when.
+type PendingApproval struct {
+	ID        string          `json:"id"`
+	Tool      string          `json:"tool"`
+	Caller    string          `json:"caller"`
+	Request   json.RawMessage `json:"request"`
+	Since     time.Time       `json:"since"`
+	WaitingMS int64           `json:"waiting_ms"`
+	ExpiresAt time.Time       `json:"expires_at"`
+}
+
+// Approvals lists the calls waiting for approval, oldest first; expired
+// ones are left out (their timers end them).
+func (s *Service) Approvals(ctx context.Context) ([]PendingApproval, error) {
+	if s.st == nil {
+		return nil, errNoStore
+	}
+	ids, err := s.st.Waits.Keys(ctx, ">")
+	if err != nil {
+		return nil, StoreError(err)
+	}
+	now := time.Now()
+	out := []PendingApproval{}
+	for _, id := range ids {
+		e, err := s.waitEntry(ctx, id)
+		if err != nil || e.Ended || e.For != tools.WaitApproval || now.After(e.ExpiresAt) {
+			continue
+		}
+		out = append(out, PendingApproval{ID: e.ID, Tool: e.Tool, Caller: e.Caller, Request: e.Request, Since: e.Since,
+			WaitingMS: now.Sub(e.Since).Milliseconds(), ExpiresAt: e.ExpiresAt})
+	}
+	slices.SortFunc(out, func(a, b PendingApproval) int { return a.Since.Compare(b.Since) })
+	return out, nil
+}
+
+func (s *Service) waitEntry(ctx context.Context, id string) (*waitEntry, error) {
+	b, _, err := s.st.Waits.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var e waitEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Decision is an approver's answer to a call waiting for approval.
+type Decision struct {
+	Approve bool
+	Reason  string
+	// By is the approver (an API key's name); RequestID the request that
+	// carried the decision, for the audit log.
+	By, RequestID string
+	// SelfApproval lets a key decide on its own call (approvals.self).
+	SelfApproval bool
+}
+
+func errNoApproval(id string) *tools.Error {
+	return tools.Errorf(tools.NotFound, "no call waits for approval under the id %q", id).WithCode("no_approval").
+		WithSuggestion("GET /approvals lists the calls waiting now")
+}
+
+// Decide approves or denies a call waiting for approval, from any replica:
+// approved, the call runs (its next step is queued, confirmed); denied, it
+// ends with a permission_error (denied) carrying the reason. Either way the
+// decision — who, when, why — is kept in the record and the audit log. A
+// call decided already, or whose wait expired, cannot be decided again.
+func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, error) {
+	if s.st == nil {
+		return nil, errNoStore
+	}
+	if !ValidID(id) {
+		return nil, errNoApproval(id)
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		r, rev, err := s.approvalRecord(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case r.Status != dispatch.StatusWaiting || r.Wait == nil || r.Wait.For != tools.WaitApproval:
+			return nil, errDecided(r)
+		case time.Now().After(r.Wait.ExpiresAt):
+			s.endExpired(ctx, r, rev)
+			return nil, tools.Errorf(tools.ValidationError, "the call %s stopped waiting for approval at %s: it timed out", id,
+				r.Wait.ExpiresAt.Format(time.RFC3339)).WithCode("wait_expired").WithSuggestion("the caller may call the tool again")
+		case d.By == r.Caller && !d.SelfApproval:
+			return nil, tools.NewPermissionError("the key %q made this call and may not decide on it", d.By).WithCode("self_approval").
+				WithSuggestion("another approver must decide; approvals.self_approval lets a key approve its own calls")
+		}
+		now := time.Now().UTC()
+		decision := &Approval{Approved: d.Approve, By: d.By, Reason: d.Reason, At: now}
+		if d.Approve {
+			next := *r
+			next.Status, next.Step, next.Wait, next.Approval, next.Confirmed, next.UpdatedAt = dispatch.StatusPending, r.Step+1, nil, decision, true, now
+			err = s.advance(ctx, r, rev, &next)
+			r = &next
+		} else {
+			r, err = s.deny(ctx, r, rev, decision)
+		}
+		if errors.Is(err, state.ErrConflict) {
+			continue // decided, cancelled or expired meanwhile: look again
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.rec.Admin(d.By, map[bool]string{true: "approve", false: "deny"}[d.Approve],
+			fmt.Sprintf("execution %s: %s called by %s; reason: %s", id, r.Tool, r.Caller, cmp.Or(strings.TrimSpace(d.Reason), "(none given)")), d.RequestID)
+		return r, nil
+	}
+	return nil, StoreError(state.ErrUnavailable)
+}
+
+// approvalRecord finds the record of a call waiting for approval through
+// the waits index, whoever made the call.
+func (s *Service) approvalRecord(ctx context.Context, id string) (*Record, uint64, error) {
+	e, err := s.waitEntry(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, 0, errNoApproval(id)
+	}
+	if err != nil {
+		return nil, 0, StoreError(err)
+	}
+	if e.For != tools.WaitApproval {
+		return nil, 0, errNoApproval(id)
+	}
+	b, rev, err := s.st.Executions.Get(ctx, e.Key)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, 0, errNoApproval(id)
+	}
+	if err != nil {
+		return nil, 0, StoreError(err)
+	}
+	r, err := decodeRecord(b)
+	return r, rev, err
+}
+
+func errDecided(r *Record) *tools.Error {
+	if r.Approval != nil {
+		what := map[bool]string{true: "approved", false: "denied"}[r.Approval.Approved]
+		return tools.Errorf(tools.ValidationError, "the call %s was %s already, by %s", r.ID, what, r.Approval.By).
+			WithCode("already_decided").WithSuggestion("GET /approvals lists the calls waiting now")
+	}
+	return tools.Errorf(tools.ValidationError, "the call %s does not wait for approval (it is %s)", r.ID, r.Status).
+		WithCode("already_decided").WithSuggestion("GET /approvals lists the calls waiting now")
+}
+
+// deny ends a call a person refused.
+func (s *Service) deny(ctx context.Context, r *Record, rev uint64, decision *Approval) (*Record, error) {
+	msg := fmt.Sprintf("a person (%s) denied the call", decision.By)
+	if decision.Reason != "" {
+		msg += ": " + decision.Reason
+	}
+	te := tools.NewPermissionError("%s", msg).WithCode("denied").WithSuggestion("do not repeat the call unless the situation changed")
+	withDecision := *r
+	withDecision.Approval = decision
+	done := s.final(&withDecision, dispatch.StatusError, dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusError, te))
+	if _, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev); err != nil {
+		if errors.Is(err, state.ErrConflict) {
+			return nil, err
+		}
+		return nil, StoreError(err)
+	}
+	s.unindex(ctx, r)
+	s.ended(done)
+	return done, nil
+}

@@ -1,0 +1,360 @@
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/registry"
+	"toold/internal/state"
+	"toold/internal/strictjson"
+	"toold/internal/tools"
+)
+
+// A call pauses when its tool waits for a subtask or an input, or when the
+// pipeline waits for a person's approval. The execution is then a record in
+// the store (status waiting) and one work-queue message, held back until
+// the wait expires: it holds no bulkhead slot and no goroutine. A
+// resumption (or an approval) advances the record's step and queues a new
+// message; the old one, of an earlier step, is dropped when it comes back.
+
+// waitEntry is an execution's entry in the waits bucket, by id: what an
+// approver lists without reading every record.
+type waitEntry struct {
+	// Ended marks a call that no longer waits for approval (decided,
+	// expired, cancelled): kept until the retention, so a late decision is
+	// told it is too late rather than that there was no such call.
+	Ended     bool            `json:"ended,omitempty"`
+	Key       string          `json:"key"`
+	ID        string          `json:"id"`
+	For       string          `json:"for"`
+	Tool      string          `json:"tool"`
+	Caller    string          `json:"caller"`
+	Request   json.RawMessage `json:"request"`
+	Since     time.Time       `json:"since"`
+	ExpiresAt time.Time       `json:"expires_at"`
+}
+
+// waitOf is the Wait of a paused envelope, bounded by the tool's
+// wait_timeout (a pause may ask for less, never more).
+func (s *Service) waitOf(env *dispatch.Envelope, now time.Time) *Wait {
+	timeout := tools.DefaultWaitTimeout
+	if e, ok := s.disp.Registry().Lookup(env.Tool); ok && e.Spec.Limits.WaitTimeout > 0 {
+		timeout = e.Spec.Limits.WaitTimeout
+	}
+	w := &Wait{For: env.Waiting.For, Request: env.Waiting.Request, Since: now}
+	if p := env.Pause; p != nil {
+		w.State = p.State
+		if p.Timeout > 0 && p.Timeout < timeout {
+			timeout = p.Timeout
+		}
+	}
+	w.ExpiresAt = now.Add(timeout)
+	return w
+}
+
+// waiting turns r into the record of an execution that paused with env.
+// A tool pauses only after the confirmation gate let the call through, so
+// every later step runs confirmed.
+func (s *Service) waiting(r *Record, env *dispatch.Envelope) *Record {
+	next := *r
+	now := time.Now().UTC()
+	next.Status, next.Wait, next.Resume, next.UpdatedAt = dispatch.StatusWaiting, s.waitOf(env, now), nil, now
+	if env.Waiting.For != tools.WaitApproval {
+		next.Confirmed = true
+	}
+	if env.Pause != nil && env.Pause.Lineage != nil {
+		next.Lineage = env.Pause.Lineage
+	}
+	return &next
+}
+
+// errNoStoreToWait answers a synchronous call whose tool paused where no
+// store can keep the wait.
+var errNoStoreToWait = tools.Errorf(tools.OverloadError, "the tool waits for an answer, and waiting needs the state store, which is off").
+	WithCode("store_unavailable").WithSuggestion("ask the operator to turn the state store on (state.enabled)")
+
+// Park keeps a synchronous call that paused as a waiting execution, and
+// fills the envelope with where to follow and resume it. The envelope the
+// caller gets is answered 202: the call goes on without it.
+func (s *Service) Park(ctx context.Context, c Call, env *dispatch.Envelope) (*Record, error) {
+	if s.st == nil {
+		return nil, errNoStoreToWait
+	}
+	if err := s.accepting(); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	r := &Record{ID: newID(now), Caller: c.Caller, Kind: "call", Tool: c.Tool, Arguments: c.Body, TimeoutMS: c.Timeout.Milliseconds(),
+		RequestID: c.RequestID, Step: 1, Attempt: 1, Replica: s.name, CreatedAt: now, StartedAt: env.StartedAt}
+	r = s.waiting(r, env)
+	key, body := r.key(), r.encode()
+	rev, err := s.st.Executions.Create(ctx, key, body)
+	if err != nil {
+		s.takeBack(ctx, key)
+		return nil, StoreError(err)
+	}
+	if err := s.queue(ctx, r, rev); err != nil {
+		s.takeBack(ctx, key)
+		return nil, err
+	}
+	s.m.executions.WithLabelValues(string(dispatch.StatusWaiting)).Inc()
+	s.announceWait(ctx, r, env)
+	return r, nil
+}
+
+// queue publishes the work message of r's current step: the step to run
+// (pending), or the timer of its wait (waiting).
+func (s *Service) queue(ctx context.Context, r *Record, rev uint64) error {
+	msg, _ := json.Marshal(work{Key: r.key(), Revision: rev, Record: r.encode(), Step: r.Step})
+	if _, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, msg); err != nil {
+		return StoreError(err)
+	}
+	return nil
+}
+
+// announceWait indexes a waiting execution and publishes its waiting
+// event, with the envelope the caller sees.
+func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Envelope) {
+	view := r.View()
+	env.ExecutionID, env.Waiting = r.ID, view.Waiting
+	e, _ := json.Marshal(waitEntry{Key: r.key(), ID: r.ID, For: r.Wait.For, Tool: r.Tool, Caller: r.Caller, Request: r.Wait.Request,
+		Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
+	if _, err := s.st.Waits.Put(ctx, r.ID, e); err != nil {
+		s.log.Warn("executions: a waiting execution could not be indexed; approvers will not list it", zap.String("execution_id", r.ID), zap.Error(err))
+	}
+	s.rec.Execution(events.Event{Type: events.TypeWaiting, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool,
+		Caller: r.Caller, Status: string(dispatch.StatusWaiting), Envelope: view.AppendJSON(nil)})
+	_ = s.st.Conn().Publish(state.DoneSubject, []byte(r.ID)) // wakes those waiting for it: it waits for them now
+}
+
+// pause records that the step a worker ran paused: the record waits, and
+// the delivery becomes the wait's timer, coming back when it expires.
+func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, env *dispatch.Envelope) {
+	for attempt := 0; attempt < 50; attempt++ {
+		next := s.waiting(r, env)
+		_, err := s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
+		if err == nil {
+			s.m.executions.WithLabelValues(string(dispatch.StatusWaiting)).Inc()
+			s.announceWait(ctx, next, env)
+			_ = msg.NakWithDelay(time.Until(next.Wait.ExpiresAt))
+			return
+		}
+		if errors.Is(err, state.ErrConflict) {
+			b, nrev, gerr := s.st.Executions.Get(ctx, r.key())
+			if gerr != nil {
+				continue
+			}
+			cur, derr := decodeRecord(b)
+			if derr == nil && cur.CancelRequested {
+				s.settle(ctx, msg, r, nrev, dispatch.StatusCancelled, cancelledEnvelope(r, r.Caller, "while it ran"))
+				return
+			}
+			rev = nrev
+			continue
+		}
+		time.Sleep(min(time.Duration(attempt+1)*100*time.Millisecond, time.Second))
+	}
+	s.log.Error("executions: could not record that an execution waits; the queue will bring it back", zap.String("execution_id", r.ID))
+}
+
+// waited handles a delivery for a waiting execution: the wait's timer. A
+// wait that expired ends the execution; one that has not (a delivery that
+// came early) is held back again.
+func (s *Service) waited(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64) {
+	if left := time.Until(r.Wait.ExpiresAt); left > 0 {
+		_ = msg.NakWithDelay(left)
+		return
+	}
+	s.settle(ctx, msg, r, rev, dispatch.StatusTimeout, expiredEnvelope(r))
+	s.unindex(ctx, r)
+}
+
+func expiredEnvelope(r *Record) *dispatch.Envelope {
+	d := r.Wait.ExpiresAt.Sub(r.Wait.Since).Round(time.Second)
+	te := tools.Errorf(tools.TimeoutError, "the execution waited for %s longer than its wait timeout (%v) and was ended", waitNoun(r.Wait.For), d).
+		WithCode("wait_expired").WithSuggestion("call the tool again if it is still needed, and answer within %v", d)
+	return dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusTimeout, te)
+}
+
+func waitNoun(f string) string {
+	switch f {
+	case tools.WaitSubtask:
+		return "its subtask's result"
+	case tools.WaitApproval:
+		return "a person's approval"
+	}
+	return "an answer"
+}
+
+// Errors of a resumption or an approval, mapped by the status table.
+func errNotWaiting(r *Record) *tools.Error {
+	if r.Status.Final() {
+		return tools.Errorf(tools.ValidationError, "the execution %s already ended (%s); nothing waits for an answer", r.ID, r.Status).
+			WithCode("execution_ended").WithSuggestion("GET %s shows its result", r.Location())
+	}
+	return tools.Errorf(tools.ValidationError, "the execution %s does not wait for an answer now (it is %s): it was resumed already", r.ID, r.Status).
+		WithCode("not_waiting").WithSuggestion("GET %s shows where it is", r.Location())
+}
+
+// Resume gives a waiting execution of the caller the answer it waits for
+// (the subtask's result, or the input a person gave), checked against what
+// the tool asked for, and queues its next step on any replica. An approval
+// is not an answer: it goes to Approve, from an approver.
+func (s *Service) Resume(ctx context.Context, caller, id, kind string, answer json.RawMessage) (*Record, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		r, rev, err := s.get(ctx, caller, id)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case r.Status != dispatch.StatusWaiting || r.Wait == nil:
+			return nil, errNotWaiting(r)
+		case r.Wait.For == tools.WaitApproval:
+			return nil, tools.Errorf(tools.ValidationError, "the execution %s waits for a person's approval, not for an answer", id).
+				WithCode("waits_for_approval").WithSuggestion("an approver decides with POST /approvals/%s", id)
+		case time.Now().After(r.Wait.ExpiresAt):
+			s.endExpired(ctx, r, rev)
+			return nil, tools.Errorf(tools.ValidationError, "the execution %s stopped waiting at %s: its wait expired", id,
+				r.Wait.ExpiresAt.Format(time.RFC3339)).WithCode("wait_expired").WithSuggestion("call the tool again if it is still needed")
+		}
+		if err := checkAnswer(r, kind, answer); err != nil {
+			return nil, err
+		}
+		next := *r
+		next.Status, next.Step, next.Wait, next.UpdatedAt = dispatch.StatusPending, r.Step+1, nil, time.Now().UTC()
+		next.Resume = &tools.Resumption{For: r.Wait.For, State: r.Wait.State, Answer: answer, Step: r.Step}
+		if err := s.advance(ctx, r, rev, &next); errors.Is(err, state.ErrConflict) {
+			continue // resumed, cancelled or expired meanwhile: look again
+		} else if err != nil {
+			return nil, err
+		}
+		return &next, nil
+	}
+	return nil, StoreError(state.ErrUnavailable)
+}
+
+// advance writes the next step of a waiting execution and queues it; if
+// the queue refuses, the record is put back as it was, so nothing is
+// stuck pending without a message.
+func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *Record) error {
+	nrev, err := s.st.Executions.Update(ctx, next.key(), next.encode(), rev)
+	if errors.Is(err, state.ErrConflict) {
+		return err
+	}
+	if err != nil {
+		return StoreError(err)
+	}
+	if err := s.queue(ctx, next, nrev); err != nil {
+		if _, rerr := s.st.Executions.Update(ctx, prev.key(), prev.encode(), nrev); rerr != nil {
+			s.log.Error("executions: a resumed execution could not be queued nor put back; it ends at its retention",
+				zap.String("execution_id", prev.ID), zap.Error(rerr))
+		}
+		return err
+	}
+	s.unindex(ctx, prev)
+	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
+	s.rec.Execution(events.Event{Type: events.TypeResumed, ExecutionID: next.ID, RequestID: next.RequestID, Tool: next.Tool,
+		Caller: next.Caller, Status: string(dispatch.StatusPending)})
+	return nil
+}
+
+// unindex takes an execution that no longer waits out of the waits index:
+// an answer's entry goes; an approval's stays, marked ended.
+func (s *Service) unindex(ctx context.Context, r *Record) {
+	var err error
+	if r.Wait != nil && r.Wait.For == tools.WaitApproval {
+		e, _ := json.Marshal(waitEntry{Ended: true, Key: r.key(), ID: r.ID, For: tools.WaitApproval, Tool: r.Tool, Caller: r.Caller})
+		_, err = s.st.Waits.Put(ctx, r.ID, e)
+	} else if err = s.st.Waits.Delete(ctx, r.ID); errors.Is(err, state.ErrNotFound) {
+		err = nil
+	}
+	if err != nil {
+		s.log.Warn("executions: a wait's index entry could not be updated; it expires with the retention", zap.String("execution_id", r.ID))
+	}
+}
+
+// endExpired ends an execution whose wait expired, now (a resumption or
+// an approval that came too late), rather than when its timer comes back.
+func (s *Service) endExpired(ctx context.Context, r *Record, rev uint64) {
+	done := s.final(r, dispatch.StatusTimeout, expiredEnvelope(r))
+	if _, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev); err == nil {
+		s.unindex(ctx, r)
+		s.ended(done)
+	}
+}
+
+// checkAnswer holds an answer to what the tool asked: the field that
+// carries it (result for a subtask, answer for an input), JSON, and for an
+// input its choices or schema.
+func checkAnswer(r *Record, kind string, answer json.RawMessage) error {
+	field := map[string]string{tools.WaitSubtask: "result", tools.WaitInput: "answer"}
+	if kind != r.Wait.For {
+		return tools.Errorf(tools.ValidationError, "the execution waits for %s: send it as %q", waitNoun(r.Wait.For), field[r.Wait.For]).
+			WithCode("invalid_json").WithSuggestion(`send {"%s": ...}`, field[r.Wait.For])
+	}
+	v, err := strictjson.Decode(answer, 0)
+	if err != nil {
+		return tools.Errorf(tools.ValidationError, "the %s is not acceptable JSON: %v", field[kind], err).WithCode("invalid_json")
+	}
+	if kind != tools.WaitInput {
+		return nil
+	}
+	var in tools.InputRequest
+	if err := json.Unmarshal(r.Wait.Request, &in); err != nil {
+		return fmt.Errorf("executions: a stored input request is not readable: %w", err)
+	}
+	var fields []tools.FieldError
+	if len(in.Choices) > 0 {
+		if str, ok := v.(string); !ok || !slices.Contains(in.Choices, str) {
+			fields = append(fields, tools.FieldError{Pointer: "/answer", Message: "must be one of " + quoteAll(in.Choices)})
+		}
+	}
+	if len(in.Schema) > 0 {
+		sch, err := registry.CompileSchema(r.Tool, in.Schema)
+		if err != nil {
+			return fmt.Errorf("executions: a stored answer schema does not compile: %w", err)
+		}
+		for _, f := range sch.Validate(v) {
+			f.Pointer = "/answer" + f.Pointer
+			fields = append(fields, f)
+		}
+	}
+	if fields != nil {
+		e := tools.Errorf(tools.ValidationError, "the answer does not fit what the tool asked for: %s %s", fields[0].Pointer, fields[0].Message)
+		e.Fields = fields
+		return e.WithSuggestion("GET %s shows the question (waiting.request)", r.Location())
+	}
+	return nil
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// Lineage is an execution's place among subtasks, for a delegate call of
+// the same caller naming it as its parent.
+func (s *Service) Lineage(ctx context.Context, caller, id string) (*tools.Lineage, error) {
+	r, err := s.Get(ctx, caller, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Lineage == nil {
+		return nil, tools.NewUserError("the execution %s is not a delegated subtask", id).WithCode("not_a_subtask").
+			WithSuggestion("name as parent the execution id a delegate call answered with")
+	}
+	return r.Lineage, nil
+}

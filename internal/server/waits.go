@@ -1,0 +1,127 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/executions"
+	"toold/internal/tools"
+)
+
+// A call whose tool pauses (a subtask, an input) or that waits for a
+// person's approval is answered 202 with its execution's location: it goes
+// on without the caller, who resumes it (or an approver decides on it).
+
+// parked answers a synchronous call that paused: it becomes a waiting
+// execution, answered 202 with where to follow and resume it.
+func (s *Server) parked(r *http.Request, req *dispatch.Request, env *dispatch.Envelope) *reply {
+	rec, err := s.opts.Executions.Park(r.Context(), executions.Call{Tool: req.Tool, Body: req.Body, RequestID: req.RequestID,
+		Caller: req.Caller, Timeout: req.Timeout}, env)
+	if err != nil {
+		return s.errorReply(r, req.Tool, err)
+	}
+	rp := envelopeReply(env, http.StatusAccepted)
+	rp.location = rec.Location()
+	return rp
+}
+
+// streamParked goes on with a streamed call that paused: the waiting
+// event, then the execution's events as it is resumed, to its end.
+func (s *Server) streamParked(r *http.Request, stream *eventStream, req *dispatch.Request, env *dispatch.Envelope) {
+	rec, err := s.opts.Executions.Park(r.Context(), executions.Call{Tool: req.Tool, Body: req.Body, RequestID: req.RequestID,
+		Caller: req.Caller, Timeout: req.Timeout}, env)
+	if err != nil {
+		stream.finish(s.errorReply(r, req.Tool, err).env)
+		return
+	}
+	ctx, cancel := s.sseContext(r)
+	defer cancel()
+	defer stream.out.keepAlive()()
+	s.follow(ctx, r, stream, rec.Caller, rec.ID, events.Position{FromStart: true}, cancel)
+}
+
+// resumeExecution is POST /executions/{id}/resume: {"answer": ...} for an
+// input, {"result": ...} for a subtask. The next step runs on any replica;
+// Prefer: wait=N waits for it to end or pause again.
+func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) {
+	s.withBody(w, r, func(body []byte) {
+		var in struct {
+			Answer json.RawMessage `json:"answer"`
+			Result json.RawMessage `json:"result"`
+		}
+		terr := decodeStrict(body, &in)
+		kind, value := tools.WaitInput, in.Answer
+		switch {
+		case terr != nil:
+		case in.Answer != nil && in.Result != nil:
+			terr = tools.Errorf(tools.ValidationError, "the body holds both an answer and a result").WithCode("invalid_json")
+		case in.Result != nil:
+			kind, value = tools.WaitSubtask, in.Result
+		case in.Answer == nil:
+			terr = tools.Errorf(tools.ValidationError, "the body holds neither an answer nor a result").WithCode("invalid_json")
+		}
+		if terr != nil {
+			s.refuse(w, r, "", dispatch.StatusRejected, terr.WithSuggestion(`send {"answer": ...} to an input request, {"result": ...} to a subtask`))
+			return
+		}
+		pref, terr := parsePrefer(r.Header.Values("Prefer"), s.opts.Executions.MaxWait())
+		if terr != nil {
+			s.refuse(w, r, "", dispatch.StatusRejected, terr)
+			return
+		}
+		rec, err := s.opts.Executions.Resume(r.Context(), principal(r).Name, chi.URLParam(r, "id"), kind, value)
+		if err != nil {
+			s.send(w, r, s.errorReply(r, "", err))
+			return
+		}
+		info(r).tool = rec.Tool
+		s.send(w, r, s.recordReply(r, rec, pref.wait, opSubmit))
+	})
+}
+
+// listApprovals is GET /approvals: the calls waiting for a person's
+// approval, oldest first, with their arguments redacted.
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	list, err := s.opts.Executions.Approvals(r.Context())
+	if err != nil {
+		s.send(w, r, s.errorReply(r, "", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+}
+
+// decideApproval is POST /approvals/{id}: {"approve": true|false,
+// "reason": "..."} from a key with the approve role.
+func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
+	s.withBody(w, r, func(body []byte) {
+		var in struct {
+			Approve *bool  `json:"approve"`
+			Reason  string `json:"reason"`
+		}
+		terr := decodeStrict(body, &in)
+		if terr == nil && in.Approve == nil {
+			terr = tools.Errorf(tools.ValidationError, "the body does not say whether to approve").WithCode("invalid_json")
+		}
+		if terr == nil && len(in.Reason) > 2000 {
+			terr = tools.Errorf(tools.ValidationError, "the reason is longer than 2000 bytes").WithCode("invalid_json")
+		}
+		if terr != nil {
+			s.refuse(w, r, "", dispatch.StatusRejected, terr.WithSuggestion(`send {"approve": true, "reason": "..."} or {"approve": false, "reason": "..."}`))
+			return
+		}
+		rec, err := s.opts.Executions.Decide(r.Context(), chi.URLParam(r, "id"), executions.Decision{Approve: *in.Approve,
+			Reason: in.Reason, By: principal(r).Name, RequestID: info(r).id, SelfApproval: s.opts.SelfApproval})
+		if err != nil {
+			s.send(w, r, s.errorReply(r, "", err))
+			return
+		}
+		info(r).tool = rec.Tool
+		rp := envelopeReply(rec.View(), http.StatusOK)
+		rp.location = rec.Location()
+		s.send(w, r, rp)
+	})
+}
