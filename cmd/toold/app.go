@@ -155,7 +155,7 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	}
 	a.closers = append(a.closers, func() error { a.exec.Close(); return nil })
 	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
-		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes})
+		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Executions: a.exec})
 	var mcpHandler http.Handler
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()

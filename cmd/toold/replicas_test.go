@@ -28,9 +28,14 @@ executions: {heartbeat: 300ms, idempotency_wait: 5s}
 tools:
   echo: {enabled: true}
   sleep: {enabled: true, limits: {max_in_flight: 50, max_queue: 500}}
+  request_user_input: {enabled: true}
+  stamp: {confirmation: human}
 commands:
   containment: none
   tools:
+    - name: stamp
+      description: Prints a stamp, standing in for a command a person must approve.
+      argv: [echo, stamped]
     - name: slow_write
       description: Sleeps, standing in for a command with side effects.
       parameters:
@@ -171,6 +176,39 @@ func TestTwoReplicasOneNATS(t *testing.T) {
 		<-done
 		if got := strings.Join(names, ","); !strings.HasPrefix(got, "pending,start") || !strings.HasSuffix(got, "error") {
 			t.Errorf("events on B: %s", got)
+		}
+	})
+
+	t.Run("paused on A, resumed on B", func(t *testing.T) {
+		p := send(t, "POST", a.url+"/tools/request_user_input/execute", `{"prompt":"Which replica?"}`)
+		loc := p.header.Get("Location")
+		if p.status != 202 || p.env.Status != "waiting" || loc == "" {
+			t.Fatalf("the pause on A: %d %s", p.status, p.body)
+		}
+		r := send(t, "POST", b.url+loc+"/resume", `{"answer":"B"}`, "Prefer", "wait=10")
+		if r.status != 200 || r.env.Status != "success" || string(r.env.Data) != `{"answer":"B"}` {
+			t.Fatalf("resumed on B: %d %s", r.status, r.body)
+		}
+		if again := send(t, "POST", a.url+loc+"/resume", `{"answer":"A"}`); again.status != 409 {
+			t.Errorf("a second resumption on A: %d %s", again.status, again.body)
+		}
+	})
+
+	t.Run("an approval on B releases a call waiting on A", func(t *testing.T) {
+		w := send(t, "POST", a.url+"/tools/stamp/execute", ``)
+		if w.status != 202 || w.env.Status != "waiting" {
+			t.Fatalf("the call waiting on A: %d %s", w.status, w.body)
+		}
+		list := send(t, "GET", b.url+"/approvals", "")
+		if !strings.Contains(string(list.body), w.env.ExecutionID) {
+			t.Fatalf("B does not list it: %s", list.body)
+		}
+		if d := send(t, "POST", b.url+"/approvals/"+w.env.ExecutionID, `{"approve":true,"reason":"checked"}`); d.status != 200 {
+			t.Fatalf("approve on B: %d %s", d.status, d.body)
+		}
+		done := send(t, "GET", a.url+w.header.Get("Location")+"?wait=10s", "")
+		if done.env.Status != "success" || !strings.Contains(string(done.env.Data), "stamped") {
+			t.Errorf("the approved call: %d %s", done.status, done.body)
 		}
 	})
 

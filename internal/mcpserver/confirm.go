@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -33,12 +34,12 @@ type confirmation struct {
 // not this transport, decides whether it is good.
 func confirmationOf(req *mcp.CallToolRequest) confirmation {
 	p := req.Params
-	if p.RequestState != "" {
+	if token, ok := strings.CutPrefix(p.RequestState, stateConfirm); ok {
 		ans, ok := p.InputResponses[confirmInput].(*mcp.ElicitResult)
 		if !ok || ans.Action != "accept" || ans.Content["confirm"] != true {
 			return confirmation{declined: true}
 		}
-		return confirmation{token: p.RequestState}
+		return confirmation{token: token}
 	}
 	if t, ok := p.Meta[MetaConfirmToken].(string); ok {
 		return confirmation{token: t}
@@ -57,7 +58,7 @@ func confirmationResult(req *mcp.CallToolRequest, env *dispatch.Envelope, hasOut
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{confirmInput: &mcp.ElicitParams{Mode: "form", RequestedSchema: confirmSchema,
 				Message: "Run the tool " + env.Tool + "? " + env.Error.Message}},
-			RequestState: env.Error.ConfirmToken,
+			RequestState: stateConfirm + env.Error.ConfirmToken,
 		}
 	}
 	res := render(env, hasOutputSchema)

@@ -18,12 +18,17 @@ import (
 	"toold/internal/apitest"
 	"toold/internal/auth"
 	"toold/internal/dispatch"
+	"toold/internal/events"
+	"toold/internal/executions"
 	"toold/internal/limits"
 	"toold/internal/mcpserver"
 	"toold/internal/registry"
 	"toold/internal/sanitize"
 	"toold/internal/server"
+	"toold/internal/state"
+	"toold/internal/state/statetest"
 	"toold/internal/tools"
+	"toold/internal/tools/await"
 	"toold/internal/tools/diag"
 )
 
@@ -42,6 +47,7 @@ type harness struct {
 	mcp  *mcpserver.Server
 	logs *observer.ObservedLogs
 	slow *slowTool
+	exec *executions.Service
 }
 
 type harnessOpts struct {
@@ -49,6 +55,9 @@ type harnessOpts struct {
 	origins []string
 	maxBody int64
 	quiet   bool
+	// store runs an embedded state store and the executions service, for
+	// the tools that pause.
+	store bool
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -76,7 +85,9 @@ func newBenchHarness(b *testing.B) http.Handler {
 func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 	tb.Helper()
 	slow := &slowTool{started: make(chan struct{}, 8), ended: make(chan error, 8)}
-	reg, err := registry.New(registry.Options{}, diag.Echo(), diag.Sleep(), slow, streamTool{}, dangerTool{}, failTool{})
+	ts := append([]tools.Tool{diag.Echo(), diag.Sleep(), slow, streamTool{}, dangerTool{}, failTool{}, approvedTool{}},
+		await.Tools(await.Options{})...)
+	reg, err := registry.New(registry.Options{}, ts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -92,10 +103,28 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 	}
 	lim := limits.New(limits.Options{})
 	live.Subscribe(func(r *registry.Registry) { lim.Register(r.Entries()...) })
-	disp, err := dispatch.New(dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san, Logger: log})
+	var observers []dispatch.Observer
+	var st *state.Store
+	var rec *events.Recorder
+	if o.store {
+		st = statetest.Open(tb, nil, "mcp")
+		rec = events.NewRecorder(events.Options{Store: st, FlushInterval: 5 * time.Millisecond})
+		go rec.Run()
+		tb.Cleanup(rec.Close)
+		observers = append(observers, rec)
+	}
+	disp, err := dispatch.New(dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san, Logger: log, Observers: observers})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	ex, err := executions.New(executions.Options{Store: st, Dispatcher: disp, Recorder: rec, Heartbeat: 100 * time.Millisecond, Workers: 4})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := ex.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(ex.Close)
 	var keys []auth.Key
 	if o.keys {
 		keys = []auth.Key{{Name: "full", SHA256: auth.Hash(fullKey), Tools: []string{"*"}},
@@ -105,13 +134,15 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ms := mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: live, Logger: log, Version: "test", MaxBodyBytes: o.maxBody})
+	ms := mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: live, Logger: log, Version: "test", MaxBodyBytes: o.maxBody,
+		Executions: ex})
 	srv, err := server.New(server.Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
-		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, MCP: ms.Handler()})
+		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, MCP: ms.Handler(), Executions: ex, Store: st, Recorder: rec,
+		SelfApproval: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &harness{live: live, mcp: ms, logs: logs, slow: slow}, srv.Handler()
+	return &harness{live: live, mcp: ms, logs: logs, slow: slow, exec: ex}, srv.Handler()
 }
 
 // bearer adds a key to every request, through the contract checker.
@@ -212,4 +243,16 @@ func (failTool) Spec() tools.Spec {
 
 func (failTool) Execute(context.Context, *tools.Call) (any, error) {
 	return nil, tools.NewUserError("the thing is missing").WithSuggestion("create it first")
+}
+
+// approvedTool waits for a person's approval before it runs.
+type approvedTool struct{}
+
+func (approvedTool) Spec() tools.Spec {
+	return tools.Spec{Name: "guarded", Description: "Needs an approver.", Category: tools.Direct, Confirmation: tools.ConfirmHuman,
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (approvedTool) Execute(context.Context, *tools.Call) (any, error) {
+	return map[string]any{"ran": true}, nil
 }

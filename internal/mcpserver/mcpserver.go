@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 
 	"toold/internal/auth"
 	"toold/internal/dispatch"
+	"toold/internal/executions"
 	"toold/internal/registry"
 	"toold/internal/tools"
 )
@@ -37,6 +39,9 @@ type Options struct {
 	Version string
 	// MaxBodyBytes caps an HTTP request body (default 1 MiB).
 	MaxBodyBytes int64
+	// Executions keeps the calls that pause (nil or without a store:
+	// such calls are refused).
+	Executions *executions.Service
 }
 
 // Server is toold's MCP server; build it with New.
@@ -138,8 +143,14 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		p := caller(ctx)
 		ctx, done := s.calls.track(ctx, p.Name, rpcID(ctx))
 		defer done()
+		if id, ok := strings.CutPrefix(req.Params.RequestState, stateExec); ok {
+			return s.resumed(ctx, req, p.Name, id)
+		}
 		dreq := &dispatch.Request{Tool: name, Body: req.Params.Arguments, RequestID: requestID(ctx),
 			Caller: p.Name, Allowed: p.Allows}
+		if s.opts.Executions != nil {
+			dreq.Lineage = s.opts.Executions.LineageFor(p.Name)
+		}
 		conf := confirmationOf(req)
 		if conf.declined {
 			return declined(name), nil
@@ -154,6 +165,9 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			// A key that may not use the tool sees it as absent, exactly
 			// as the SDK answers a tool that does not exist.
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool \"" + name + "\""}
+		}
+		if env.Status == dispatch.StatusWaiting {
+			return s.waited(ctx, req, dreq, env)
 		}
 		if env.Error != nil && env.Error.Type == tools.ConfirmationRequired {
 			return confirmationResult(req, env, s.hasOutputSchema(name)), nil
