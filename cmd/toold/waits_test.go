@@ -31,7 +31,7 @@ auth:
     - {name: approver, sha256: ` + auth.Hash(approverKey) + `, tools: ["*"], roles: [approve]}
     - {name: both, sha256: ` + auth.Hash(bothKey) + `, tools: ["*"], roles: [call, approve]}
 tools:
-  echo: {enabled: true, confirmation: human}
+  echo: {enabled: true, confirmation: human, limits: {wait_timeout: ` + waitTimeout + `}}
   request_user_input: {enabled: true, limits: {max_in_flight: 2, max_queue: 0, wait_timeout: ` + waitTimeout + `}}
   delegate: {enabled: true}
 `
@@ -143,13 +143,27 @@ func TestWaitExpires(t *testing.T) {
 	if a.status != 202 {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
+	approval := decodeWaiting(t, send(t, "POST", in.url+"/tools/echo/execute", `{"message":"too late"}`, bearer(agentKey)...))
+	if approval.Waiting == nil || approval.Waiting.For != "approval" {
+		t.Fatalf("a call waiting for approval: %+v", approval)
+	}
 	time.Sleep(1500 * time.Millisecond)
+	if a := send(t, "POST", in.url+"/approvals/"+approval.ExecutionID, `{"approve":true}`, bearer(approverKey)...); a.status != 409 ||
+		!strings.Contains(string(a.body), "wait_expired") {
+		t.Errorf("approving a call that timed out: %d %s", a.status, a.body)
+	}
+	a = send(t, "GET", in.url+"/executions/"+approval.ExecutionID, "", bearer(agentKey)...)
+	if got := decodeWaiting(t, a); got.Status != "timeout" || got.Error == nil || got.Error.Code != "wait_expired" {
+		t.Errorf("the approval that timed out: %d %s", a.status, a.body)
+	}
 	a = send(t, "GET", in.url+"/executions/"+env.ExecutionID+"?wait=5s", "", bearer(agentKey)...)
 	if got := decodeWaiting(t, a); got.Status != "timeout" || got.Error == nil || got.Error.Code != "wait_expired" {
 		t.Fatalf("an expired wait: %d %s", a.status, a.body)
 	}
 	if a := send(t, "POST", in.url+env.Waiting.Resume, `{"answer":"late"}`, bearer(agentKey)...); a.status != 409 {
 		t.Errorf("a late answer: %d %s", a.status, a.body)
+	} else if !strings.Contains(string(a.body), "wait_expired") {
+		t.Errorf("a late answer is not told its wait expired: %s", a.body)
 	}
 }
 

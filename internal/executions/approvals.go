@@ -160,6 +160,10 @@ func errDecided(r *Record) *tools.Error {
 		return tools.Errorf(tools.ValidationError, "the call %s was %s already, by %s", r.ID, what, r.Approval.By).
 			WithCode("already_decided").WithSuggestion("GET /approvals lists the calls waiting now")
 	}
+	if r.expired() {
+		return tools.Errorf(tools.ValidationError, "the call %s stopped waiting for approval: it timed out", r.ID).
+			WithCode("wait_expired").WithSuggestion("the caller may call the tool again")
+	}
 	return tools.Errorf(tools.ValidationError, "the call %s does not wait for approval (it is %s)", r.ID, r.Status).
 		WithCode("already_decided").WithSuggestion("GET /approvals lists the calls waiting now")
 }

@@ -198,12 +198,25 @@ func waitNoun(f string) string {
 
 // Errors of a resumption or an approval, mapped by the status table.
 func errNotWaiting(r *Record) *tools.Error {
+	if r.expired() {
+		return tools.Errorf(tools.ValidationError, "the execution %s stopped waiting: its wait expired", r.ID).
+			WithCode("wait_expired").WithSuggestion("call the tool again if it is still needed")
+	}
 	if r.Status.Final() {
 		return tools.Errorf(tools.ValidationError, "the execution %s already ended (%s); nothing waits for an answer", r.ID, r.Status).
 			WithCode("execution_ended").WithSuggestion("GET %s shows its result", r.Location())
 	}
 	return tools.Errorf(tools.ValidationError, "the execution %s does not wait for an answer now (it is %s): it was resumed already", r.ID, r.Status).
 		WithCode("not_waiting").WithSuggestion("GET %s shows where it is", r.Location())
+}
+
+// expired tells whether the execution ended because its wait expired.
+func (r *Record) expired() bool {
+	if r.Status != dispatch.StatusTimeout {
+		return false
+	}
+	e := r.View().Error
+	return e != nil && e.Code == "wait_expired"
 }
 
 // Resume gives a waiting execution of the caller the answer it waits for
