@@ -48,6 +48,7 @@ func (s slow) Execute(ctx context.Context, c *tools.Call) (any, error) {
 type replica struct {
 	svc *executions.Service
 	st  *state.Store
+	d   *dispatch.Dispatcher
 }
 
 func newReplica(t testing.TB, st *state.Store, ts ...tools.Tool) *replica {
@@ -70,7 +71,7 @@ func newReplica(t testing.TB, st *state.Store, ts ...tools.Tool) *replica {
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Close)
-	return &replica{svc: svc, st: st}
+	return &replica{svc: svc, st: st, d: d}
 }
 
 func (r *replica) start(t *testing.T) {

@@ -67,6 +67,10 @@ type Wait struct {
 	State     json.RawMessage `json:"state,omitempty"`
 	Since     time.Time       `json:"since"`
 	ExpiresAt time.Time       `json:"expires_at"`
+	// Timer is the work stream sequence of the message held back until
+	// the wait expires. Whoever ends the wait first deletes it: held
+	// back, it takes one of the consumer's MaxAckPending slots.
+	Timer uint64 `json:"timer,omitempty"`
 }
 
 // Approval is a person's decision on a call that waited for one.

@@ -140,8 +140,13 @@ func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Env
 // pause records that the step a worker ran paused: the record waits, and
 // the delivery becomes the wait's timer, coming back when it expires.
 func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, env *dispatch.Envelope) {
+	var timer uint64
+	if meta, err := msg.Metadata(); err == nil {
+		timer = meta.Sequence.Stream
+	}
 	for attempt := 0; attempt < 50; attempt++ {
 		next := s.waiting(r, env)
+		next.Wait.Timer = timer
 		_, err := s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
 		if err == nil {
 			s.m.executions.WithLabelValues(string(dispatch.StatusWaiting)).Inc()
@@ -168,10 +173,18 @@ func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 }
 
 // waited handles a delivery for a waiting execution: the wait's timer. A
-// wait that expired ends the execution; one that has not (a delivery that
-// came early) is held back again.
+// wait that expired ends the execution; one that has not (the first
+// delivery of a parked call's timer, or one a lost replica held) is held
+// back again, and the record learns which message its timer is.
 func (s *Service) waited(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64) {
 	if left := time.Until(r.Wait.ExpiresAt); left > 0 {
+		if meta, err := msg.Metadata(); err == nil && r.Wait.Timer != meta.Sequence.Stream {
+			next, wait := *r, *r.Wait
+			wait.Timer, next.Wait = meta.Sequence.Stream, &wait
+			// A conflict means the wait ended meanwhile: this message is
+			// then stale, and acknowledged when it comes back.
+			_, _ = s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
+		}
 		_ = msg.NakWithDelay(left)
 		return
 	}
@@ -281,9 +294,16 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	return nil
 }
 
-// unindex takes an execution that no longer waits out of the waits index:
-// an answer's entry goes; an approval's stays, marked ended.
+// unindex takes an execution that no longer waits out of the waits index
+// (an answer's entry goes; an approval's stays, marked ended) and deletes
+// its timer.
 func (s *Service) unindex(ctx context.Context, r *Record) {
+	if r.Wait != nil && r.Wait.Timer != 0 {
+		if err := s.st.DropWork(ctx, r.Wait.Timer); err != nil {
+			s.log.Warn("executions: a wait's timer could not be deleted; it is acknowledged when it comes back",
+				zap.String("execution_id", r.ID), zap.Error(err))
+		}
+	}
 	var err error
 	if r.Wait != nil && r.Wait.For == tools.WaitApproval {
 		e, _ := json.Marshal(waitEntry{Ended: true, Key: r.key(), ID: r.ID, For: tools.WaitApproval, Tool: r.Tool, Caller: r.Caller})

@@ -117,6 +117,7 @@ type Store struct {
 	unlock   func()
 	nc       *nats.Conn
 	js       jetstream.JetStream
+	work     jetstream.Stream
 	metrics  *metrics
 	// Executions, Idempotency and Waits are the KV buckets.
 	Executions  *Bucket
@@ -259,11 +260,31 @@ func (s *Store) provision(ctx context.Context) error {
 			Discard: jetstream.DiscardOld, DenyDelete: false},
 	}
 	for _, sc := range streams {
-		if _, err := s.js.CreateOrUpdateStream(ctx, sc); err != nil {
+		st, err := s.js.CreateOrUpdateStream(ctx, sc)
+		if err != nil {
 			return fmt.Errorf("stream %s: %w", sc.Name, err)
+		}
+		if sc.Name == WorkStream {
+			s.work = st
 		}
 	}
 	return nil
+}
+
+// DropWork deletes a work message by its stream sequence. A message a
+// consumer holds unacknowledged (a wait's timer) counts against the
+// consumer's MaxAckPending until it comes back; deleting it releases it
+// at once, as an acknowledgement would, from any replica. One that is
+// gone already is not an error.
+func (s *Store) DropWork(ctx context.Context, seq uint64) error {
+	start := time.Now()
+	err := s.work.DeleteMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+		err = nil
+	}
+	err = classify(err)
+	s.metrics.observe("work_drop", start, err)
+	return err
 }
 
 // JetStream is the client, for consumers and streams.
