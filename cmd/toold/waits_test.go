@@ -119,6 +119,37 @@ func TestPauseAndResume(t *testing.T) {
 	}
 }
 
+// TestAnswerSchema: a question's schema is checked when it is asked (one
+// that cannot check anything is refused at once, with the field) and holds
+// the answer when it comes.
+func TestAnswerSchema(t *testing.T) {
+	in := waitsServer(t)
+	for _, c := range []struct{ name, schema, says string }{
+		{"not a schema", `{"type":5}`, "/schema"},
+		{"a remote reference", `{"$ref":"http://127.0.0.1:1/s.json"}`, "/schema"},
+		{"an unknown type", `{"type":"integr"}`, "/schema"},
+	} {
+		a := send(t, "POST", in.url+"/tools/request_user_input/execute", `{"prompt":"How many?","schema":`+c.schema+`}`, bearer(agentKey)...)
+		if env := decodeWaiting(t, a); a.status != 400 || env.Error == nil || env.Error.Type != "validation_error" || !strings.Contains(string(a.body), c.says) {
+			t.Errorf("%s: %d %s", c.name, a.status, a.body)
+		}
+	}
+	a := send(t, "POST", in.url+"/tools/request_user_input/execute", `{"prompt":"How many?","schema":{"type":"integer","minimum":1,"maximum":9}}`, bearer(agentKey)...)
+	env := decodeWaiting(t, a)
+	if a.status != 202 {
+		t.Fatalf("the pause: %d %s", a.status, a.body)
+	}
+	for _, bad := range []string{`"three"`, `0`, `10`, `3.5`} {
+		if a := send(t, "POST", in.url+env.Waiting.Resume, `{"answer":`+bad+`}`, bearer(agentKey)...); a.status != 400 || !strings.Contains(string(a.body), `"/answer`) {
+			t.Errorf("answer %s: %d %s", bad, a.status, a.body)
+		}
+	}
+	a = send(t, "POST", in.url+env.Waiting.Resume, `{"answer":3}`, append(bearer(agentKey), "Prefer", "wait=10")...)
+	if got := decodeWaiting(t, a); got.Status != "success" || string(got.Data) != `{"answer":3}` {
+		t.Errorf("a fitting answer: %d %s", a.status, a.body)
+	}
+}
+
 // TestWaitingHoldsNoSlot: a tool with 2 slots and no queue takes far more
 // than 2 waiting calls: a waiting call holds no slot.
 func TestWaitingHoldsNoSlot(t *testing.T) {

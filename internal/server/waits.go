@@ -49,23 +49,9 @@ func (s *Server) streamParked(r *http.Request, stream *eventStream, req *dispatc
 // Prefer: wait=N waits for it to end or pause again.
 func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) {
 	s.withBody(w, r, func(body []byte) {
-		var in struct {
-			Answer json.RawMessage `json:"answer"`
-			Result json.RawMessage `json:"result"`
-		}
-		terr := decodeStrict(body, &in)
-		kind, value := tools.WaitInput, in.Answer
-		switch {
-		case terr != nil:
-		case in.Answer != nil && in.Result != nil:
-			terr = tools.Errorf(tools.ValidationError, "the body holds both an answer and a result").WithCode("invalid_json")
-		case in.Result != nil:
-			kind, value = tools.WaitSubtask, in.Result
-		case in.Answer == nil:
-			terr = tools.Errorf(tools.ValidationError, "the body holds neither an answer nor a result").WithCode("invalid_json")
-		}
+		kind, value, terr := parseResume(body)
 		if terr != nil {
-			s.refuse(w, r, "", dispatch.StatusRejected, terr.WithSuggestion(`send {"answer": ...} to an input request, {"result": ...} to a subtask`))
+			s.refuse(w, r, "", dispatch.StatusRejected, terr)
 			return
 		}
 		pref, terr := parsePrefer(r.Header.Values("Prefer"), s.opts.Executions.MaxWait())
@@ -98,23 +84,13 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 // "reason": "..."} from a key with the approve role.
 func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 	s.withBody(w, r, func(body []byte) {
-		var in struct {
-			Approve *bool  `json:"approve"`
-			Reason  string `json:"reason"`
-		}
-		terr := decodeStrict(body, &in)
-		if terr == nil && in.Approve == nil {
-			terr = tools.Errorf(tools.ValidationError, "the body does not say whether to approve").WithCode("invalid_json")
-		}
-		if terr == nil && len(in.Reason) > 2000 {
-			terr = tools.Errorf(tools.ValidationError, "the reason is longer than 2000 bytes").WithCode("invalid_json")
-		}
+		approve, reason, terr := parseDecision(body)
 		if terr != nil {
-			s.refuse(w, r, "", dispatch.StatusRejected, terr.WithSuggestion(`send {"approve": true, "reason": "..."} or {"approve": false, "reason": "..."}`))
+			s.refuse(w, r, "", dispatch.StatusRejected, terr)
 			return
 		}
-		rec, err := s.opts.Executions.Decide(r.Context(), chi.URLParam(r, "id"), executions.Decision{Approve: *in.Approve,
-			Reason: in.Reason, By: principal(r).Name, RequestID: info(r).id, SelfApproval: s.opts.SelfApproval})
+		rec, err := s.opts.Executions.Decide(r.Context(), chi.URLParam(r, "id"), executions.Decision{Approve: approve,
+			Reason: reason, By: principal(r).Name, RequestID: info(r).id, SelfApproval: s.opts.SelfApproval})
 		if err != nil {
 			s.send(w, r, s.errorReply(r, "", err))
 			return
@@ -124,4 +100,53 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		rp.location = rec.Location()
 		s.send(w, r, rp)
 	})
+}
+
+// parseResume reads a resumption's body: {"answer": ...} for an input,
+// {"result": ...} for a subtask, and nothing else.
+func parseResume(body []byte) (kind string, value json.RawMessage, terr *tools.Error) {
+	var in struct {
+		Answer json.RawMessage `json:"answer"`
+		Result json.RawMessage `json:"result"`
+	}
+	terr = decodeStrict(body, &in)
+	kind, value = tools.WaitInput, in.Answer
+	switch {
+	case terr != nil:
+	case in.Answer != nil && in.Result != nil:
+		terr = tools.Errorf(tools.ValidationError, "the body holds both an answer and a result").WithCode("invalid_json")
+	case in.Result != nil:
+		kind, value = tools.WaitSubtask, in.Result
+	case in.Answer == nil:
+		terr = tools.Errorf(tools.ValidationError, "the body holds neither an answer nor a result").WithCode("invalid_json")
+	}
+	if terr != nil {
+		return "", nil, terr.WithSuggestion(`send {"answer": ...} to an input request, {"result": ...} to a subtask`)
+	}
+	return kind, value, nil
+}
+
+// maxReason bounds an approver's reason, which is kept in the record, the
+// audit log and the caller's error.
+const maxReason = 2000
+
+// parseDecision reads an approver's body: {"approve": true|false,
+// "reason": "..."}; approve is required.
+func parseDecision(body []byte) (approve bool, reason string, terr *tools.Error) {
+	var in struct {
+		Approve *bool  `json:"approve"`
+		Reason  string `json:"reason"`
+	}
+	terr = decodeStrict(body, &in)
+	switch {
+	case terr != nil:
+	case in.Approve == nil:
+		terr = tools.Errorf(tools.ValidationError, "the body does not say whether to approve").WithCode("invalid_json")
+	case len(in.Reason) > maxReason:
+		terr = tools.Errorf(tools.ValidationError, "the reason is longer than %d bytes", maxReason).WithCode("invalid_json")
+	}
+	if terr != nil {
+		return false, "", terr.WithSuggestion(`send {"approve": true, "reason": "..."} or {"approve": false, "reason": "..."}`)
+	}
+	return *in.Approve, in.Reason, nil
 }

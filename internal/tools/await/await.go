@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"toold/internal/registry"
 	"toold/internal/tools"
 )
 
@@ -62,6 +63,16 @@ func RequestUserInput() tools.Tool {
 	}, func(ctx context.Context, call *tools.Call, in InputIn) (InputOut, error) {
 		if call.Resume != nil {
 			return InputOut{Answer: call.Resume.Answer}, nil
+		}
+		if len(in.Schema) > 0 {
+			// The answer is held to it when it comes; a schema that cannot
+			// hold anything is the caller's mistake, told now.
+			if _, err := registry.CompileSchema("request_user_input", in.Schema); err != nil {
+				e := tools.Errorf(tools.ValidationError, "the schema cannot check an answer: %v", err).
+					WithSuggestion("give a JSON Schema (draft 2020-12) without remote references, or leave schema out for a text answer")
+				e.Fields = []tools.FieldError{{Pointer: "/schema", Message: err.Error()}}
+				return InputOut{}, e
+			}
 		}
 		return InputOut{}, &tools.Pause{Input: &tools.InputRequest{Prompt: in.Prompt, Choices: in.Choices, Schema: in.Schema}}
 	})
