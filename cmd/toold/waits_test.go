@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ const (
 	approverKey = "toold_approver_key_for_wait_test"
 	bothKey     = "toold_both_roles_key_for_waits_01"
 	otherKey    = "toold_other_agent_key_for_waits_1"
+	auditorKey  = "toold_auditor_key_for_wait_tests1"
 )
 
 func waitsConfig(waitTimeout string) string {
@@ -30,6 +32,7 @@ auth:
     - {name: other, sha256: ` + auth.Hash(otherKey) + `, tools: ["*"]}
     - {name: approver, sha256: ` + auth.Hash(approverKey) + `, tools: ["*"], roles: [approve]}
     - {name: both, sha256: ` + auth.Hash(bothKey) + `, tools: ["*"], roles: [call, approve]}
+    - {name: auditor, sha256: ` + auth.Hash(auditorKey) + `, tools: ["echo"], roles: [admin]}
 tools:
   echo: {enabled: true, confirmation: human, limits: {wait_timeout: ` + waitTimeout + `}}
   request_user_input: {enabled: true, limits: {max_in_flight: 2, max_queue: 0, wait_timeout: ` + waitTimeout + `}}
@@ -271,6 +274,20 @@ func TestHumanApproval(t *testing.T) {
 	a = send(t, "GET", in.url+"/approvals", "", bearer(approverKey)...)
 	if strings.Contains(string(a.body), approved.ExecutionID) || strings.Contains(string(a.body), denied.ExecutionID) {
 		t.Errorf("decided calls are still listed: %s", a.body)
+	}
+	// Every decision and every refused attempt is in the audit log.
+	time.Sleep(300 * time.Millisecond) // the recorder flushes in batches
+	a = send(t, "GET", in.url+"/audit?limit=100", "", bearer(auditorKey)...)
+	for _, want := range []string{
+		`"caller":"approver","action":"approve","duration_ms":0,"request_id":"[^"]+","target":"execution ` + approved.ExecutionID + `: echo called by agent; reason: planned"`,
+		`"caller":"approver","action":"deny",[^}]*"target":"execution ` + denied.ExecutionID + `: echo called by agent; reason: not today"`,
+		`"caller":"agent","action":"refused",[^}]*"target":"POST /approvals/` + approved.ExecutionID + `: the key lacks the approve role"`,
+		`"caller":"both","action":"decision_refused",[^}]*"target":"execution ` + own.ExecutionID + `: self_approval"`,
+		`"caller":"approver","action":"decision_refused",[^}]*"target":"execution ` + denied.ExecutionID + `: already_decided"`,
+	} {
+		if !regexp.MustCompile(want).Match(a.body) {
+			t.Errorf("the audit log lacks %s\n%s", want, a.body)
+		}
 	}
 }
 

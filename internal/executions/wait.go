@@ -365,7 +365,7 @@ func checkAnswer(r *Record, kind string, answer json.RawMessage) error {
 	if fields != nil {
 		e := tools.Errorf(tools.ValidationError, "the answer does not fit what the tool asked for: %s %s", fields[0].Pointer, fields[0].Message)
 		e.Fields = fields
-		return e.WithSuggestion("GET %s shows the question (waiting.request)", r.Location())
+		return e.WithCode("invalid_answer").WithSuggestion("GET %s shows the question (waiting.request)", r.Location())
 	}
 	return nil
 }

@@ -286,9 +286,7 @@ func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
 		s.send(w, r, s.errorReply(r, "", err))
 		return
 	}
-	if s.opts.Recorder != nil {
-		s.opts.Recorder.Admin(principal(r).Name, "cancel_execution", id, info(r).id)
-	}
+	s.auditAction(r, "cancel_execution", id)
 	info(r).tool = rec.Tool
 	s.send(w, r, s.recordReply(r, rec, 0, opCancel))
 }

@@ -307,7 +307,7 @@ func TestBatch(t *testing.T) {
 
 // TestActivityAndAuditRoutes: /events needs observe and shows every call,
 // filterable; /audit needs admin and holds a record per call; the roles of
-// a key are enforced.
+// a key are enforced, and a key reaching for a role it lacks is audited.
 func TestActivityAndAuditRoutes(t *testing.T) {
 	h, _ := storeHarness(t, harnessOpts{keys: roleKeys})
 	if r := h.do("GET", "/events", nil, bearer(keyAlice)); r.status != 403 || r.env.Error.Code != "missing_role" {
@@ -343,12 +343,14 @@ func TestActivityAndAuditRoutes(t *testing.T) {
 		Next    string
 	}
 	json.Unmarshal(a.body, &page)
-	if a.status != 200 || len(page.Records) != 1 || page.Next == "" || !strings.Contains(string(page.Records[0]), `"caller":"alice"`) {
+	if a.status != 200 || len(page.Records) != 1 || page.Next == "" || !strings.Contains(string(page.Records[0]), `"action":"refused"`) ||
+		!strings.Contains(string(page.Records[0]), `"target":"GET /events: the key lacks the observe role"`) {
 		t.Fatalf("audit: %d %s", a.status, a.body)
 	}
 	rest := h.do("GET", "/audit?after="+page.Next, nil, bearer(keyAdmin))
 	json.Unmarshal(rest.body, &page)
-	if len(page.Records) < 1 || !strings.Contains(string(page.Records[0]), `"tool":"fail"`) {
+	if len(page.Records) < 3 || !strings.Contains(string(page.Records[0]), `"target":"GET /audit: the key lacks the admin role"`) ||
+		!strings.Contains(string(rest.body), `"tool":"fail"`) {
 		t.Errorf("audit after %s: %s", page.Next, rest.body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -173,6 +174,9 @@ func (s *Server) guard(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) role(need auth.Role, h http.HandlerFunc) http.HandlerFunc {
 	return s.guard(func(w http.ResponseWriter, r *http.Request) {
 		if !principal(r).Has(need) {
+			if need != auth.RoleCall { // a key reaching for more than calls is worth an audit record
+				s.auditAction(r, "refused", fmt.Sprintf("%s %s: the key lacks the %s role", r.Method, r.URL.Path, need))
+			}
 			s.refuse(w, r, "", dispatch.StatusRejected, missingRole(need))
 			return
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 
@@ -49,21 +50,24 @@ func (s *Server) streamParked(r *http.Request, stream *eventStream, req *dispatc
 // Prefer: wait=N waits for it to end or pause again.
 func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) {
 	s.withBody(w, r, func(body []byte) {
+		id := chi.URLParam(r, "id")
 		kind, value, terr := parseResume(body)
+		var pref preference
+		if terr == nil {
+			pref, terr = parsePrefer(r.Header.Values("Prefer"), s.opts.Executions.MaxWait())
+		}
 		if terr != nil {
+			s.auditAction(r, "resume_refused", "execution "+id+": "+cmp.Or(terr.Code, terr.Message))
 			s.refuse(w, r, "", dispatch.StatusRejected, terr)
 			return
 		}
-		pref, terr := parsePrefer(r.Header.Values("Prefer"), s.opts.Executions.MaxWait())
-		if terr != nil {
-			s.refuse(w, r, "", dispatch.StatusRejected, terr)
-			return
-		}
-		rec, err := s.opts.Executions.Resume(r.Context(), principal(r).Name, chi.URLParam(r, "id"), kind, value)
+		rec, err := s.opts.Executions.Resume(r.Context(), principal(r).Name, id, kind, value)
 		if err != nil {
+			s.auditAction(r, "resume_refused", "execution "+id+": "+refusalOf(err))
 			s.send(w, r, s.errorReply(r, "", err))
 			return
 		}
+		s.auditAction(r, "resume", "execution "+id+": "+rec.Tool+" ("+kind+")")
 		info(r).tool = rec.Tool
 		s.send(w, r, s.recordReply(r, rec, pref.wait, opSubmit))
 	})
@@ -84,14 +88,18 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 // "reason": "..."} from a key with the approve role.
 func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 	s.withBody(w, r, func(body []byte) {
+		id := chi.URLParam(r, "id")
 		approve, reason, terr := parseDecision(body)
 		if terr != nil {
+			s.auditAction(r, "decision_refused", "execution "+id+": "+cmp.Or(terr.Code, terr.Message))
 			s.refuse(w, r, "", dispatch.StatusRejected, terr)
 			return
 		}
-		rec, err := s.opts.Executions.Decide(r.Context(), chi.URLParam(r, "id"), executions.Decision{Approve: approve,
+		// An accepted decision is audited where it is made, with its reason.
+		rec, err := s.opts.Executions.Decide(r.Context(), id, executions.Decision{Approve: approve,
 			Reason: reason, By: principal(r).Name, RequestID: info(r).id, SelfApproval: s.opts.SelfApproval})
 		if err != nil {
+			s.auditAction(r, "decision_refused", "execution "+id+": "+refusalOf(err))
 			s.send(w, r, s.errorReply(r, "", err))
 			return
 		}
@@ -149,4 +157,21 @@ func parseDecision(body []byte) (approve bool, reason string, terr *tools.Error)
 		return false, "", terr.WithSuggestion(`send {"approve": true, "reason": "..."} or {"approve": false, "reason": "..."}`)
 	}
 	return *in.Approve, in.Reason, nil
+}
+
+// auditAction records an action of the caller on r in the audit log, when there
+// is one.
+func (s *Server) auditAction(r *http.Request, action, target string) {
+	if s.opts.Recorder != nil {
+		s.opts.Recorder.Admin(principal(r).Name, action, target, info(r).id)
+	}
+}
+
+// refusalOf is how an audit record names why something was refused: the
+// error's code, else its kind.
+func refusalOf(err error) string {
+	if te, ok := tools.AsError(err); ok {
+		return cmp.Or(te.Code, string(te.Kind))
+	}
+	return "system_error"
 }
