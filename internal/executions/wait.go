@@ -45,7 +45,8 @@ type waitEntry struct {
 }
 
 // waitOf is the Wait of a paused envelope, bounded by the tool's
-// wait_timeout (a pause may ask for less, never more).
+// wait_timeout (a pause may ask for less, never more) and by the store's
+// retention.
 func (s *Service) waitOf(env *dispatch.Envelope, now time.Time) *Wait {
 	timeout := tools.DefaultWaitTimeout
 	if e, ok := s.disp.Registry().Lookup(env.Tool); ok && e.Spec.Limits.WaitTimeout > 0 {
@@ -57,6 +58,12 @@ func (s *Service) waitOf(env *dispatch.Envelope, now time.Time) *Wait {
 		if p.Timeout > 0 && p.Timeout < timeout {
 			timeout = p.Timeout
 		}
+	}
+	// A record and its timer live for the store's retention from their
+	// last write; a wait must end before they do, or it would end as an
+	// execution nobody can find rather than as a timeout.
+	if keep := s.st.Retention() * 9 / 10; keep > 0 && timeout > keep {
+		timeout = keep
 	}
 	w.ExpiresAt = now.Add(timeout)
 	return w
