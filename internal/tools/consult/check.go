@@ -8,48 +8,13 @@ import (
 	"slices"
 	"strings"
 
+	"toold/internal/problems"
 	"toold/internal/suggest"
 )
 
 // ConfigError lists every problem of a consult section, each at its path
 // relative to the section ("providers.gemini.output", "routing.assertion[1]").
-type ConfigError struct {
-	Problems []Problem
-}
-
-// Problem is one of them.
-type Problem struct {
-	Path    string
-	Message string
-}
-
-func (e *ConfigError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = "consult." + p.Path + ": " + p.Message
-	}
-	return strings.Join(lines, "\n")
-}
-
-// EachProblem calls f with each problem's path (in the section) and
-// message, for toold's wiring to report them under the section.
-func (e *ConfigError) EachProblem(f func(path, message string)) {
-	for _, p := range e.Problems {
-		f(p.Path, p.Message)
-	}
-}
-
-func (e *ConfigError) add(path, format string, args ...any) {
-	e.Problems = append(e.Problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
-}
-
-func (e *ConfigError) orNil() error {
-	if len(e.Problems) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(e.Problems, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
-	return e
-}
+type ConfigError = problems.List
 
 // Patterns of names that reach argv, metrics labels and stream names.
 var (
@@ -72,9 +37,9 @@ type spec struct {
 // configured, models outside a provider's list. It is what -check-config
 // reports for the section.
 func (c Config) Check() error {
-	probs := &ConfigError{}
+	probs := &ConfigError{Section: "consult"}
 	c.specs(probs)
-	return probs.orNil()
+	return probs.Err()
 }
 
 // specs resolves every provider, adding each problem to probs.
@@ -85,7 +50,7 @@ func (c Config) specs(probs *ConfigError) map[string]*spec {
 		s := resolve(name, c.Providers[name], probs)
 		out[name] = s
 		if s.kind == "cli" && s.cfg.Prompt == "arg" && maxPrompt > MaxArgPromptBytes {
-			probs.add("providers."+name+".prompt", "a prompt of max_prompt_bytes (%d) cannot be passed as one argument "+
+			probs.Add("providers."+name+".prompt", "a prompt of max_prompt_bytes (%d) cannot be passed as one argument "+
 				"(at most %d bytes): use prompt: stdin, or lower max_prompt_bytes", maxPrompt, MaxArgPromptBytes)
 		}
 	}
@@ -93,13 +58,13 @@ func (c Config) specs(probs *ConfigError) map[string]*spec {
 	for _, ft := range slices.Sorted(maps.Keys(c.Routing)) {
 		for i, n := range c.Routing[ft] {
 			if _, ok := c.Providers[n]; !ok {
-				probs.add(fmt.Sprintf("routing.%s[%d]", ft, i), "%q is not a configured provider%s", n, known(n, names))
+				probs.Add(fmt.Sprintf("routing.%s[%d]", ft, i), "%q is not a configured provider%s", n, known(n, names))
 			}
 		}
 	}
 	if c.Synthesis != "" {
 		if _, ok := c.Providers[c.Synthesis]; !ok {
-			probs.add("synthesis", "%q is not a configured provider%s", c.Synthesis, known(c.Synthesis, names))
+			probs.Add("synthesis", "%q is not a configured provider%s", c.Synthesis, known(c.Synthesis, names))
 		}
 	}
 	return out
@@ -127,7 +92,7 @@ func known(name string, names []string) string {
 func resolve(name string, pc ProviderConfig, probs *ConfigError) *spec {
 	at := "providers." + name
 	if !providerName.MatchString(name) {
-		probs.add(at, "a provider name is 1-32 letters, digits, - and _, starting with a letter or digit")
+		probs.Add(at, "a provider name is 1-32 letters, digits, - and _, starting with a letter or digit")
 	}
 	s := &spec{name: name, kind: pc.Kind}
 	if s.kind == "" {
@@ -153,12 +118,12 @@ func resolve(name string, pc ProviderConfig, probs *ConfigError) *spec {
 	s.defaultModel = pc.DefaultModel
 	switch {
 	case pc.Model != "" && pc.DefaultModel != "" && pc.Model != pc.DefaultModel:
-		probs.add(at+".model", "model and default_model say different things (%q, %q): give one", pc.Model, pc.DefaultModel)
+		probs.Add(at+".model", "model and default_model say different things (%q, %q): give one", pc.Model, pc.DefaultModel)
 	case pc.Model != "":
 		s.defaultModel = pc.Model
 	}
 	if s.kind == "api" && s.defaultModel == "" {
-		probs.add(at+".default_model", "is required for an api provider: a chat completion names its model")
+		probs.Add(at+".default_model", "is required for an api provider: a chat completion names its model")
 	}
 	checkModels(at, pc, s.defaultModel, probs)
 	return s
@@ -166,48 +131,48 @@ func resolve(name string, pc ProviderConfig, probs *ConfigError) *spec {
 
 func resolveCLI(at string, pc ProviderConfig, probs *ConfigError, s *spec) {
 	if pc.Command == "" {
-		probs.add(at+".command", "is required: the CLI's program (or preset: gemini, codex, cursor-agent or claude)")
+		probs.Add(at+".command", "is required: the CLI's program (or preset: gemini, codex, cursor-agent or claude)")
 	}
 	for key, set := range map[string]bool{"base_url": pc.BaseURL != "", "api_key": pc.APIKey != "",
 		"allow": len(pc.Allow) > 0, "allow_http": pc.AllowHTTP, "system": pc.System != "", "max_tokens": pc.MaxTokens > 0} {
 		if set {
-			probs.add(at+"."+key, "is for api providers; this one is a cli (kind: api, with base_url, makes it an API)")
+			probs.Add(at+"."+key, "is for api providers; this one is a cli (kind: api, with base_url, makes it an API)")
 		}
 	}
 	var err error
 	if pc.Output == "json" {
 		if pc.AnswerPath == "" {
-			probs.add(at+".answer_path", "is required with output: json: where the answer is, as in response")
+			probs.Add(at+".answer_path", "is required with output: json: where the answer is, as in response")
 		}
 		if s.answer, err = parsePath(pc.AnswerPath); err != nil {
-			probs.add(at+".answer_path", "%v", err)
+			probs.Add(at+".answer_path", "%v", err)
 		}
 		if s.errs, err = parsePath(pc.ErrorPath); err != nil {
-			probs.add(at+".error_path", "%v", err)
+			probs.Add(at+".error_path", "%v", err)
 		}
 	} else if pc.AnswerPath != "" || pc.ErrorPath != "" {
-		probs.add(at+".answer_path", "answer_path and error_path read json output; this provider's output is text")
+		probs.Add(at+".answer_path", "answer_path and error_path read json output; this provider's output is text")
 	}
 }
 
 func resolveAPI(at string, pc ProviderConfig, preset string, probs *ConfigError) {
 	if preset != "" {
-		probs.add(at+".preset", "presets are CLIs; an api provider has none")
+		probs.Add(at+".preset", "presets are CLIs; an api provider has none")
 	}
 	u, err := url.Parse(pc.BaseURL)
 	switch {
 	case pc.BaseURL == "":
-		probs.add(at+".base_url", "is required for an api provider, as in https://api.openai.com/v1")
+		probs.Add(at+".base_url", "is required for an api provider, as in https://api.openai.com/v1")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		probs.add(at+".base_url", "%q is not an http(s) URL such as https://api.openai.com/v1", pc.BaseURL)
+		probs.Add(at+".base_url", "%q is not an http(s) URL such as https://api.openai.com/v1", pc.BaseURL)
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.ContainsAny(pc.BaseURL, "{}"):
-		probs.add(at+".base_url", "must be scheme://host[:port]/path, without query, fragment, credentials or placeholders")
+		probs.Add(at+".base_url", "must be scheme://host[:port]/path, without query, fragment, credentials or placeholders")
 	}
 	for key, set := range map[string]bool{"command": pc.Command != "", "args": pc.Args != nil, "prompt": pc.Prompt != "",
 		"prompt_flag": pc.PromptFlag != "", "model_flag": pc.ModelFlag != "", "output": pc.Output != "",
 		"answer_path": pc.AnswerPath != "", "error_path": pc.ErrorPath != "", "version_args": pc.VersionArgs != nil} {
 		if set {
-			probs.add(at+"."+key, "is for cli providers; this one is an api (it has a base_url)")
+			probs.Add(at+"."+key, "is for cli providers; this one is an api (it has a base_url)")
 		}
 	}
 }
@@ -215,15 +180,15 @@ func resolveAPI(at string, pc ProviderConfig, preset string, probs *ConfigError)
 func checkModels(at string, pc ProviderConfig, def string, probs *ConfigError) {
 	for i, m := range pc.Models {
 		if !modelName.MatchString(m) {
-			probs.add(fmt.Sprintf("%s.models[%d]", at, i), "%q is not a model name (letters, digits and . _ : / @ + -)", m)
+			probs.Add(fmt.Sprintf("%s.models[%d]", at, i), "%q is not a model name (letters, digits and . _ : / @ + -)", m)
 		}
 	}
 	inList := func(path, m string) {
 		switch {
 		case !modelName.MatchString(m):
-			probs.add(path, "%q is not a model name (letters, digits and . _ : / @ + -)", m)
+			probs.Add(path, "%q is not a model name (letters, digits and . _ : / @ + -)", m)
 		case len(pc.Models) > 0 && !slices.Contains(pc.Models, m):
-			probs.add(path, "%q is not one of models (%s)", m, strings.Join(pc.Models, ", "))
+			probs.Add(path, "%q is not one of models (%s)", m, strings.Join(pc.Models, ", "))
 		}
 	}
 	if def != "" {

@@ -135,9 +135,9 @@ func TestPresets(t *testing.T) {
 			"gemini --yolo --prompt=PROMPT", false},
 		{"codex", ProviderConfig{Prompt: "arg", PromptFlag: "-p"}, "o3", "codex exec --skip-git-repo-check -m o3 -p PROMPT", false},
 	} {
-		probs := &ConfigError{}
+		probs := &ConfigError{Section: "consult"}
 		s := resolve(tc.name, tc.pc, probs)
-		if err := probs.orNil(); err != nil {
+		if err := probs.Err(); err != nil {
 			t.Fatal(err)
 		}
 		argv, stdin := (&cliProvider{s: s}).argv("PROMPT", tc.model)

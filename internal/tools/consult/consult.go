@@ -43,9 +43,9 @@ type Set struct {
 // New checks cfg (as Check does) and builds its providers and tools. A
 // CLI that is not installed is no error: calls report it as not_found.
 func New(cfg Config, opts Options) (*Set, error) {
-	probs := &ConfigError{}
+	probs := &ConfigError{Section: "consult"}
 	specs := cfg.specs(probs)
-	if err := probs.orNil(); err != nil {
+	if err := probs.Err(); err != nil {
 		return nil, err
 	}
 	s := &Set{providers: map[string]*provider{}, cfg: cfg, timeouts: cfg.Timeouts.withDefaults(),
@@ -63,7 +63,7 @@ func New(cfg Config, opts Options) (*Set, error) {
 		}
 		impl, err := build(sp, opts)
 		if err != nil {
-			probs.add("providers."+name, "%v", err)
+			probs.Add("providers."+name, "%v", err)
 			continue
 		}
 		slots := sp.cfg.MaxInFlight
@@ -72,7 +72,7 @@ func New(cfg Config, opts Options) (*Set, error) {
 		}
 		s.providers[name] = &provider{spec: sp, impl: impl, slots: make(chan struct{}, slots), metrics: m}
 	}
-	if err := probs.orNil(); err != nil {
+	if err := probs.Err(); err != nil {
 		return nil, err
 	}
 	if len(s.providers) > 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"toold/internal/netguard"
+	"toold/internal/problems"
 	"toold/internal/tools"
 )
 
@@ -50,37 +51,16 @@ type Set struct {
 
 // ConfigError lists every problem of an http section, each with where it
 // is, relative to the section ("tools[2]", "hosts.api.example.com").
-type ConfigError struct {
-	Problems []Problem
-}
+type ConfigError = problems.List
 
 // Problem is one of them.
-type Problem struct {
-	Path    string
-	Message string
-}
-
-func (e *ConfigError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = "http." + p.Path + ": " + p.Message
-	}
-	return strings.Join(lines, "\n")
-}
-
-// EachProblem calls f with each problem's path (in the section) and
-// message, for toold's wiring to report them under the section.
-func (e *ConfigError) EachProblem(f func(path, message string)) {
-	for _, p := range e.Problems {
-		f(p.Path, p.Message)
-	}
-}
+type Problem = problems.Problem
 
 // New validates cfg and builds its tools; every problem is reported (a
 // *ConfigError), each naming its tool.
 func New(cfg Config, opts Options) (*Set, error) {
 	s := &Set{cfg: cfg, opts: opts, hosts: map[string]*host{}, now: time.Now, sleep: sleepCtx, jitter: defaultJitter}
-	probs := &ConfigError{}
+	probs := &ConfigError{Section: "http"}
 	names := map[string]bool{}
 	for i, tc := range cfg.Tools {
 		t, err := s.declare(cfg, tc, opts)
@@ -88,7 +68,7 @@ func New(cfg Config, opts Options) (*Set, error) {
 			err = errors.New("the name is used twice")
 		}
 		if err != nil {
-			probs.Problems = append(probs.Problems, Problem{fmt.Sprintf("tools[%d]", i), tc.Name + ": " + err.Error()})
+			probs.Add(fmt.Sprintf("tools[%d]", i), "%s: %v", tc.Name, err)
 			continue
 		}
 		names[tc.Name] = true
@@ -100,7 +80,7 @@ func New(cfg Config, opts Options) (*Set, error) {
 			if len(s.hosts) > 0 {
 				msg += " (hosts: " + strings.Join(slices.Sorted(maps.Keys(s.hosts)), ", ") + ")"
 			}
-			probs.Problems = append(probs.Problems, Problem{"hosts." + name, msg})
+			probs.Add("hosts."+name, "%s", msg)
 		}
 	}
 	if len(probs.Problems) > 0 {
