@@ -16,7 +16,9 @@ func TestList(t *testing.T) {
 	if err == nil || err.Error() != "http.hosts.api: no HTTP tool calls this host\nhttp.tools[2]: issue: the name is used twice" {
 		t.Fatalf("%v", err)
 	}
-	var each interface{ EachProblem(func(path, message string)) }
+	var each interface {
+		EachProblem(func(path, message string))
+	}
 	if !errors.As(err, &each) {
 		t.Fatal("the wiring cannot read the problems")
 	}
