@@ -33,14 +33,17 @@ func (s *Service) Approvals(ctx context.Context) ([]PendingApproval, error) {
 	if s.st == nil {
 		return nil, errNoStore
 	}
-	ids, err := s.st.Waits.Keys(ctx, ">")
+	keys, err := s.st.Waits.Keys(ctx, openKey(">"))
+	if errors.Is(err, state.ErrNotFound) {
+		keys, err = nil, nil
+	}
 	if err != nil {
 		return nil, StoreError(err)
 	}
 	now := time.Now()
 	out := []PendingApproval{}
-	for _, id := range ids {
-		e, err := s.waitEntry(ctx, id)
+	for _, key := range keys {
+		e, err := s.waitEntry(ctx, key)
 		if err != nil || e.Ended || e.For != tools.WaitApproval || now.After(e.ExpiresAt) {
 			continue
 		}
@@ -51,8 +54,8 @@ func (s *Service) Approvals(ctx context.Context) ([]PendingApproval, error) {
 	return out, nil
 }
 
-func (s *Service) waitEntry(ctx context.Context, id string) (*waitEntry, error) {
-	b, _, err := s.st.Waits.Get(ctx, id)
+func (s *Service) waitEntry(ctx context.Context, key string) (*waitEntry, error) {
+	b, _, err := s.st.Waits.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +133,13 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, e
 	return nil, StoreError(state.ErrUnavailable)
 }
 
-// approvalRecord finds the record of a call waiting for approval through
-// the waits index, whoever made the call.
+// approvalRecord finds the record of a call that waits (or waited) for
+// approval through the waits index, whoever made the call.
 func (s *Service) approvalRecord(ctx context.Context, id string) (*Record, uint64, error) {
-	e, err := s.waitEntry(ctx, id)
+	e, err := s.waitEntry(ctx, openKey(id))
+	if errors.Is(err, state.ErrNotFound) {
+		e, err = s.waitEntry(ctx, endedKey(id))
+	}
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, 0, errNoApproval(id)
 	}

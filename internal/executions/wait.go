@@ -27,12 +27,16 @@ import (
 // resumption (or an approval) advances the record's step and queues a new
 // message; the old one, of an earlier step, is dropped when it comes back.
 
-// waitEntry is an execution's entry in the waits bucket, by id: what an
-// approver lists without reading every record.
+// waitEntry is a call's entry in the waits bucket: what an approver lists
+// without reading every record. Only approvals are indexed — an answer or
+// a subtask's result comes from the caller, who knows the id. A call
+// waiting for approval is under openKey; once decided, expired or
+// cancelled it moves to endedKey, kept until the retention so a late
+// decision is told it is too late rather than that there was no such call,
+// and GET /approvals lists only what is open.
 type waitEntry struct {
 	// Ended marks a call that no longer waits for approval (decided,
-	// expired, cancelled): kept until the retention, so a late decision is
-	// told it is too late rather than that there was no such call.
+	// expired, cancelled).
 	Ended     bool            `json:"ended,omitempty"`
 	Key       string          `json:"key"`
 	ID        string          `json:"id"`
@@ -129,15 +133,22 @@ func (s *Service) queue(ctx context.Context, r *Record, rev uint64) error {
 	return nil
 }
 
-// announceWait indexes a waiting execution and publishes its waiting
-// event, with the envelope the caller sees.
+// Keys of the waits bucket.
+func openKey(id string) string  { return "open." + id }
+func endedKey(id string) string { return "ended." + id }
+
+// announceWait indexes a call waiting for approval and publishes the
+// waiting event, with the envelope the caller sees.
 func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Envelope) {
 	view := r.View()
 	env.ExecutionID, env.Waiting = r.ID, view.Waiting
-	e, _ := json.Marshal(waitEntry{Key: r.key(), ID: r.ID, For: r.Wait.For, Tool: r.Tool, Caller: r.Caller, Request: r.Wait.Request,
-		Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
-	if _, err := s.st.Waits.Put(ctx, r.ID, e); err != nil {
-		s.log.Warn("executions: a waiting execution could not be indexed; approvers will not list it", zap.String("execution_id", r.ID), zap.Error(err))
+	if r.Wait.For == tools.WaitApproval {
+		e, _ := json.Marshal(waitEntry{Key: r.key(), ID: r.ID, For: r.Wait.For, Tool: r.Tool, Caller: r.Caller, Request: r.Wait.Request,
+			Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
+		if _, err := s.st.Waits.Put(ctx, openKey(r.ID), e); err != nil {
+			s.log.Warn("executions: a call waiting for approval could not be indexed; approvers will not list it",
+				zap.String("execution_id", r.ID), zap.Error(err))
+		}
 	}
 	s.rec.Execution(events.Event{Type: events.TypeWaiting, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool,
 		Caller: r.Caller, Status: string(dispatch.StatusWaiting), Envelope: view.AppendJSON(nil)})
@@ -301,9 +312,8 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	return nil
 }
 
-// unindex takes an execution that no longer waits out of the waits index
-// (an answer's entry goes; an approval's stays, marked ended) and deletes
-// its timer.
+// unindex deletes the timer of an execution that no longer waits and, for
+// an approval, moves its index entry from open to ended.
 func (s *Service) unindex(ctx context.Context, r *Record) {
 	if r.Wait != nil && r.Wait.Timer != 0 {
 		if err := s.st.DropWork(ctx, r.Wait.Timer); err != nil {
@@ -311,15 +321,20 @@ func (s *Service) unindex(ctx context.Context, r *Record) {
 				zap.String("execution_id", r.ID), zap.Error(err))
 		}
 	}
-	var err error
-	if r.Wait != nil && r.Wait.For == tools.WaitApproval {
-		e, _ := json.Marshal(waitEntry{Ended: true, Key: r.key(), ID: r.ID, For: tools.WaitApproval, Tool: r.Tool, Caller: r.Caller})
-		_, err = s.st.Waits.Put(ctx, r.ID, e)
-	} else if err = s.st.Waits.Delete(ctx, r.ID); errors.Is(err, state.ErrNotFound) {
-		err = nil
+	if r.Wait == nil || r.Wait.For != tools.WaitApproval {
+		return
+	}
+	e, _ := json.Marshal(waitEntry{Ended: true, Key: r.key(), ID: r.ID, For: tools.WaitApproval, Tool: r.Tool, Caller: r.Caller})
+	_, err := s.st.Waits.Put(ctx, endedKey(r.ID), e)
+	if err == nil {
+		if err = s.st.Waits.Delete(ctx, openKey(r.ID)); errors.Is(err, state.ErrNotFound) {
+			err = nil
+		}
 	}
 	if err != nil {
-		s.log.Warn("executions: a wait's index entry could not be updated; it expires with the retention", zap.String("execution_id", r.ID))
+		// Approvers may still see it listed; deciding on it reads the
+		// record, which says it ended.
+		s.log.Warn("executions: an ended approval's index entry could not be moved", zap.String("execution_id", r.ID), zap.Error(err))
 	}
 }
 
