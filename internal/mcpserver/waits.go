@@ -49,12 +49,22 @@ const resumeWait = 60 * time.Second
 // through the client or described.
 func (s *Server) waited(ctx context.Context, req *mcp.CallToolRequest, dreq *dispatch.Request, env *dispatch.Envelope) (*mcp.CallToolResult, error) {
 	if s.opts.Executions == nil || !s.opts.Executions.Stored() {
-		return waitRefused(env, "the tool waits for an answer, and waiting needs the state store, which is off"), nil
+		te := tools.Errorf(tools.OverloadError, "the tool waits for an answer, and waiting needs the state store, which is off").
+			WithSuggestion("ask the operator to configure the state store (state.dir or state.nats.url)")
+		if env.Waiting.For == tools.WaitApproval {
+			te = tools.Errorf(tools.OverloadError, "the call waits for a person's approval, and waiting needs the state store, which is off").
+				WithSuggestion("ask the operator to configure the state store (state.dir or state.nats.url), or to give the tool confirmation: token")
+		}
+		return waitRefused(env, te), nil
 	}
 	rec, err := s.opts.Executions.Park(ctx, executions.Call{Tool: dreq.Tool, Body: dreq.Body, RequestID: dreq.RequestID,
 		Caller: dreq.Caller, Timeout: dreq.Timeout}, env)
 	if err != nil {
-		return waitRefused(env, err.Error()), nil
+		te, ok := tools.AsError(err)
+		if !ok {
+			te = tools.Errorf(tools.OverloadError, "the waiting call could not be kept: %v", err).WithCode("store_unavailable")
+		}
+		return waitRefused(env, te), nil
 	}
 	return s.askOrDescribe(req, rec), nil
 }
@@ -266,8 +276,10 @@ func describeRunning(env *dispatch.Envelope) *mcp.CallToolResult {
 		Text: fmt.Sprintf("The call goes on as execution %s (%s); GET /executions/%s?wait=30s for its result.", env.ExecutionID, env.Status, env.ExecutionID)}}}
 }
 
-func waitRefused(env *dispatch.Envelope, why string) *mcp.CallToolResult {
-	te := tools.Errorf(tools.OverloadError, "%s", why).WithCode("store_unavailable")
+func waitRefused(env *dispatch.Envelope, te *tools.Error) *mcp.CallToolResult {
+	if te.Code == "" {
+		te = te.WithCode("store_unavailable")
+	}
 	return render(dispatch.Failure(env.RequestID, env.Tool, dispatch.StatusRejected, te), true)
 }
 
