@@ -153,6 +153,43 @@ func TestAnswerSchema(t *testing.T) {
 	}
 }
 
+// TestTokenConfirmedPause: a tool whose confirmation is a token spends
+// the token on its first step; the step that runs after an answer is not
+// challenged again, whether the call was sync (parked) or async.
+func TestTokenConfirmedPause(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toold.yaml")
+	if err := os.WriteFile(cfg, []byte("tools:\n  request_user_input: {enabled: true, confirmation: token}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, nil, "-config", cfg, "-workspace", workspace(t))
+	for _, mode := range []string{"sync", "async"} {
+		body := `{"prompt":"Deploy ` + mode + `?"}`
+		var token struct {
+			Error struct {
+				ConfirmToken string `json:"confirm_token"`
+			}
+		}
+		a := send(t, "POST", in.url+"/tools/request_user_input/execute", body)
+		if err := json.Unmarshal(a.body, &token); err != nil || a.status != 428 || token.Error.ConfirmToken == "" {
+			t.Fatalf("%s: the challenge: %d %s", mode, a.status, a.body)
+		}
+		hdr := []string{"Toold-Confirm", token.Error.ConfirmToken}
+		if mode == "async" {
+			hdr = append(hdr, "Prefer", "respond-async, wait=10")
+		}
+		a = send(t, "POST", in.url+"/tools/request_user_input/execute", body, hdr...)
+		env := decodeWaiting(t, a)
+		if a.status != 202 || env.Waiting == nil {
+			t.Fatalf("%s: the confirmed call did not wait: %d %s", mode, a.status, a.body)
+		}
+		a = send(t, "POST", in.url+env.Waiting.Resume, `{"answer":"yes"}`, "Prefer", "wait=10")
+		if got := decodeWaiting(t, a); got.Status != "success" || string(got.Data) != `{"answer":"yes"}` {
+			t.Errorf("%s: the step after the answer: %d %s", mode, a.status, a.body)
+		}
+	}
+}
+
 // TestWaitingHoldsNoSlot: a tool with 2 slots and no queue takes far more
 // than 2 waiting calls: a waiting call holds no slot.
 func TestWaitingHoldsNoSlot(t *testing.T) {

@@ -7,19 +7,17 @@ import (
 	"toold/internal/tools"
 )
 
-// confirmed passes calls of tools that need no confirmation, calls a person
-// approved (human), and calls that carry a valid token for exactly this
-// caller, tool and arguments (token); a call of a human-confirmed tool not
-// yet approved waits for an approval, any other is answered with a fresh
-// challenge.
+// confirmed passes calls of tools that need no confirmation, calls that
+// passed the gate already (Request.Confirmed: approved, or resumed after a
+// confirmed first step), and calls that carry a valid token for exactly
+// this caller, tool and arguments (token); a call of a human-confirmed
+// tool not yet approved waits for an approval, any other is answered with
+// a fresh challenge.
 func (d *Dispatcher) confirmed(c *call) error {
-	switch c.entry.Spec.Confirmation {
-	case tools.ConfirmNone:
+	switch {
+	case c.entry.Spec.Confirmation == tools.ConfirmNone || c.req.Confirmed:
 		return nil
-	case tools.ConfirmHuman:
-		if c.req.Approved {
-			return nil
-		}
+	case c.entry.Spec.Confirmation == tools.ConfirmHuman:
 		return d.approvalWait(c)
 	}
 	canonical, err := json.Marshal(c.tree) // map keys sorted: key order and spacing do not matter

@@ -55,9 +55,10 @@ type Request struct {
 	ExecutionID string
 	// Resume resumes a paused call: the tool runs again with it.
 	Resume *tools.Resumption
-	// Approved says a person approved this call (a tool whose
-	// confirmation is human runs only then).
-	Approved bool
+	// Confirmed says the call passed the confirmation gate already: a
+	// person approved it, or an earlier step of the execution it resumes
+	// passed (a token is spent once, on the first step).
+	Confirmed bool
 	// Lineage lets a tool look up a parent execution (see tools.Call).
 	Lineage func(ctx context.Context, executionID string) (*tools.Lineage, error)
 }

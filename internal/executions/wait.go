@@ -81,7 +81,7 @@ func (s *Service) waiting(r *Record, env *dispatch.Envelope) *Record {
 	now := time.Now().UTC()
 	next.Status, next.Wait, next.Resume, next.UpdatedAt = dispatch.StatusWaiting, s.waitOf(env, now), nil, now
 	if env.Waiting.For != tools.WaitApproval {
-		next.Confirmed = true
+		next.Confirmed, next.ConfirmToken = true, "" // the token was spent on this step
 	}
 	if env.Pause != nil && env.Pause.Lineage != nil {
 		next.Lineage = env.Pause.Lineage

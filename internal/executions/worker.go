@@ -255,7 +255,7 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 	} else {
 		env = s.disp.Execute(ctx, &dispatch.Request{Tool: r.Tool, Body: r.Arguments, Unwrap: true, RequestID: r.RequestID,
 			Caller: r.Caller, Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, ConfirmToken: r.ConfirmToken,
-			ExecutionID: r.ID, Emit: s.emitter(r), Resume: r.Resume, Approved: r.Confirmed, Lineage: s.LineageFor(r.Caller)})
+			ExecutionID: r.ID, Emit: s.emitter(r), Resume: r.Resume, Confirmed: r.Confirmed, Lineage: s.LineageFor(r.Caller)})
 	}
 	stopBeat()
 	if env.Status == dispatch.StatusWaiting && ctx.Err() == nil {
