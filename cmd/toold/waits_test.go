@@ -190,6 +190,22 @@ func TestTokenConfirmedPause(t *testing.T) {
 	}
 }
 
+// TestWaitingInBatch: a call of a batch has no execution to wait in: a
+// tool that pauses, or a call that needs an approval, is answered so, and
+// the rest of the batch runs.
+func TestWaitingInBatch(t *testing.T) {
+	in := waitsServer(t)
+	for _, prefer := range []string{"", "respond-async, wait=10"} {
+		a := send(t, "POST", in.url+"/batch", `{"calls":[{"id":"ask","tool":"request_user_input","arguments":{"prompt":"?"}},`+
+			`{"id":"approve","tool":"echo","arguments":{"message":"x"}},{"id":"plain","tool":"list_files","arguments":{}}]}`,
+			append(bearer(agentKey), "Prefer", prefer)...)
+		if a.status != 200 || strings.Count(string(a.body), `"code":"waits_in_batch"`) != 2 || strings.Contains(string(a.body), `"status":"waiting"`) ||
+			!strings.Contains(string(a.body), `"success_count":1`) {
+			t.Errorf("Prefer %q: %d %s", prefer, a.status, a.body)
+		}
+	}
+}
+
 // TestWaitingHoldsNoSlot: a tool with 2 slots and no queue takes far more
 // than 2 waiting calls: a waiting call holds no slot.
 func TestWaitingHoldsNoSlot(t *testing.T) {

@@ -249,9 +249,20 @@ func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, 
 // Execute checks it again when it runs. (A token is verified only then:
 // checking it here would spend it.) A refusal is observed like any call.
 func (d *Dispatcher) Check(ctx context.Context, req *Request) *Envelope {
+	return d.checkCall(ctx, req, true)
+}
+
+// Validate is Check without the confirmation challenge: for a call that
+// will run as part of something else (a batch), where a token cannot be
+// sent, and where the run answers a confirmation for itself.
+func (d *Dispatcher) Validate(ctx context.Context, req *Request) *Envelope {
+	return d.checkCall(ctx, req, false)
+}
+
+func (d *Dispatcher) checkCall(ctx context.Context, req *Request, confirm bool) *Envelope {
 	start := time.Now()
 	c := newCall(req, start)
-	status, err := d.check(ctx, c)
+	status, err := d.check(ctx, c, confirm)
 	if err == nil {
 		return nil
 	}
@@ -263,13 +274,13 @@ func (d *Dispatcher) Check(ctx context.Context, req *Request) *Envelope {
 	return c.env
 }
 
-func (d *Dispatcher) check(ctx context.Context, c *call) (Status, error) {
+func (d *Dispatcher) check(ctx context.Context, c *call, confirm bool) (Status, error) {
 	if status, err := d.identify(c); err != nil {
 		return status, err
 	}
 	var err2 error
 	d.workers.await(func() {
-		if err2 = d.prepare(ctx, c); err2 == nil && c.req.ConfirmToken == "" {
+		if err2 = d.prepare(ctx, c); err2 == nil && confirm && c.req.ConfirmToken == "" {
 			err2 = d.confirmed(c)
 		}
 	})

@@ -134,6 +134,9 @@ func (s *Service) Batch(ctx context.Context, b *BatchRequest, caller, requestID 
 			defer func() { <-sem }()
 			env := s.disp.Execute(ctx, &dispatch.Request{Tool: c.Tool, Body: c.Arguments, RequestID: requestID + "." + c.ID,
 				Caller: caller, Allowed: allowed})
+			if env.Status == dispatch.StatusWaiting {
+				env = cannotWait(env)
+			}
 			res.Results[i].Envelope = env
 			if !env.Success {
 				mu.Lock()
@@ -159,6 +162,15 @@ func skipped(requestID, tool string) *dispatch.Envelope {
 	return dispatch.Failure(requestID, tool, dispatch.StatusRejected, tools.Errorf(tools.UserError,
 		"not run: an earlier call of the batch failed and stop_on_error is set").WithCode("skipped").
 		WithSuggestion("fix the failed call, then send the calls that were skipped"))
+}
+
+// cannotWait answers a batch's call that paused (a tool asking for an
+// answer or a subtask, or a call waiting for a person's approval): a call
+// of a batch has no execution of its own to wait in and be resumed.
+func cannotWait(env *dispatch.Envelope) *dispatch.Envelope {
+	return dispatch.Failure(env.RequestID, env.Tool, dispatch.StatusRejected, tools.Errorf(tools.UserError,
+		"the call waits for %s, which a call in a batch cannot do", waitNoun(env.Waiting.For)).WithCode("waits_in_batch").
+		WithSuggestion("call the tool on its own (POST /tools/%s/execute): its execution waits and is resumed", env.Tool))
 }
 
 // batchEnvelope runs an async batch; its envelope's data is the batch

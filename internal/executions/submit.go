@@ -52,18 +52,19 @@ func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelo
 	return r, nil, nil
 }
 
-// SubmitBatch accepts a batch to run asynchronously.
+// SubmitBatch accepts a batch to run asynchronously. Each call is checked
+// as the pipeline checks it (the tool, the key, the arguments) before the
+// batch is accepted: a batch with a call that can never run is refused at
+// once, naming the call. Confirmation is left to the run, as in a batch
+// run now: no token can be sent for one call of a batch.
 func (s *Service) SubmitBatch(ctx context.Context, b *BatchRequest, caller, requestID string, allowed func(string) bool) (*Record, *dispatch.Envelope, error) {
 	if err := s.accepting(); err != nil {
 		return nil, nil, err
 	}
 	for i, c := range b.Calls {
-		if allowed != nil && !allowed(c.Tool) {
-			return nil, batchRefusal(requestID, i, tools.NewPermissionError("this API key may not use the tool %q", c.Tool).WithCode("forbidden")), nil
-		}
-		if _, ok := s.disp.Registry().Lookup(c.Tool); !ok {
-			return nil, batchRefusal(requestID, i, tools.Errorf(tools.ValidationError, "there is no tool named %q", c.Tool).WithCode("unknown_tool").
-				WithSuggestion("GET /tools lists every tool")), nil
+		req := &dispatch.Request{Tool: c.Tool, Body: c.Arguments, RequestID: requestID + "." + c.ID, Caller: caller, Allowed: allowed}
+		if env := s.disp.Validate(ctx, req); env != nil {
+			return nil, inBatch(env, requestID, i), nil
 		}
 	}
 	now := time.Now().UTC()
@@ -75,10 +76,21 @@ func (s *Service) SubmitBatch(ctx context.Context, b *BatchRequest, caller, requ
 	return r, nil, nil
 }
 
-func batchRefusal(requestID string, i int, te *tools.Error) *dispatch.Envelope {
-	te.Fields = []tools.FieldError{{Pointer: "/calls/" + strconv.Itoa(i) + "/tool", Message: te.Message}}
-	status := dispatch.StatusRejected
-	return dispatch.Failure(requestID, "", status, te)
+// inBatch turns the refusal of a batch's call i into the batch's: its
+// fields point into the call (the call's tool when it names none).
+func inBatch(env *dispatch.Envelope, requestID string, i int) *dispatch.Envelope {
+	at := "/calls/" + strconv.Itoa(i)
+	e := *env.Error
+	e.Fields = nil
+	for _, f := range env.Error.Fields {
+		e.Fields = append(e.Fields, tools.FieldError{Pointer: at + "/arguments" + f.Pointer, Message: f.Message})
+	}
+	if e.Fields == nil {
+		e.Fields = []tools.FieldError{{Pointer: at + "/tool", Message: e.Message}}
+	}
+	e.Message = "call " + strconv.Itoa(i) + " of the batch: " + e.Message
+	env.Error, env.RequestID = &e, requestID
+	return env
 }
 
 func (s *Service) accepting() error {

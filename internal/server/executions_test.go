@@ -384,6 +384,8 @@ func TestExecutionBadInput(t *testing.T) {
 		{"batch empty", "POST", "/batch", `{"calls":[]}`, hdr(), 400, "invalid_batch", "at least one"},
 		{"batch unknown field", "POST", "/batch", `{"calls":[{"tool":"echo"}],"parallel":2}`, hdr(), 400, "invalid_batch", "parallel"},
 		{"batch not json", "POST", "/batch", `{"calls":`, hdr(), 400, "invalid_json", "JSON"},
+		{"async batch unknown tool", "POST", "/batch", `{"calls":[{"tool":"echo","arguments":{"message":"x"}},{"tool":"ecco"}]}`, hdr("Prefer", "respond-async"), 404, "", `call 1 of the batch: there is no tool named "ecco"`},
+		{"async batch invalid arguments", "POST", "/batch", `{"calls":[{"tool":"echo","arguments":{"message":1}}]}`, hdr("Prefer", "respond-async"), 400, "", "call 0 of the batch: 1 argument problem(s): /message must be string"},
 		{"executions body without tool", "POST", "/executions", `{"arguments":{}}`, hdr(), 400, "invalid_json", "no tool"},
 		{"async unknown tool", "POST", "/executions", `{"tool":"nope"}`, hdr(), 404, "", "no tool named"},
 		{"async invalid arguments", "POST", "/tools/echo/execute", `{"message":1}`, hdr("Prefer", "respond-async"), 400, "", "must be string"},
@@ -403,6 +405,9 @@ func TestExecutionBadInput(t *testing.T) {
 			if r.status != tt.status || r.env.Error == nil || tt.code != "" && r.env.Error.Code != tt.code ||
 				!strings.Contains(r.env.Error.Message, tt.say) {
 				t.Errorf("%d %s", r.status, r.body)
+			}
+			if strings.HasPrefix(tt.name, "async batch") && (len(r.env.Error.Fields) == 0 || !strings.HasPrefix(r.env.Error.Fields[0].Pointer, "/calls/")) {
+				t.Errorf("the fields do not point into the batch: %s", r.body)
 			}
 			if r.env.Error != nil && r.env.Error.Suggestion == "" && r.status != 404 {
 				t.Errorf("no suggestion: %s", r.body)
