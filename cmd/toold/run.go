@@ -174,6 +174,12 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 // ctx ends. stdout carries the protocol only: every log line goes to
 // stderr. The admin listener runs only when asked for (-admin-listen).
 func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	// With a store, this process's workers run the executions it parks
+	// and resumes (and their wait timers); without one they are idle.
+	if err := a.exec.Start(ctx); err != nil {
+		return err
+	}
+	defer a.stopExecutions()
 	a.upstream.Start()
 	if a.cfg.AdminListen != "" {
 		adminLn, err := net.Listen("tcp", a.cfg.AdminListen)
@@ -187,6 +193,24 @@ func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer)
 	err := a.mcp.ServeStdio(ctx, io.NopCloser(stdin), nopWriteCloser{stdout})
 	a.log.Info("stdio closed")
 	return err
+}
+
+// stopExecutions drains this process's executions when stdio ends: they
+// may finish within the grace period; past it, they are interrupted
+// (idempotent ones go back to the queue for another process).
+func (a *app) stopExecutions() {
+	a.exec.Drain()
+	select {
+	case <-a.exec.Idle():
+		return
+	case <-time.After(a.grace):
+	}
+	a.exec.Interrupt(errDraining)
+	select {
+	case <-a.exec.Idle():
+	case <-time.After(5 * time.Second):
+		a.log.Error("async executions did not end after cancellation; the queue gives them to another replica")
+	}
 }
 
 func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {

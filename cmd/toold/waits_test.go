@@ -2,14 +2,18 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"toold/internal/auth"
 )
@@ -436,4 +440,39 @@ func resumeQuietly(url, body, key string) *httpAnswer {
 	}
 	defer resp.Body.Close()
 	return &httpAnswer{status: resp.StatusCode}
+}
+
+// TestStdioWaits: toold -stdio with a store runs the executions it parks:
+// a 2026-07-28 host answers request_user_input through elicitation, and
+// the resumed step runs in the same process.
+func TestStdioWaits(t *testing.T) {
+	bin, err := buildToold()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toold.yaml")
+	if err := os.WriteFile(cfg, []byte("tools:\n  request_user_input: {enabled: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-stdio", "-config", cfg, "-workspace", workspace(t), "-state-dir", filepath.Join(dir, "state"))
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "release"}}, nil
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "request_user_input", Arguments: map[string]any{"prompt": "Which branch?"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(res.StructuredContent)
+	if res.IsError || string(got) != `{"answer":"release"}` {
+		t.Fatalf("the answered call over stdio: %s %+v", got, res.Content)
+	}
 }
