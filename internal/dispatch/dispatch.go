@@ -208,7 +208,9 @@ func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 		req = &once
 	}
 	env, entry := d.executeOnce(ctx, req)
-	if entry != nil && len(entry.Spec.Fallback) > 0 && fallsBack(env) {
+	// A resumed step belongs to the tool that paused: another tool cannot
+	// take its answer up.
+	if entry != nil && len(entry.Spec.Fallback) > 0 && req.Resume == nil && fallsBack(env) {
 		env = d.fallback(ctx, req, entry, env, start)
 	}
 	return env

@@ -35,10 +35,16 @@ func fallsBack(env *Envelope) bool {
 // answers or fails in a way no other tool can help with. Fallbacks of a
 // fallback follow it, depth first; a tool runs at most once per call. The
 // answer is the last tool's envelope, listing those that failed before it.
-// A caller's Toold-Timeout bounds the whole call, fallbacks included.
+// A caller's Toold-Timeout bounds the whole call, fallbacks included. A
+// fallback that pauses answers a waiting envelope under its own name: the
+// execution that keeps the wait resumes that tool.
 func (d *Dispatcher) fallback(ctx context.Context, req *Request, primary *registry.Entry, failed *Envelope, start time.Time) *Envelope {
 	var from []FallbackStep
 	sub := *req
+	// Each tool passes its own confirmation gate: the primary's approval or
+	// token is not the fallback's. (The registry refuses fallbacks that
+	// need confirmation; this holds for tools added while serving too.)
+	sub.Confirmed, sub.ConfirmToken = false, ""
 	for _, name := range fallbackOrder(d.opts.Registry.Load(), primary) {
 		if ctx.Err() != nil {
 			break

@@ -195,6 +195,18 @@ func TestFallbackRespectsCaller(t *testing.T) {
 	}
 }
 
+// TestNoFallbackForAResumedStep: a resumed step that fails does not fall
+// back: its answer belongs to the tool that paused.
+func TestNoFallbackForAResumedStep(t *testing.T) {
+	b := tool("b", nil)
+	d := newDispatcher(t, nil, tool("a", down, "b"), b)
+	env := d.Execute(context.Background(), &Request{Tool: "a", Body: []byte(`{"q":"x"}`), Confirmed: true,
+		Resume: &tools.Resumption{For: tools.WaitInput, Answer: json.RawMessage(`"yes"`), Step: 1}})
+	if env.Tool != "a" || env.FallbackFrom != nil || b.calls.Load() != 0 {
+		t.Fatalf("a resumed step fell back: %s %s (b ran %d)", env.Tool, env.Status, b.calls.Load())
+	}
+}
+
 // TestInvalidOutputFromTool: a tool that reports an unusable answer with
 // the code invalid_output gets that status, and attempts it counted reach
 // the timing.

@@ -78,6 +78,9 @@ func (s *Service) waitOf(env *dispatch.Envelope, now time.Time) *Wait {
 // every later step runs confirmed.
 func (s *Service) waiting(r *Record, env *dispatch.Envelope) *Record {
 	next := *r
+	if env.Tool != "" {
+		next.Tool = env.Tool // a fallback that paused: its step is the one to resume
+	}
 	now := time.Now().UTC()
 	next.Status, next.Wait, next.Resume, next.UpdatedAt = dispatch.StatusWaiting, s.waitOf(env, now), nil, now
 	if env.Waiting.For != tools.WaitApproval {

@@ -3,6 +3,7 @@ package executions_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"toold/internal/executions"
 	"toold/internal/state"
 	"toold/internal/state/statetest"
+	"toold/internal/tools"
 	"toold/internal/tools/await"
 )
 
@@ -83,5 +85,40 @@ func TestEndedWaitsReleaseTheirTimers(t *testing.T) {
 		if rec, err := r.svc.Get(ctx, "k", id); err != nil || rec.Status != dispatch.StatusWaiting {
 			t.Fatalf("a wait nobody ended: %v %+v", err, rec)
 		}
+	}
+}
+
+// down fails as an unreachable upstream does, and falls back.
+type down struct{ fallback string }
+
+func (d down) Spec() tools.Spec {
+	return tools.Spec{Name: "down", Description: "Always down.", Category: tools.Direct, Fallback: []string{d.fallback},
+		Parameters: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string","minLength":1}},"required":["prompt"],"additionalProperties":false}`)}
+}
+
+func (down) Execute(context.Context, *tools.Call) (any, error) {
+	return nil, tools.Errorf(tools.SystemError, "the API is down").WithCode("upstream_unavailable")
+}
+
+// TestFallbackThatPauses: when a tool's fallback pauses, the execution
+// waits as that tool, and the answer resumes it, not the tool that failed.
+func TestFallbackThatPauses(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st, append(await.Tools(await.Options{}), down{fallback: "request_user_input"})...)
+	r.start(t)
+	ctx := context.Background()
+	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "down", Body: []byte(`{"prompt":"Go on?"}`), Caller: "k", RequestID: "r"})
+	if err != nil || refusal != nil {
+		t.Fatal(err, refusal)
+	}
+	if w := waitStatus(t, r, rec.ID, dispatch.StatusWaiting); w.Tool != "request_user_input" {
+		t.Fatalf("the execution waits as %q", w.Tool)
+	}
+	if _, err := r.svc.Resume(ctx, "k", rec.ID, "input", json.RawMessage(`"yes"`)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.svc.WaitFinal(ctx, "k", rec.ID, 10*time.Second)
+	if err != nil || got.Status != dispatch.StatusSuccess || !strings.Contains(string(got.Envelope), `"answer":"yes"`) {
+		t.Fatalf("the resumed fallback: %v %+v %s", err, got, got.Envelope)
 	}
 }
