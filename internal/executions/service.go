@@ -114,10 +114,6 @@ func (s *Service) MaxWait() time.Duration { return s.opts.MaxWait }
 // BatchMax is the most calls a batch may hold.
 func (s *Service) BatchMax() int { return s.opts.BatchMax }
 
-// Stored reports whether the service has a store (async executions,
-// idempotency, turns); without one only synchronous batches work.
-func (s *Service) Stored() bool { return s.st != nil }
-
 // Errors the service answers with; the server's status table maps their
 // codes.
 var (

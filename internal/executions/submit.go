@@ -116,8 +116,9 @@ type work struct {
 	Step int `json:"step,omitempty"`
 }
 
-// accept writes the record and queues it. If the queue refuses, the
-// record is removed again: the caller is told nothing was accepted.
+// accept writes the record and queues it — a pending execution's run, or
+// a waiting one's timer. If the queue refuses, the record is removed
+// again: the caller is told nothing was accepted.
 func (s *Service) accept(ctx context.Context, r *Record) error {
 	key, body := r.key(), r.encode()
 	rev, err := s.st.Executions.Create(ctx, key, body)
@@ -131,8 +132,10 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 		s.takeBack(ctx, key)
 		return err
 	}
-	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
-	s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Status: string(dispatch.StatusPending)})
+	s.m.executions.WithLabelValues(string(r.Status)).Inc()
+	if r.Status == dispatch.StatusPending {
+		s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Status: string(r.Status)})
+	}
 	return nil
 }
 

@@ -92,36 +92,36 @@ func (s *Service) waiting(r *Record, env *dispatch.Envelope) *Record {
 	return &next
 }
 
-// errNoStoreToWait answers a synchronous call whose tool paused where no
-// store can keep the wait.
-var errNoStoreToWait = tools.Errorf(tools.OverloadError, "the tool waits for an answer, and waiting needs the state store, which is off").
-	WithCode("store_unavailable").WithSuggestion("ask the operator to turn the state store on (state.enabled)")
+// errNoStoreToWait answers a synchronous call that paused, or waits for
+// an approval, where no store can keep the wait.
+func errNoStoreToWait(env *dispatch.Envelope) *tools.Error {
+	if env.Waiting != nil && env.Waiting.For == tools.WaitApproval {
+		return tools.Errorf(tools.OverloadError, "the call waits for a person's approval, and waiting needs the state store, which is off").
+			WithCode("store_unavailable").
+			WithSuggestion("ask the operator to configure the state store (state.dir or state.nats.url), or to give the tool confirmation: token")
+	}
+	return tools.Errorf(tools.OverloadError, "the tool waits for an answer, and waiting needs the state store, which is off").
+		WithCode("store_unavailable").WithSuggestion("ask the operator to configure the state store (state.dir or state.nats.url)")
+}
 
-// Park keeps a synchronous call that paused as a waiting execution, and
-// fills the envelope with where to follow and resume it. The envelope the
-// caller gets is answered 202: the call goes on without it.
-func (s *Service) Park(ctx context.Context, c Call, env *dispatch.Envelope) (*Record, error) {
+// Park keeps a synchronous call that paused (or waits for an approval) as
+// a waiting execution, and fills the envelope with where to follow and
+// resume it. The envelope the caller gets is answered 202: the call goes
+// on without it.
+func (s *Service) Park(ctx context.Context, req *dispatch.Request, env *dispatch.Envelope) (*Record, error) {
 	if s.st == nil {
-		return nil, errNoStoreToWait
+		return nil, errNoStoreToWait(env)
 	}
 	if err := s.accepting(); err != nil {
 		return nil, err
 	}
 	now := time.Now().UTC()
-	r := &Record{ID: newID(now), Caller: c.Caller, Kind: "call", Tool: c.Tool, Arguments: c.Body, TimeoutMS: c.Timeout.Milliseconds(),
-		RequestID: c.RequestID, Step: 1, Attempt: 1, Replica: s.name, CreatedAt: now, StartedAt: env.StartedAt}
+	r := &Record{ID: newID(now), Caller: req.Caller, Kind: "call", Tool: req.Tool, Arguments: req.Body, TimeoutMS: req.Timeout.Milliseconds(),
+		RequestID: req.RequestID, Step: 1, Attempt: 1, Replica: s.name, CreatedAt: now, StartedAt: env.StartedAt}
 	r = s.waiting(r, env)
-	key, body := r.key(), r.encode()
-	rev, err := s.st.Executions.Create(ctx, key, body)
-	if err != nil {
-		s.takeBack(ctx, key)
-		return nil, StoreError(err)
-	}
-	if err := s.queue(ctx, r, rev); err != nil {
-		s.takeBack(ctx, key)
+	if err := s.accept(ctx, r); err != nil {
 		return nil, err
 	}
-	s.m.executions.WithLabelValues(string(dispatch.StatusWaiting)).Inc()
 	s.announceWait(ctx, r, env)
 	return r, nil
 }

@@ -42,7 +42,7 @@ func TestEndedWaitsReleaseTheirTimers(t *testing.T) {
 		if env.Status != dispatch.StatusWaiting {
 			t.Fatalf("a sync call did not pause: %+v", env)
 		}
-		rec, err := r.svc.Park(ctx, executions.Call{Tool: "request_user_input", Body: ask, Caller: "k", RequestID: "r"}, env)
+		rec, err := r.svc.Park(ctx, &dispatch.Request{Tool: "request_user_input", Body: ask, Caller: "k", RequestID: "r"}, env)
 		if err != nil {
 			t.Fatal(err)
 		}

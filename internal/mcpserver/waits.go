@@ -48,17 +48,10 @@ const resumeWait = 60 * time.Second
 // waited renders a call that paused: parked as an execution, then asked
 // through the client or described.
 func (s *Server) waited(ctx context.Context, req *mcp.CallToolRequest, dreq *dispatch.Request, env *dispatch.Envelope) (*mcp.CallToolResult, error) {
-	if s.opts.Executions == nil || !s.opts.Executions.Stored() {
-		te := tools.Errorf(tools.OverloadError, "the tool waits for an answer, and waiting needs the state store, which is off").
-			WithSuggestion("ask the operator to configure the state store (state.dir or state.nats.url)")
-		if env.Waiting.For == tools.WaitApproval {
-			te = tools.Errorf(tools.OverloadError, "the call waits for a person's approval, and waiting needs the state store, which is off").
-				WithSuggestion("ask the operator to configure the state store (state.dir or state.nats.url), or to give the tool confirmation: token")
-		}
-		return waitRefused(env, te), nil
+	if s.opts.Executions == nil {
+		return nil, fmt.Errorf("mcpserver: a call waits and no executions service keeps waits")
 	}
-	rec, err := s.opts.Executions.Park(ctx, executions.Call{Tool: dreq.Tool, Body: dreq.Body, RequestID: dreq.RequestID,
-		Caller: dreq.Caller, Timeout: dreq.Timeout}, env)
+	rec, err := s.opts.Executions.Park(ctx, dreq, env)
 	if err != nil {
 		te, ok := tools.AsError(err)
 		if !ok {

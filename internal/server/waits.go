@@ -20,8 +20,7 @@ import (
 // parked answers a synchronous call that paused: it becomes a waiting
 // execution, answered 202 with where to follow and resume it.
 func (s *Server) parked(r *http.Request, req *dispatch.Request, env *dispatch.Envelope) *reply {
-	rec, err := s.opts.Executions.Park(r.Context(), executions.Call{Tool: req.Tool, Body: req.Body, RequestID: req.RequestID,
-		Caller: req.Caller, Timeout: req.Timeout}, env)
+	rec, err := s.opts.Executions.Park(r.Context(), req, env)
 	if err != nil {
 		return s.errorReply(r, req.Tool, err)
 	}
@@ -33,8 +32,7 @@ func (s *Server) parked(r *http.Request, req *dispatch.Request, env *dispatch.En
 // streamParked goes on with a streamed call that paused: the waiting
 // event, then the execution's events as it is resumed, to its end.
 func (s *Server) streamParked(r *http.Request, stream *eventStream, req *dispatch.Request, env *dispatch.Envelope) {
-	rec, err := s.opts.Executions.Park(r.Context(), executions.Call{Tool: req.Tool, Body: req.Body, RequestID: req.RequestID,
-		Caller: req.Caller, Timeout: req.Timeout}, env)
+	rec, err := s.opts.Executions.Park(r.Context(), req, env)
 	if err != nil {
 		stream.finish(s.errorReply(r, req.Tool, err).env)
 		return
