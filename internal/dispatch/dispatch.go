@@ -230,6 +230,14 @@ func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, 
 	default:
 		c.env.Status, c.env.Success = StatusSuccess, true
 	}
+	d.record(c, start)
+	return c.env, c.entry
+}
+
+// record ends a call's envelope and tells everyone who keeps account of
+// calls: the metrics observers, the debug log, the call observers (events,
+// audit). A refusal by Check is recorded the same way.
+func (d *Dispatcher) record(c *call, start time.Time) {
 	c.env.DurationMS = millis(time.Since(start))
 	if c.entry != nil {
 		for _, o := range d.opts.Observers {
@@ -240,7 +248,6 @@ func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, 
 	for _, o := range d.calls {
 		o.CallEnded(c.callInfo(), c.env)
 	}
-	return c.env, c.entry
 }
 
 // Check runs the steps before the bulkhead — resolve, permission, decoding,
@@ -269,10 +276,7 @@ func (d *Dispatcher) checkCall(ctx context.Context, req *Request, confirm bool) 
 		return nil
 	}
 	d.failure(c, status, err)
-	c.env.DurationMS = millis(time.Since(start))
-	for _, o := range d.calls {
-		o.CallEnded(c.callInfo(), c.env)
-	}
+	d.record(c, start)
 	return c.env
 }
 

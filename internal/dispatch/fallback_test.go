@@ -231,3 +231,19 @@ func (countingTool) Execute(_ context.Context, c *tools.Call) (any, error) {
 	c.CountWait(1500 * time.Microsecond)
 	return nil, tools.Errorf(tools.SystemError, "the API answered with something that is not JSON").WithCode("invalid_output")
 }
+
+// TestCheckIsRecorded: a call refused by Check is observed like a call
+// refused by Execute: the metrics observers see it too.
+func TestCheckIsRecorded(t *testing.T) {
+	rec := &recorder{}
+	d := newDispatcher(t, []Observer{rec}, tool("a", nil))
+	if env := d.Check(context.Background(), &Request{Tool: "a", Body: []byte(`{"q":1}`)}); env == nil || env.Status != StatusRejected {
+		t.Fatalf("Check let an invalid call through: %+v", env)
+	}
+	if env := d.Check(context.Background(), &Request{Tool: "a", Body: []byte(`{"q":"x"}`)}); env != nil {
+		t.Fatalf("Check refused a valid call: %+v", env.Error)
+	}
+	if got := strings.Join(rec.seen, " "); got != "a:rejected" {
+		t.Errorf("observers saw %q", got)
+	}
+}
