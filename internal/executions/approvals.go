@@ -99,14 +99,13 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, e
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case r.Status != dispatch.StatusWaiting || r.Wait == nil || r.Wait.For != tools.WaitApproval:
+		if r.Status != dispatch.StatusWaiting || r.Wait == nil || r.Wait.For != tools.WaitApproval {
 			return nil, errDecided(r)
-		case time.Now().After(r.Wait.ExpiresAt):
-			s.endExpired(ctx, r, rev)
-			return nil, tools.Errorf(tools.ValidationError, "the call %s stopped waiting for approval at %s: it timed out", id,
-				r.Wait.ExpiresAt.Format(time.RFC3339)).WithCode("wait_expired").WithSuggestion("the caller may call the tool again")
-		case d.By == r.Caller && !d.SelfApproval:
+		}
+		if err := s.expireIfDue(ctx, r, rev); err != nil {
+			return nil, err
+		}
+		if d.By == r.Caller && !d.SelfApproval {
 			return nil, tools.NewPermissionError("the key %q made this call and may not decide on it", d.By).WithCode("self_approval").
 				WithSuggestion("another approver must decide; approvals.self_approval lets a key approve its own calls")
 		}
@@ -167,8 +166,7 @@ func errDecided(r *Record) *tools.Error {
 			WithCode("already_decided").WithSuggestion("GET /approvals lists the calls waiting now")
 	}
 	if r.expired() {
-		return tools.Errorf(tools.ValidationError, "the call %s stopped waiting for approval: it timed out", r.ID).
-			WithCode("wait_expired").WithSuggestion("the caller may call the tool again")
+		return errWaitExpired(r)
 	}
 	return tools.Errorf(tools.ValidationError, "the call %s does not wait for approval (it is %s)", r.ID, r.Status).
 		WithCode("already_decided").WithSuggestion("GET /approvals lists the calls waiting now")

@@ -98,10 +98,10 @@ func errNoStoreToWait(env *dispatch.Envelope) *tools.Error {
 	if env.Waiting != nil && env.Waiting.For == tools.WaitApproval {
 		return tools.Errorf(tools.OverloadError, "the call waits for a person's approval, and waiting needs the state store, which is off").
 			WithCode("store_unavailable").
-			WithSuggestion("ask the operator to configure the state store (state.dir or state.nats.url), or to give the tool confirmation: token")
+			WithSuggestion("ask the operator to turn the state store on (state.enabled; for -stdio, state.dir or state.nats.url), or to give the tool confirmation: token")
 	}
 	return tools.Errorf(tools.OverloadError, "the tool waits for an answer, and waiting needs the state store, which is off").
-		WithCode("store_unavailable").WithSuggestion("ask the operator to configure the state store (state.dir or state.nats.url)")
+		WithCode("store_unavailable").WithSuggestion("ask the operator to turn the state store on (state.enabled; for -stdio, state.dir or state.nats.url)")
 }
 
 // Park keeps a synchronous call that paused (or waits for an approval) as
@@ -233,8 +233,7 @@ func waitNoun(f string) string {
 // Errors of a resumption or an approval, mapped by the status table.
 func errNotWaiting(r *Record) *tools.Error {
 	if r.expired() {
-		return tools.Errorf(tools.ValidationError, "the execution %s stopped waiting: its wait expired", r.ID).
-			WithCode("wait_expired").WithSuggestion("call the tool again if it is still needed")
+		return errWaitExpired(r)
 	}
 	if r.Status.Final() {
 		return tools.Errorf(tools.ValidationError, "the execution %s already ended (%s); nothing waits for an answer", r.ID, r.Status).
@@ -244,13 +243,26 @@ func errNotWaiting(r *Record) *tools.Error {
 		WithCode("not_waiting").WithSuggestion("GET %s shows where it is", r.Location())
 }
 
-// expired tells whether the execution ended because its wait expired.
-func (r *Record) expired() bool {
-	if r.Status != dispatch.StatusTimeout {
-		return false
+// expired tells whether the execution ended because its wait expired: a
+// final record keeps its last wait, and only an expiry ends a waiting
+// execution as a timeout (a resumed step clears the wait).
+func (r *Record) expired() bool { return r.Status == dispatch.StatusTimeout && r.Wait != nil }
+
+// errWaitExpired refuses an answer or a decision that came after the wait.
+func errWaitExpired(r *Record) *tools.Error {
+	return tools.Errorf(tools.ValidationError, "the execution %s stopped waiting for %s at %s: its wait expired", r.ID,
+		waitNoun(r.Wait.For), r.Wait.ExpiresAt.Format(time.RFC3339)).WithCode("wait_expired").
+		WithSuggestion("call the tool again if it is still needed")
+}
+
+// expireIfDue ends r now if its wait is over (a late answer or decision
+// gets there before the timer) and says so; nil while it still waits.
+func (s *Service) expireIfDue(ctx context.Context, r *Record, rev uint64) error {
+	if !time.Now().After(r.Wait.ExpiresAt) {
+		return nil
 	}
-	e := r.View().Error
-	return e != nil && e.Code == "wait_expired"
+	s.endExpired(ctx, r, rev)
+	return errWaitExpired(r)
 }
 
 // Resume gives a waiting execution of the caller the answer it waits for
@@ -269,10 +281,9 @@ func (s *Service) Resume(ctx context.Context, caller, id, kind string, answer js
 		case r.Wait.For == tools.WaitApproval:
 			return nil, tools.Errorf(tools.ValidationError, "the execution %s waits for a person's approval, not for an answer", id).
 				WithCode("waits_for_approval").WithSuggestion("an approver decides with POST /approvals/%s", id)
-		case time.Now().After(r.Wait.ExpiresAt):
-			s.endExpired(ctx, r, rev)
-			return nil, tools.Errorf(tools.ValidationError, "the execution %s stopped waiting at %s: its wait expired", id,
-				r.Wait.ExpiresAt.Format(time.RFC3339)).WithCode("wait_expired").WithSuggestion("call the tool again if it is still needed")
+		}
+		if err := s.expireIfDue(ctx, r, rev); err != nil {
+			return nil, err
 		}
 		if err := checkAnswer(r, kind, answer); err != nil {
 			return nil, err
