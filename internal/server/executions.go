@@ -65,11 +65,7 @@ func (s *Server) executeWith(w http.ResponseWriter, r *http.Request, req *dispat
 		if o.pref.async {
 			return s.submitReply(r, req, o.pref)
 		}
-		env := s.opts.Dispatcher.Execute(r.Context(), req)
-		if env.Status == dispatch.StatusWaiting {
-			return s.parked(r, req, env)
-		}
-		return envelopeReply(env, httpStatus(env))
+		return s.runSync(r, req)
 	}
 	s.send(w, r, s.once(r, o, mode, req, lease, readOnly, do))
 }
@@ -214,27 +210,39 @@ func (s *Server) submitBody(w http.ResponseWriter, r *http.Request, body []byte)
 	}
 	info(r).tool = in.Tool
 	o, terr := s.callOptions(r)
+	var req *dispatch.Request
 	if terr == nil {
 		o.pref.async = true
+		req, terr = s.pipelineRequest(r, in.Tool, in.Arguments)
 	}
-	s.executeRequest(w, r, in.Tool, in.Arguments, o, terr)
+	if terr != nil {
+		s.refuse(w, r, in.Tool, dispatch.StatusRejected, terr)
+		return
+	}
+	s.executeWith(w, r, req, o)
 }
 
-// executeRequest builds the pipeline request of an execution route and
-// serves it with its options.
-func (s *Server) executeRequest(w http.ResponseWriter, r *http.Request, tool string, body []byte, o callOptions, terr *tools.Error) {
-	if terr == nil {
-		var timeout time.Duration
-		if timeout, terr = requestedTimeout(r); terr == nil {
-			p := principal(r)
-			req := &dispatch.Request{Tool: tool, Body: body, Unwrap: true, RequestID: info(r).id, Caller: p.Name,
-				Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm"),
-				Lineage: s.opts.Executions.LineageFor(p.Name)}
-			s.executeWith(w, r, req, o)
-			return
-		}
+// pipelineRequest is the dispatch request of a call made over HTTP: the
+// caller, its key's tools, its Toold-Timeout and Toold-Confirm headers.
+func (s *Server) pipelineRequest(r *http.Request, tool string, body []byte) (*dispatch.Request, *tools.Error) {
+	timeout, terr := requestedTimeout(r)
+	if terr != nil {
+		return nil, terr
 	}
-	s.refuse(w, r, tool, dispatch.StatusRejected, terr)
+	p := principal(r)
+	return &dispatch.Request{Tool: tool, Body: body, Unwrap: true, RequestID: info(r).id, Caller: p.Name,
+		Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm"),
+		Lineage: s.opts.Executions.LineageFor(p.Name)}, nil
+}
+
+// runSync runs a call now; one that pauses or waits for an approval is
+// parked and answered 202.
+func (s *Server) runSync(r *http.Request, req *dispatch.Request) *reply {
+	env := s.opts.Dispatcher.Execute(r.Context(), req)
+	if env.Status == dispatch.StatusWaiting {
+		return s.parked(r, req, env)
+	}
+	return envelopeReply(env, httpStatus(env))
 }
 
 // decodeStrict decodes a small JSON request object: strict JSON first

@@ -116,15 +116,11 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, name, dispatch.StatusRejected, terr)
 		return
 	}
-	timeout, terr := requestedTimeout(r)
+	req, terr := s.pipelineRequest(r, name, body)
 	if terr != nil {
 		s.refuse(w, r, name, dispatch.StatusRejected, terr)
 		return
 	}
-	p := principal(r)
-	req := &dispatch.Request{Tool: name, Body: body, Unwrap: true, RequestID: ri.id, Caller: p.Name,
-		Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm"),
-		Lineage: s.opts.Executions.LineageFor(p.Name)}
 	if wantsExecutions(r) {
 		o, terr := s.callOptions(r)
 		if terr != nil {
@@ -135,12 +131,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !wantsStream(r) {
-		env := s.opts.Dispatcher.Execute(r.Context(), req)
-		if env.Status == dispatch.StatusWaiting {
-			s.send(w, r, s.parked(r, req, env))
-			return
-		}
-		s.writeEnvelope(w, r, env)
+		s.send(w, r, s.runSync(r, req))
 		return
 	}
 	stream := newEventStream(w)
