@@ -46,7 +46,8 @@ type BatchItem struct {
 
 // ParseBatch reads a batch body strictly: one JSON object of known fields,
 // 1 to max calls, each naming a tool, ids unique and well-formed,
-// max_parallel within 1..len(calls). Every problem is listed by pointer.
+// max_parallel at most max (0: all at once). Every problem is listed by
+// pointer.
 func ParseBatch(body []byte, max, maxDepth int) (*BatchRequest, *tools.Error) {
 	if _, err := strictjson.Decode(body, maxDepth); err != nil {
 		return nil, tools.Errorf(tools.ValidationError, "the batch is not acceptable JSON: %v", err).WithCode("invalid_json").
@@ -91,7 +92,7 @@ func ParseBatch(body []byte, max, maxDepth int) (*BatchRequest, *tools.Error) {
 		}
 	}
 	if b.MaxParallel < 0 || b.MaxParallel > max {
-		add("/max_parallel", "must be between 1 and %d", max)
+		add("/max_parallel", "must be between 0 (all at once) and %d", max)
 	}
 	if len(fields) > 0 {
 		e := tools.Errorf(tools.ValidationError, "the batch has %d problem(s): %s %s", len(fields), fields[0].Pointer, fields[0].Message)

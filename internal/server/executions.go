@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -55,10 +57,8 @@ func (s *Server) executeWith(w http.ResponseWriter, r *http.Request, req *dispat
 	if o.pref.async {
 		mode = "async"
 	}
-	lease := 10 * time.Second
 	readOnly := false
 	if e, ok := s.opts.Dispatcher.Registry().Lookup(req.Tool); ok {
-		lease += e.Spec.Limits.Timeout
 		readOnly = e.Spec.Effects.ReadOnly
 	}
 	do := func() *reply {
@@ -67,7 +67,19 @@ func (s *Server) executeWith(w http.ResponseWriter, r *http.Request, req *dispat
 		}
 		return s.runSync(r, req)
 	}
-	s.send(w, r, s.once(r, o, mode, req, lease, readOnly, do))
+	s.send(w, r, s.once(r, o, mode, req, s.lease(req.Tool), readOnly, do))
+}
+
+// lease is how long an idempotency or turn claim is held for a request
+// that runs these tools: the longest timeout among them, and 10 s more.
+func (s *Server) lease(toolNames ...string) time.Duration {
+	var longest time.Duration
+	for _, name := range toolNames {
+		if e, ok := s.opts.Dispatcher.Registry().Lookup(name); ok {
+			longest = max(longest, e.Spec.Limits.Timeout)
+		}
+	}
+	return 10*time.Second + longest
 }
 
 // once applies the idempotency key and then the turn around do.
@@ -309,8 +321,8 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 	case terr != nil:
 	case cursor != "" && !executions.ValidID(cursor):
 		terr = badParam("cursor", "is not a cursor this listing returned", "pass the next value of the previous page, or leave it out")
-	case f.Status != "" && !knownStatus(f.Status):
-		terr = badParam("status", "is not an execution status", "use one of pending, running, success, error, timeout, rejected, cancelled, interrupted")
+	case f.Status != "" && !slices.Contains(dispatch.ExecutionStatuses, f.Status):
+		terr = badParam("status", "is not an execution status", "use one of "+statusList())
 	case f.Tool != "" && !tools.NamePattern.MatchString(f.Tool):
 		terr = badParam("tool", "is not a tool name", "use a name GET /tools lists")
 	}
@@ -326,13 +338,13 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-func knownStatus(st dispatch.Status) bool {
-	for _, k := range dispatch.ExecutionStatuses {
-		if k == st {
-			return true
-		}
+// statusList names every execution status, for a suggestion.
+func statusList() string {
+	names := make([]string, len(dispatch.ExecutionStatuses))
+	for i, st := range dispatch.ExecutionStatuses {
+		names[i] = string(st)
 	}
-	return false
+	return strings.Join(names, ", ")
 }
 
 // batch is POST /batch: the calls run now (one document of every envelope
@@ -359,13 +371,11 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	req := &dispatch.Request{Tool: "", Body: body, Caller: p.Name, RequestID: info(r).id}
 	o.turn = "" // a turn's redundancy check is per call, not per batch
-	lease := 10 * time.Second
-	for _, c := range b.Calls {
-		if e, ok := s.opts.Dispatcher.Registry().Lookup(c.Tool); ok {
-			lease = max(lease, 10*time.Second+e.Spec.Limits.Timeout)
-		}
+	names := make([]string, len(b.Calls))
+	for i, c := range b.Calls {
+		names[i] = c.Tool
 	}
-	s.send(w, r, s.once(r, o, mode, req, lease, false, func() *reply {
+	s.send(w, r, s.once(r, o, mode, req, s.lease(names...), false, func() *reply {
 		if !o.pref.async {
 			res := s.opts.Executions.Batch(r.Context(), b, p.Name, info(r).id, p.Allows)
 			data, _ := json.Marshal(res)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -478,8 +477,16 @@ func FuzzParseIdempotencyKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		r := &http.Request{Header: http.Header{"Idempotency-Key": {s}}}
 		k, err := parseIdempotencyKey(r)
-		if err == nil && (k == "" || len(k) > MaxIdempotencyKey) {
+		if err != nil {
+			return
+		}
+		if k == "" || len(k) > MaxIdempotencyKey || strings.ContainsAny(k, "\"\\") || !strings.Contains(s, k) {
 			t.Errorf("%q accepted as %q", s, k)
+		}
+		for _, c := range []byte(k) {
+			if c < 0x20 || c > 0x7e {
+				t.Errorf("%q accepted as %q, which holds byte %#x", s, k, c)
+			}
 		}
 	})
 }
@@ -528,8 +535,6 @@ func FuzzListCursor(f *testing.F) {
 		}
 	})
 }
-
-var _ = fmt.Sprint
 
 // TestStatusTableForExecutions: the codes of the execution routes map to
 // their statuses in the one table.
