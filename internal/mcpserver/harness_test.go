@@ -12,7 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"toold/api"
 	"toold/internal/apitest"
@@ -45,16 +44,13 @@ type harness struct {
 	url  string
 	live *registry.Live
 	mcp  *mcpserver.Server
-	logs *observer.ObservedLogs
 	slow *slowTool
-	exec *executions.Service
 }
 
 type harnessOpts struct {
 	keys    bool
 	origins []string
 	maxBody int64
-	quiet   bool
 	// store runs an embedded state store and the executions service, for
 	// the tools that pause.
 	store bool
@@ -77,7 +73,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 
 // newBenchHarness is the same stack, served in process, logging nothing.
 func newBenchHarness(b *testing.B) http.Handler {
-	_, handler := newStack(b, harnessOpts{quiet: true})
+	_, handler := newStack(b, harnessOpts{})
 	return handler
 }
 
@@ -92,11 +88,7 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 		tb.Fatal(err)
 	}
 	live := registry.NewLive(reg, registry.Options{})
-	core, logs := observer.New(zap.InfoLevel)
-	log := zap.New(core)
-	if o.quiet {
-		log = zap.NewNop()
-	}
+	log := zap.NewNop()
 	san, err := sanitize.New(sanitize.Config{}, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -142,7 +134,7 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &harness{live: live, mcp: ms, logs: logs, slow: slow, exec: ex}, srv.Handler()
+	return &harness{live: live, mcp: ms, slow: slow}, srv.Handler()
 }
 
 // bearer adds a key to every request, through the contract checker.

@@ -285,7 +285,8 @@ func TestConfirmation(t *testing.T) {
 			t.Fatalf("first call: %v %v", err, res)
 		}
 		tok, _ := res.Meta["toold/confirm_token"].(string)
-		if tok == "" || res.Meta["toold/confirm_expires_at"] == "" {
+		exp, _ := res.Meta["toold/confirm_expires_at"].(string)
+		if _, err := time.Parse(time.RFC3339, exp); tok == "" || err != nil {
 			t.Fatalf("no token in _meta: %v", res.Meta)
 		}
 		other, err := callTool(t, cs, "danger", map[string]any{"what": "y"}, mcp.Meta{"toold/confirm_token": tok})

@@ -180,10 +180,11 @@ type message struct {
 // is left to the SDK alone. A stateless server's SDK cannot route a
 // cancellation to a call made in another request (it would even close the
 // notification's temporary session before reading it), so toold does.
+//
+// Every body is decoded: a method name may be written with escapes
+// ("tools\/call"), so no byte search can tell which bodies to skip, and
+// the large bodies are tool calls, which are decoded anyway.
 func peek(body []byte) message {
-	if !bytes.Contains(body, []byte(`"tools/call"`)) && !bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
-		return message{}
-	}
 	var m struct {
 		Method string          `json:"method"`
 		ID     json.RawMessage `json:"id"`
