@@ -163,13 +163,7 @@ func (env *Envelope) fail(status Status, te *tools.Error) {
 	}
 }
 
+// retryable: the error says so, or it is an overload or a timeout.
 func retryable(te *tools.Error) bool {
-	if te.Retryable {
-		return true
-	}
-	switch te.Kind {
-	case tools.OverloadError, tools.TimeoutError:
-		return true
-	}
-	return te.Retryable
+	return te.Retryable || te.Kind == tools.OverloadError || te.Kind == tools.TimeoutError
 }

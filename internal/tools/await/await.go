@@ -61,8 +61,8 @@ func RequestUserInput() tools.Tool {
 		Effects:  tools.Effects{ReadOnly: true},
 		Examples: []tools.Example{{Description: "a choice", Arguments: []byte(`{"prompt":"Which branch should I deploy?","choices":["main","release"]}`)}},
 	}, func(ctx context.Context, call *tools.Call, in InputIn) (InputOut, error) {
-		if call.Resume != nil {
-			return InputOut{Answer: call.Resume.Answer}, nil
+		if answer, ok, err := tools.Resumed[json.RawMessage](call); ok {
+			return InputOut{Answer: answer}, err
 		}
 		if len(in.Schema) > 0 {
 			// The answer is held to it when it comes; a schema that cannot

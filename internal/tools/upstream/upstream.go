@@ -411,10 +411,11 @@ func (s *server) list(ctx context.Context, sess *mcp.ClientSession) error {
 		}
 		ts = append(ts, pt)
 	}
-	for _, err := range s.m.opts.SetTools(s.cfg.Name, ts) {
+	refused := s.m.opts.SetTools(s.cfg.Name, ts) // one error a tool the registry refused
+	for _, err := range refused {
 		s.log.Warn("skipping an upstream tool", zap.Error(err))
 	}
-	s.m.metrics.tools.WithLabelValues(s.cfg.Name).Set(float64(len(ts)))
+	s.m.metrics.tools.WithLabelValues(s.cfg.Name).Set(float64(len(ts) - len(refused)))
 	return nil
 }
 

@@ -39,6 +39,12 @@ type rig struct {
 
 func newRig(t *testing.T, cfgs ...Config) *rig {
 	t.Helper()
+	return newRigBackoff(t, 20*time.Millisecond, 200*time.Millisecond, cfgs...)
+}
+
+// newRigBackoff is newRig with the reconnect backoff given.
+func newRigBackoff(t *testing.T, minBackoff, maxBackoff time.Duration, cfgs ...Config) *rig {
+	t.Helper()
 	first, err := registry.New(registry.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +69,7 @@ func newRig(t *testing.T, cfgs ...Config) *rig {
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	r.m, err = New(cfgs, Options{SetTools: r.live.SetSource, Commands: cs, Logger: log, Registerer: r.metrics,
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+		MinBackoff: minBackoff, MaxBackoff: maxBackoff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,15 +217,14 @@ func TestCrashMidCall(t *testing.T) {
 // TestDownServerRefusesWithRetryAfter: while a server is away, its tools
 // answer overload_error upstream_unavailable with a retry hint (503).
 func TestDownServerRefusesWithRetryAfter(t *testing.T) {
-	r := newRig(t, peer(t, "p", "sdk"))
+	// A backoff of 3 s: the reconnect comes 1.5 to 3 s after the loss,
+	// time enough to call the server while it is down.
+	r := newRigBackoff(t, 3*time.Second, 3*time.Second, peer(t, "p", "sdk"))
 	s := r.m.servers[0]
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
-	// Kill the process under the session: calls see it gone.
-	s.mu.Lock()
-	s.retryAt = time.Now().Add(time.Hour) // hold the reconnect back while we look
-	s.mu.Unlock()
+	// Close the session under the server: calls see it gone.
 	_ = sess.Close()
 	waitFor(t, "the server to be down", 5*time.Second, func() bool { return r.m.States()["p"] == "down" })
 	env := r.call("p.echo", `{"message":"x"}`)
@@ -348,6 +353,9 @@ func TestToolsThatCannotBeServed(t *testing.T) {
 	r := newRig(t, c)
 	if got := strings.Join(r.tools(), " "); got != "c.ok" {
 		t.Errorf("served %q, want only c.ok", got)
+	}
+	if got := testutil.ToFloat64(r.m.metrics.tools.WithLabelValues("c")); got != 1 {
+		t.Errorf("toold_mcp_upstream_tools{server=c} = %v, want the 1 tool served", got)
 	}
 	warned := ""
 	for _, e := range r.logs.FilterMessage("skipping an upstream tool").All() {
