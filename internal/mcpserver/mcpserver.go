@@ -180,7 +180,7 @@ func (s *Server) hasOutputSchema(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.served[name]
-	return e != nil && e.MCP().OutputSchema != nil
+	return e != nil && e.ObjectOutput()
 }
 
 // logCall writes the call's line, with the fields of REST's access line:

@@ -246,10 +246,16 @@ func (e *Entry) MCP() MCPTool {
 		d := s.Effects.Destructive || s.RequiresConfirmation
 		t.Annotations.DestructiveHint = &d
 	}
-	if e.output != nil && e.output.Types != nil && e.output.Types.ToStrings()[0] == "object" {
+	if e.ObjectOutput() {
 		t.OutputSchema = s.Output
 	}
 	return t
+}
+
+// ObjectOutput reports whether the tool declares an object result, which
+// MCP serves as the tool's outputSchema (MCP allows only objects there).
+func (e *Entry) ObjectOutput() bool {
+	return e.output != nil && e.output.Types != nil && e.output.Types.ToStrings()[0] == "object"
 }
 
 func mcpItem(e *Entry) any { return e.MCP() }
