@@ -273,7 +273,7 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (*Record, error
 			if r.Status == dispatch.StatusWaiting {
 				when = "while it waited for " + waitNoun(r.Wait.For)
 			}
-			done := s.final(r, dispatch.StatusCancelled, cancelledEnvelope(r, caller, when))
+			done := s.final(r, dispatch.StatusCancelled, cancelledEnvelope(r, when))
 			if _, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev); errors.Is(err, state.ErrConflict) {
 				continue // it started meanwhile
 			} else if err != nil {
@@ -299,11 +299,12 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (*Record, error
 	return nil, StoreError(state.ErrUnavailable)
 }
 
-func cancelledEnvelope(r *Record, by, when string) *dispatch.Envelope {
-	te := tools.Errorf(tools.SystemError, "the execution was cancelled by %s %s", by, when).WithCode("cancelled").
+// cancelledEnvelope ends an execution its caller cancelled (only the
+// caller's key can), saying when.
+func cancelledEnvelope(r *Record, when string) *dispatch.Envelope {
+	te := tools.Errorf(tools.SystemError, "the execution was cancelled by %s %s", r.Caller, when).WithCode("cancelled").
 		WithSuggestion("submit it again if it is still needed")
-	env := dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusCancelled, te)
-	return env
+	return dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusCancelled, te)
 }
 
 // Filter selects executions in List.

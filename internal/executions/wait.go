@@ -182,7 +182,7 @@ func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 			}
 			cur, derr := decodeRecord(b)
 			if derr == nil && cur.CancelRequested {
-				s.settle(ctx, msg, r, nrev, dispatch.StatusCancelled, cancelledEnvelope(r, r.Caller, "while it ran"))
+				s.settle(ctx, msg, r, nrev, dispatch.StatusCancelled, cancelledEnvelope(r, "while it ran"))
 				return
 			}
 			rev = nrev

@@ -140,7 +140,7 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 			s.waited(ctx, msg, r, rev)
 			return
 		case r.Status == dispatch.StatusRunning && r.CancelRequested:
-			s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, r.Caller, "while its replica was lost"))
+			s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, "while its replica was lost"))
 			return
 		case r.Status == dispatch.StatusRunning && !s.rerunnable(r):
 			s.settle(ctx, msg, r, rev, dispatch.StatusInterrupted, interruptedEnvelope(r))
