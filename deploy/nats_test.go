@@ -20,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"toold/internal/state/statetest"
 )
@@ -89,15 +91,7 @@ func TestNATSManifests(t *testing.T) {
 		t.Error("the toold Service selects the NATS pods")
 	}
 	selects(t, "NATS NetworkPolicy client ingress from toold", m.netpol.Spec.Ingress[0].From[0].PodSelector, toold)
-	egress := false
-	for _, e := range base.netpol.Spec.Egress {
-		for _, to := range e.To {
-			if to.PodSelector != nil && labelsMatch(to.PodSelector.MatchLabels, pod) {
-				egress = slices.ContainsFunc(e.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntValue() == 4222 })
-			}
-		}
-	}
-	if !egress {
+	if !egressTo(base.netpol, pod, 4222) {
 		t.Error("the toold NetworkPolicy lets toold reach no NATS pod on 4222")
 	}
 
@@ -128,6 +122,52 @@ func TestNATSManifests(t *testing.T) {
 	}
 	if cfg.State.NATS.Replicas > int(*m.sts.Spec.Replicas) || !strings.Contains(conf, "user: "+cfg.State.NATS.User) {
 		t.Errorf("state.nats: replicas %d for %d servers, user %q not in nats.conf", cfg.State.NATS.Replicas, *m.sts.Spec.Replicas, cfg.State.NATS.User)
+	}
+}
+
+// egressTo reports whether some egress rule of np lets its pods reach pods
+// with the labels l on port: any one rule suffices, whatever the others
+// say.
+func egressTo(np *networkingv1.NetworkPolicy, l map[string]string, port int) bool {
+	reach := false
+	for _, e := range np.Spec.Egress {
+		for _, to := range e.To {
+			if to.PodSelector != nil && labelsMatch(to.PodSelector.MatchLabels, l) {
+				reach = reach || slices.ContainsFunc(e.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntValue() == port })
+			}
+		}
+	}
+	return reach
+}
+
+// TestEgressTo: a later rule to the same pods on another port does not
+// hide an earlier rule on the port asked for, and no rule on it is no
+// reach.
+func TestEgressTo(t *testing.T) {
+	nats := map[string]string{"app.kubernetes.io/name": "nats"}
+	rule := func(port int) networkingv1.NetworkPolicyEgressRule {
+		p := intstr.FromInt32(int32(port))
+		return networkingv1.NetworkPolicyEgressRule{
+			To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: nats}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Port: &p}},
+		}
+	}
+	policy := func(rules ...networkingv1.NetworkPolicyEgressRule) *networkingv1.NetworkPolicy {
+		return &networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{Egress: rules}}
+	}
+	for _, tt := range []struct {
+		name string
+		np   *networkingv1.NetworkPolicy
+		want bool
+	}{
+		{"4222 then 8222", policy(rule(4222), rule(8222)), true},
+		{"8222 then 4222", policy(rule(8222), rule(4222)), true},
+		{"8222 only", policy(rule(8222)), false},
+		{"no egress", policy(), false},
+	} {
+		if got := egressTo(tt.np, nats, 4222); got != tt.want {
+			t.Errorf("%s: egressTo = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 
