@@ -81,13 +81,13 @@ func TestNATSManifests(t *testing.T) {
 	for _, tsc := range m.sts.Spec.Template.Spec.TopologySpreadConstraints {
 		selects(t, "topologySpreadConstraints", tsc.LabelSelector, pod)
 	}
-	selectsMap(t, "Service", m.svc.Spec.Selector, pod)
+	selects(t, "Service", mapSelector(m.svc.Spec.Selector), pod)
 	if m.sts.Spec.ServiceName != m.svc.Name || m.svc.Spec.ClusterIP != "None" {
 		t.Errorf("the StatefulSet's serviceName %q must be the headless Service %q", m.sts.Spec.ServiceName, m.svc.Name)
 	}
 	base := renderBase(t)
 	toold := base.deployment.Spec.Template.Labels
-	if sel := labelsOf(base.service.Spec.Selector); sel.Matches(pod) {
+	if selectorMatches(mapSelector(base.service.Spec.Selector), pod) == nil {
 		t.Error("the toold Service selects the NATS pods")
 	}
 	selects(t, "NATS NetworkPolicy client ingress from toold", m.netpol.Spec.Ingress[0].From[0].PodSelector, toold)
@@ -132,7 +132,7 @@ func egressTo(np *networkingv1.NetworkPolicy, l map[string]string, port int) boo
 	reach := false
 	for _, e := range np.Spec.Egress {
 		for _, to := range e.To {
-			if to.PodSelector != nil && labelsMatch(to.PodSelector.MatchLabels, l) {
+			if selectorMatches(to.PodSelector, l) == nil {
 				reach = reach || slices.ContainsFunc(e.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntValue() == port })
 			}
 		}
@@ -170,28 +170,6 @@ func TestEgressTo(t *testing.T) {
 		}
 	}
 }
-
-func selectsMap(t testing.TB, what string, sel, l map[string]string) {
-	t.Helper()
-	if len(sel) == 0 || !labelsMatch(sel, l) {
-		t.Errorf("%s: selector %v does not match the labels %v", what, sel, l)
-	}
-}
-
-func labelsMatch(sel, l map[string]string) bool {
-	for k, v := range sel {
-		if l[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-type labelMatcher map[string]string
-
-func (m labelMatcher) Matches(l map[string]string) bool { return len(m) > 0 && labelsMatch(m, l) }
-
-func labelsOf(sel map[string]string) labelMatcher { return labelMatcher(sel) }
 
 // natsEnv is the environment the StatefulSet gives nats-server.
 func natsEnv(password string) []string {
