@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -215,7 +214,7 @@ func startNATS(t *testing.T) *liveNATS {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	client, monitor := freePort(t), freePort(t)
+	client, monitor := statetest.FreePort(t), statetest.FreePort(t)
 	conf := m.config.Data["nats.conf"]
 	for old, new := range map[string]string{
 		"listen: 0.0.0.0:4222": fmt.Sprintf("listen: 127.0.0.1:%d", client),
@@ -232,31 +231,14 @@ func startNATS(t *testing.T) *liveNATS {
 	password := exampleSecrets(t)[natsSecret][natsSecretKey]
 	cmd := exec.Command(bin, "-c", filepath.Join(dir, "nats.conf"))
 	cmd.Env = natsEnv(password)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	ready, exited := make(chan struct{}), make(chan struct{})
-	log := &syncBuffer{}
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(stderr)
-		closed := false
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if !closed && strings.Contains(sc.Text(), "Server is ready") {
-				close(ready)
-				closed = true
-			}
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
-	}()
-	select {
-	case <-ready:
-	case <-exited:
-		t.Fatalf("nats-server exited on deploy/nats's configuration:\n%s", log)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("nats-server did not start on deploy/nats's configuration:\n%s", log)
+	})
+	if err := statetest.StartReady(cmd); err != nil {
+		t.Fatalf("deploy/nats's configuration: %v", err)
 	}
 	probe := m.sts.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Path
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", monitor, probe))
@@ -265,16 +247,6 @@ func startNATS(t *testing.T) *liveNATS {
 	}
 	resp.Body.Close()
 	return &liveNATS{url: fmt.Sprintf("nats://127.0.0.1:%d", client), password: password}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // TestTooldRefusedWithoutTheNATSPassword: the NATS side really enforces
