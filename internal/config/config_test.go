@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"toold/internal/auth"
 	"toold/internal/tools"
 )
 
@@ -298,5 +300,27 @@ consult:
 		if !strings.Contains(got[path], say) {
 			t.Errorf("%s: %q, want it to say %q (all: %v)", path, got[path], say, got)
 		}
+	}
+}
+
+// TestRolesAreAuthRoles: a key's roles are checked against auth.Roles, the
+// one list of roles: each is accepted, and an unknown one is refused at
+// its path, naming them all.
+func TestRolesAreAuthRoles(t *testing.T) {
+	names := make([]string, len(auth.Roles))
+	for i, r := range auth.Roles {
+		names[i] = string(r)
+	}
+	key := func(roles ...string) string {
+		return fmt.Sprintf("auth:\n  keys:\n    - {name: ci, sha256: %s, tools: [\"*\"], roles: [%s]}\n",
+			strings.Repeat("a", 64), strings.Join(roles, ", "))
+	}
+	if _, err := Load(write(t, key(names...)), env(nil)); err != nil {
+		t.Errorf("every role of auth.Roles: %v", err)
+	}
+	_, err := Load(write(t, key(names[0], "root")), env(nil))
+	got := problemMap(t, err)["auth.keys.0.roles.1"]
+	if want := `"root" is not one of: ` + strings.Join(names, ", "); got != want {
+		t.Errorf("an unknown role: %q, want %q (all: %v)", got, want, err)
 	}
 }

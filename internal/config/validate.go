@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
 
+	"toold/internal/auth"
 	"toold/internal/sanitize"
 	"toold/internal/tools"
 	"toold/internal/tools/consult"
@@ -32,6 +34,9 @@ func (c *Config) Validate() error {
 	})
 	_ = v.RegisterValidation("tool_name", func(fl validator.FieldLevel) bool {
 		return tools.NamePattern.MatchString(fl.Field().String())
+	})
+	_ = v.RegisterValidation("role", func(fl validator.FieldLevel) bool {
+		return slices.Contains(auth.Roles, auth.Role(fl.Field().String()))
 	})
 	var verrs validator.ValidationErrors
 	if err := v.Struct(c); errors.As(err, &verrs) {
@@ -126,8 +131,19 @@ func ruleMessage(fe validator.FieldError) string {
 		return "must be hexadecimal (toold -hash-key prints a key's SHA-256)"
 	case "url":
 		return fmt.Sprintf("%q is not a URL such as https://app.example", fe.Value())
+	case "role":
+		return fmt.Sprintf("%q is not one of: %s", fe.Value(), roleList())
 	case "tool_name":
 		return fmt.Sprintf("%q is not a valid tool name (%s)", fe.Value(), tools.NamePattern)
 	}
 	return fmt.Sprintf("fails the %q rule", fe.Tag())
+}
+
+// roleList is every role, as the "role" rule's message names them.
+func roleList() string {
+	names := make([]string, len(auth.Roles))
+	for i, r := range auth.Roles {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
 }
