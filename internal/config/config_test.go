@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"toold/internal/auth"
+	"toold/internal/problems"
 	"toold/internal/tools"
 )
 
@@ -322,5 +324,25 @@ func TestRolesAreAuthRoles(t *testing.T) {
 	got := problemMap(t, err)["auth.keys.0.roles.1"]
 	if want := `"root" is not one of: ` + strings.Join(names, ", "); got != want {
 		t.Errorf("an unknown role: %q, want %q (all: %v)", got, want, err)
+	}
+}
+
+// TestAddSection: a section's listed problems land each at its path, and
+// an error that lists none is kept whole at the section, not dropped.
+func TestAddSection(t *testing.T) {
+	list := &problems.List{Section: "consult"}
+	list.Add("routing.assertion[1]", "not configured")
+	list.Add("synthesis", "not configured either")
+	probs := &Error{}
+	probs.addSection("consult", list.Err())
+	probs.addSection("consult", fmt.Errorf("wrapped: %w", errors.New("not a list")))
+	probs.addSection("consult", nil)
+	want := []Problem{
+		{"consult.routing.assertion[1]", "not configured"},
+		{"consult.synthesis", "not configured either"},
+		{"consult", "wrapped: not a list"},
+	}
+	if diff := cmp.Diff(want, probs.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

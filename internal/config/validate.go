@@ -14,7 +14,6 @@ import (
 	"toold/internal/auth"
 	"toold/internal/sanitize"
 	"toold/internal/tools"
-	"toold/internal/tools/consult"
 )
 
 // Validate checks the configuration as toold will run it (after flags are
@@ -74,17 +73,31 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	var ce *consult.ConfigError
-	if err := c.Consult.Check(); errors.As(err, &ce) {
-		for _, p := range ce.Problems {
-			probs.add("consult."+p.Path, "%s", p.Message)
-		}
-	}
+	probs.addSection("consult", c.Consult.Check())
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {
 		probs.add("listen", "%q is not a loopback address and no auth keys are configured; "+
 			"add auth.keys, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)
 	}
 	return probs.orNil()
+}
+
+// addSection adds a section's error (consult.Config.Check's): each
+// problem at its path in the section when the error lists them, else the
+// whole error at the section, so that no error is lost.
+func (e *Error) addSection(section string, err error) {
+	if err == nil {
+		return
+	}
+	var list interface {
+		EachProblem(func(path, message string))
+	}
+	if !errors.As(err, &list) {
+		e.add(section, "%v", err)
+		return
+	}
+	list.EachProblem(func(path, message string) {
+		e.add(section+"."+path, "%s", message)
+	})
 }
 
 func (a AuthConfig) enabled() bool { return len(a.Keys) > 0 }
