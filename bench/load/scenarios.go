@@ -108,6 +108,13 @@ func restOK(r reply) bool { return r.status == 200 && bytes.Contains(r.body, []b
 // compare drives the targets alternately with the same closed-loop
 // generator, after a warm-up of each, and prints their req/s and latency.
 func compare(o options, title string, targets []target) ([]*stats, error) {
+	return compareAround(o, title, targets, nil)
+}
+
+// compareAround is compare calling around, when set, just before each
+// measured round (round 0 the first) of targets[i], and what it returns
+// just after: for figures of the round besides the generator's.
+func compareAround(o options, title string, targets []target, around func(i, round int) (after func())) ([]*stats, error) {
 	total := make([]*stats, len(targets))
 	for i := range total {
 		total[i] = &stats{}
@@ -117,12 +124,17 @@ func compare(o options, title string, targets []target) ([]*stats, error) {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
-	for range o.rounds {
+	for round := range o.rounds {
 		for i, t := range targets {
+			after := func() {}
+			if around != nil {
+				after = around(i, round)
+			}
 			s, err := closedLoop(t.addr, t.req, o.conns, o.round, t.ok)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", t.name, err)
 			}
+			after()
 			total[i].n += s.n
 			total[i].elapsed += s.elapsed
 			total[i].errs += s.errs
