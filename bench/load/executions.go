@@ -69,25 +69,24 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 // (submit, then GET ?wait until the end), and with the one-request form.
 func asyncLatency(td *server) error {
 	const conns, d = 8, 3 * time.Second
-	okEcho := func(r reply) bool { return r.status == 200 && bytes.Contains(r.body, []byte(`"success":true`)) }
-	sync, err := closedLoop(td.addr, request(td.addr, "/tools/echo/execute", echoBody), conns, d, okEcho)
+	sync, err := closedLoop(td.addr, request(td.addr, "/tools/echo/execute", echoBody), conns, d, restOK)
 	if err != nil {
 		return err
 	}
 	submit := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async")
-	twoStep, err := loop(td.addr, conns, d, func(c *conn, end time.Time) bool {
+	twoStep, err := loop(td.addr, conns, d, func(c *conn, end time.Time) (bool, error) {
 		rep, err := c.do(submit, end.Add(10*time.Second))
 		if err != nil || rep.status != 202 || rep.location == "" {
-			return false
+			return false, nil
 		}
 		rep, err = c.do(requestWith("GET", td.addr, rep.location+"?wait=10s", nil), end.Add(10*time.Second))
-		return err == nil && okEcho(rep)
+		return err == nil && restOK(rep), nil
 	})
 	if err != nil {
 		return err
 	}
 	waitForm := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async, wait=10")
-	oneStep, err := closedLoop(td.addr, waitForm, conns, d, okEcho)
+	oneStep, err := closedLoop(td.addr, waitForm, conns, d, restOK)
 	if err != nil {
 		return err
 	}
@@ -104,39 +103,6 @@ func asyncLatency(td *server) error {
 	fmt.Printf("\nasync/sync p50: %.2fx submit+GET, %.2fx one request (target <= 2x)\n",
 		float64(pct(twoStep.lat, .5))/float64(pct(sync.lat, .5)), float64(pct(oneStep.lat, .5))/float64(pct(sync.lat, .5)))
 	return nil
-}
-
-// loop runs step on conns connections until d passes, timing each step.
-func loop(addr string, conns int, d time.Duration, step func(c *conn, end time.Time) bool) (*stats, error) {
-	var mu sync.Mutex
-	all := &stats{}
-	var wg sync.WaitGroup
-	start := time.Now()
-	end := start.Add(d)
-	for range conns {
-		c, err := dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		wg.Go(func() {
-			defer c.close()
-			var lat []time.Duration
-			bad := 0
-			for time.Now().Before(end) {
-				t0 := time.Now()
-				if !step(c, end) {
-					bad++
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			mu.Lock()
-			all.lat, all.errs = append(all.lat, lat...), all.errs+bad
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	all.elapsed, all.n = time.Since(start), len(all.lat)
-	return all, nil
 }
 
 // manyAsync submits n async echo executions from 32 connections, then

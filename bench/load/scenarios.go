@@ -37,6 +37,19 @@ func pct(lat []time.Duration, p float64) time.Duration {
 // closedLoop runs conns connections, each sending the next request as soon
 // as the last answer arrived, for d; ok judges each answer.
 func closedLoop(addr string, req []byte, conns int, d time.Duration, ok func(reply) bool) (*stats, error) {
+	return loop(addr, conns, d, func(c *conn, end time.Time) (bool, error) {
+		rep, err := c.do(req, end.Add(10*time.Second))
+		if err != nil {
+			return false, err
+		}
+		return ok(rep), nil
+	})
+}
+
+// loop runs conns connections, each starting the next step as soon as the
+// last ended, for d, timing each step; a step that fails (false) is a bad
+// answer, one that errs ends the run with its error.
+func loop(addr string, conns int, d time.Duration, step func(c *conn, end time.Time) (bool, error)) (*stats, error) {
 	var mu sync.Mutex
 	all := &stats{}
 	var wg sync.WaitGroup
@@ -54,13 +67,13 @@ func closedLoop(addr string, req []byte, conns int, d time.Duration, ok func(rep
 			bad := 0
 			for time.Now().Before(end) {
 				t0 := time.Now()
-				rep, err := c.do(req, end.Add(10*time.Second))
+				ok, err := step(c, end)
 				if err != nil {
 					errc <- err
 					return
 				}
 				lat = append(lat, time.Since(t0))
-				if !ok(rep) {
+				if !ok {
 					bad++
 				}
 			}
