@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,18 +103,30 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 // selector, which selects everything, counts as a mistake here.
 func selects(t testing.TB, what string, sel *metav1.LabelSelector, l map[string]string) {
 	t.Helper()
+	if err := selectorMatches(sel, l); err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
+}
+
+// selectorMatches says why sel does not select objects with the labels l,
+// or nil when it does; an empty selector is one reason.
+func selectorMatches(sel *metav1.LabelSelector, l map[string]string) error {
 	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
-		t.Errorf("%s: empty selector (selects every pod of the namespace)", what)
-		return
+		return errors.New("empty selector (selects every pod of the namespace)")
 	}
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
-		t.Errorf("%s: %v", what, err)
-		return
+		return err
 	}
 	if !s.Matches(labels.Set(l)) {
-		t.Errorf("%s: selector %q does not match the labels %v", what, s, l)
+		return fmt.Errorf("selector %q does not match the labels %v", s, l)
 	}
+	return nil
+}
+
+// mapSelector is a Service's selector as a LabelSelector.
+func mapSelector(sel map[string]string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: sel}
 }
 
 func TestSelectorsMatchLabels(t *testing.T) {
@@ -129,7 +142,7 @@ func TestSelectorsMatchLabels(t *testing.T) {
 	if len(m.service.Spec.Selector) == 0 {
 		t.Error("Service: no selector")
 	}
-	selects(t, "Service .spec.selector", &metav1.LabelSelector{MatchLabels: m.service.Spec.Selector}, pod)
+	selects(t, "Service .spec.selector", mapSelector(m.service.Spec.Selector), pod)
 	for _, p := range m.service.Spec.Ports {
 		if _, ok := containerPort(c, p.TargetPort); !ok {
 			t.Errorf("Service port %q: targetPort %s is no port of the container", p.Name, p.TargetPort.String())

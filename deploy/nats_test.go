@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -20,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"toold/internal/state/statetest"
 )
@@ -79,25 +80,17 @@ func TestNATSManifests(t *testing.T) {
 	for _, tsc := range m.sts.Spec.Template.Spec.TopologySpreadConstraints {
 		selects(t, "topologySpreadConstraints", tsc.LabelSelector, pod)
 	}
-	selectsMap(t, "Service", m.svc.Spec.Selector, pod)
+	selects(t, "Service", mapSelector(m.svc.Spec.Selector), pod)
 	if m.sts.Spec.ServiceName != m.svc.Name || m.svc.Spec.ClusterIP != "None" {
 		t.Errorf("the StatefulSet's serviceName %q must be the headless Service %q", m.sts.Spec.ServiceName, m.svc.Name)
 	}
 	base := renderBase(t)
 	toold := base.deployment.Spec.Template.Labels
-	if sel := labelsOf(base.service.Spec.Selector); sel.Matches(pod) {
+	if selectorMatches(mapSelector(base.service.Spec.Selector), pod) == nil {
 		t.Error("the toold Service selects the NATS pods")
 	}
 	selects(t, "NATS NetworkPolicy client ingress from toold", m.netpol.Spec.Ingress[0].From[0].PodSelector, toold)
-	egress := false
-	for _, e := range base.netpol.Spec.Egress {
-		for _, to := range e.To {
-			if to.PodSelector != nil && labelsMatch(to.PodSelector.MatchLabels, pod) {
-				egress = slices.ContainsFunc(e.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntValue() == 4222 })
-			}
-		}
-	}
-	if !egress {
+	if !egressTo(base.netpol, pod, 4222) {
 		t.Error("the toold NetworkPolicy lets toold reach no NATS pod on 4222")
 	}
 
@@ -131,27 +124,51 @@ func TestNATSManifests(t *testing.T) {
 	}
 }
 
-func selectsMap(t testing.TB, what string, sel, l map[string]string) {
-	t.Helper()
-	if len(sel) == 0 || !labelsMatch(sel, l) {
-		t.Errorf("%s: selector %v does not match the labels %v", what, sel, l)
-	}
-}
-
-func labelsMatch(sel, l map[string]string) bool {
-	for k, v := range sel {
-		if l[k] != v {
-			return false
+// egressTo reports whether some egress rule of np lets its pods reach pods
+// with the labels l on port: any one rule suffices, whatever the others
+// say.
+func egressTo(np *networkingv1.NetworkPolicy, l map[string]string, port int) bool {
+	reach := false
+	for _, e := range np.Spec.Egress {
+		for _, to := range e.To {
+			if selectorMatches(to.PodSelector, l) == nil {
+				reach = reach || slices.ContainsFunc(e.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port.IntValue() == port })
+			}
 		}
 	}
-	return true
+	return reach
 }
 
-type labelMatcher map[string]string
-
-func (m labelMatcher) Matches(l map[string]string) bool { return len(m) > 0 && labelsMatch(m, l) }
-
-func labelsOf(sel map[string]string) labelMatcher { return labelMatcher(sel) }
+// TestEgressTo: a later rule to the same pods on another port does not
+// hide an earlier rule on the port asked for, and no rule on it is no
+// reach.
+func TestEgressTo(t *testing.T) {
+	nats := map[string]string{"app.kubernetes.io/name": "nats"}
+	rule := func(port int) networkingv1.NetworkPolicyEgressRule {
+		p := intstr.FromInt32(int32(port))
+		return networkingv1.NetworkPolicyEgressRule{
+			To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: nats}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Port: &p}},
+		}
+	}
+	policy := func(rules ...networkingv1.NetworkPolicyEgressRule) *networkingv1.NetworkPolicy {
+		return &networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{Egress: rules}}
+	}
+	for _, tt := range []struct {
+		name string
+		np   *networkingv1.NetworkPolicy
+		want bool
+	}{
+		{"4222 then 8222", policy(rule(4222), rule(8222)), true},
+		{"8222 then 4222", policy(rule(8222), rule(4222)), true},
+		{"8222 only", policy(rule(8222)), false},
+		{"no egress", policy(), false},
+	} {
+		if got := egressTo(tt.np, nats, 4222); got != tt.want {
+			t.Errorf("%s: egressTo = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
 
 // natsEnv is the environment the StatefulSet gives nats-server.
 func natsEnv(password string) []string {
@@ -197,7 +214,7 @@ func startNATS(t *testing.T) *liveNATS {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	client, monitor := freePort(t), freePort(t)
+	client, monitor := statetest.FreePort(t), statetest.FreePort(t)
 	conf := m.config.Data["nats.conf"]
 	for old, new := range map[string]string{
 		"listen: 0.0.0.0:4222": fmt.Sprintf("listen: 127.0.0.1:%d", client),
@@ -214,31 +231,14 @@ func startNATS(t *testing.T) *liveNATS {
 	password := exampleSecrets(t)[natsSecret][natsSecretKey]
 	cmd := exec.Command(bin, "-c", filepath.Join(dir, "nats.conf"))
 	cmd.Env = natsEnv(password)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	ready, exited := make(chan struct{}), make(chan struct{})
-	log := &syncBuffer{}
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(stderr)
-		closed := false
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if !closed && strings.Contains(sc.Text(), "Server is ready") {
-				close(ready)
-				closed = true
-			}
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
-	}()
-	select {
-	case <-ready:
-	case <-exited:
-		t.Fatalf("nats-server exited on deploy/nats's configuration:\n%s", log)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("nats-server did not start on deploy/nats's configuration:\n%s", log)
+	})
+	if err := statetest.StartReady(cmd); err != nil {
+		t.Fatalf("deploy/nats's configuration: %v", err)
 	}
 	probe := m.sts.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Path
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", monitor, probe))
@@ -247,16 +247,6 @@ func startNATS(t *testing.T) *liveNATS {
 	}
 	resp.Body.Close()
 	return &liveNATS{url: fmt.Sprintf("nats://127.0.0.1:%d", client), password: password}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // TestTooldRefusedWithoutTheNATSPassword: the NATS side really enforces

@@ -14,7 +14,8 @@ import (
 // executions measures what the state store costs and what it gives:
 //
 //  1. sync echo throughput with the store on (events and audit recorded)
-//     and off, alternating, same generator: the store must cost <= 5%;
+//     and off, alternating, same generator, each warmed up first: the
+//     store must cost <= 5%;
 //  2. async submit-to-result latency against a sync call's, at the same
 //     concurrency: submit (202) then GET ?wait, and the one-request form
 //     Prefer: respond-async, wait=N;
@@ -28,46 +29,26 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 	}
 	defer off.stop()
 	offIdle := off.rss()
-	echo := func(addr string) []byte { return request(addr, "/tools/echo/execute", echoBody) }
-	okEcho := func(r reply) bool { return r.status == 200 && bytes.Contains(r.body, []byte(`"success":true`)) }
-
-	fmt.Printf("\n## Executions and the state store\n\n")
-	var onS, offS stats
-	cpu := map[*server]time.Duration{}
-	for round := range o.rounds {
-		for _, t := range []struct {
-			s    *server
-			into *stats
-		}{{off, &offS}, {on, &onS}} {
-			if round == 0 && o.profile != "" {
-				name := o.profile + ".off"
-				if t.s == on {
-					name = o.profile
-				}
-				go saveProfile(t.s.admin, o.round, name)
-			}
-			c0 := t.s.cpu()
-			s, err := closedLoop(t.s.addr, echo(t.s.addr), o.conns, o.round, okEcho)
-			if err != nil {
-				return err
-			}
-			cpu[t.s] += t.s.cpu() - c0
-			t.into.n, t.into.elapsed, t.into.errs = t.into.n+s.n, t.into.elapsed+s.elapsed, t.into.errs+s.errs
-			t.into.lat = append(t.into.lat, s.lat...)
+	servers := []*server{off, on}
+	profiles := []string{o.profile + ".off", o.profile}
+	cpu := make([]time.Duration, len(servers))
+	total, err := compareAround(o, "Executions and the state store: sync echo, store off and on", []target{
+		{"store off (state.enabled: false)", off.addr, request(off.addr, "/tools/echo/execute", echoBody), restOK},
+		{"store on (embedded; events + audit)", on.addr, request(on.addr, "/tools/echo/execute", echoBody), restOK},
+	}, func(i, round int) func() {
+		if round == 0 && o.profile != "" {
+			go saveProfile(servers[i].admin, o.round, profiles[i])
 		}
+		c0 := servers[i].cpu()
+		return func() { cpu[i] += servers[i].cpu() - c0 }
+	})
+	if err != nil {
+		return err
 	}
-	fmt.Printf("sync echo, %d connections, %d alternating rounds of %v:\n\n", o.conns, o.rounds, o.round)
-	fmt.Println("| toold | req/s | p50 | p99 | bad answers |")
-	fmt.Println("|---|---|---|---|---|")
-	for _, r := range []struct {
-		name string
-		s    *stats
-	}{{"store off (state.enabled: false)", &offS}, {"store on (embedded; events + audit)", &onS}} {
-		fmt.Printf("| %s | %.0f | %v | %v | %d |\n", r.name, r.s.rate(), pct(r.s.lat, .5).Round(time.Microsecond), pct(r.s.lat, .99).Round(time.Microsecond), r.s.errs)
-	}
-	perCPU := func(st *stats, s *server) float64 { return float64(st.n) / cpu[s].Seconds() }
+	offS, onS := total[0], total[1]
+	perCPU := func(i int) float64 { return float64(total[i].n) / cpu[i].Seconds() }
 	fmt.Printf("\nstore on / off throughput: %.1f%% (target >= 95%%); calls per CPU-second of toold: off %.0f, on %.0f (%.1f%%)\n",
-		100*onS.rate()/offS.rate(), perCPU(&offS, off), perCPU(&onS, on), 100*perCPU(&onS, on)/perCPU(&offS, off))
+		100*onS.rate()/offS.rate(), perCPU(0), perCPU(1), 100*perCPU(1)/perCPU(0))
 
 	if err := asyncLatency(on); err != nil {
 		return err
@@ -88,25 +69,24 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 // (submit, then GET ?wait until the end), and with the one-request form.
 func asyncLatency(td *server) error {
 	const conns, d = 8, 3 * time.Second
-	okEcho := func(r reply) bool { return r.status == 200 && bytes.Contains(r.body, []byte(`"success":true`)) }
-	sync, err := closedLoop(td.addr, request(td.addr, "/tools/echo/execute", echoBody), conns, d, okEcho)
+	sync, err := closedLoop(td.addr, request(td.addr, "/tools/echo/execute", echoBody), conns, d, restOK)
 	if err != nil {
 		return err
 	}
 	submit := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async")
-	twoStep, err := loop(td.addr, conns, d, func(c *conn, end time.Time) bool {
+	twoStep, err := loop(td.addr, conns, d, func(c *conn, end time.Time) (bool, error) {
 		rep, err := c.do(submit, end.Add(10*time.Second))
 		if err != nil || rep.status != 202 || rep.location == "" {
-			return false
+			return false, nil
 		}
 		rep, err = c.do(requestWith("GET", td.addr, rep.location+"?wait=10s", nil), end.Add(10*time.Second))
-		return err == nil && okEcho(rep)
+		return err == nil && restOK(rep), nil
 	})
 	if err != nil {
 		return err
 	}
 	waitForm := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async, wait=10")
-	oneStep, err := closedLoop(td.addr, waitForm, conns, d, okEcho)
+	oneStep, err := closedLoop(td.addr, waitForm, conns, d, restOK)
 	if err != nil {
 		return err
 	}
@@ -123,39 +103,6 @@ func asyncLatency(td *server) error {
 	fmt.Printf("\nasync/sync p50: %.2fx submit+GET, %.2fx one request (target <= 2x)\n",
 		float64(pct(twoStep.lat, .5))/float64(pct(sync.lat, .5)), float64(pct(oneStep.lat, .5))/float64(pct(sync.lat, .5)))
 	return nil
-}
-
-// loop runs step on conns connections until d passes, timing each step.
-func loop(addr string, conns int, d time.Duration, step func(c *conn, end time.Time) bool) (*stats, error) {
-	var mu sync.Mutex
-	all := &stats{}
-	var wg sync.WaitGroup
-	start := time.Now()
-	end := start.Add(d)
-	for range conns {
-		c, err := dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		wg.Go(func() {
-			defer c.close()
-			var lat []time.Duration
-			bad := 0
-			for time.Now().Before(end) {
-				t0 := time.Now()
-				if !step(c, end) {
-					bad++
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			mu.Lock()
-			all.lat, all.errs = append(all.lat, lat...), all.errs+bad
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	all.elapsed, all.n = time.Since(start), len(all.lat)
-	return all, nil
 }
 
 // manyAsync submits n async echo executions from 32 connections, then

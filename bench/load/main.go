@@ -130,7 +130,7 @@ tools:
 		}
 	}
 	if o.runs("hosting") {
-		if err := hosting(o, bin, dir, pinned); err != nil {
+		if err := hosting(bin, dir, pinned); err != nil {
 			return err
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,7 +101,7 @@ func startBareMCP(pinned bool) (*server, error) {
 // hosting measures what toold adds to a call of an upstream stdio server:
 // the same echo called directly by a go-sdk client, and through toold
 // (REST and /mcp), one call at a time, in alternating blocks.
-func hosting(o options, bin, dir string, pinned bool) error {
+func hosting(bin, dir string, pinned bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -183,7 +182,6 @@ mcp:
 	fmt.Println("| path | p50 | p99 |")
 	fmt.Println("|---|---|---|")
 	for i, w := range ways {
-		slices.Sort(lat[i])
 		fmt.Printf("| %s | %v | %v |\n", w.name, pct(lat[i], .5).Round(time.Microsecond), pct(lat[i], .99).Round(time.Microsecond))
 	}
 	added := pct(lat[1], .5) - pct(lat[0], .5)

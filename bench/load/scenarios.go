@@ -37,6 +37,19 @@ func pct(lat []time.Duration, p float64) time.Duration {
 // closedLoop runs conns connections, each sending the next request as soon
 // as the last answer arrived, for d; ok judges each answer.
 func closedLoop(addr string, req []byte, conns int, d time.Duration, ok func(reply) bool) (*stats, error) {
+	return loop(addr, conns, d, func(c *conn, end time.Time) (bool, error) {
+		rep, err := c.do(req, end.Add(10*time.Second))
+		if err != nil {
+			return false, err
+		}
+		return ok(rep), nil
+	})
+}
+
+// loop runs conns connections, each starting the next step as soon as the
+// last ended, for d, timing each step; a step that fails (false) is a bad
+// answer, one that errs ends the run with its error.
+func loop(addr string, conns int, d time.Duration, step func(c *conn, end time.Time) (bool, error)) (*stats, error) {
 	var mu sync.Mutex
 	all := &stats{}
 	var wg sync.WaitGroup
@@ -54,13 +67,13 @@ func closedLoop(addr string, req []byte, conns int, d time.Duration, ok func(rep
 			bad := 0
 			for time.Now().Before(end) {
 				t0 := time.Now()
-				rep, err := c.do(req, end.Add(10*time.Second))
+				ok, err := step(c, end)
 				if err != nil {
 					errc <- err
 					return
 				}
 				lat = append(lat, time.Since(t0))
-				if !ok(rep) {
+				if !ok {
 					bad++
 				}
 			}
@@ -108,6 +121,13 @@ func restOK(r reply) bool { return r.status == 200 && bytes.Contains(r.body, []b
 // compare drives the targets alternately with the same closed-loop
 // generator, after a warm-up of each, and prints their req/s and latency.
 func compare(o options, title string, targets []target) ([]*stats, error) {
+	return compareAround(o, title, targets, nil)
+}
+
+// compareAround is compare calling around, when set, just before each
+// measured round (round 0 the first) of targets[i], and what it returns
+// just after: for figures of the round besides the generator's.
+func compareAround(o options, title string, targets []target, around func(i, round int) (after func())) ([]*stats, error) {
 	total := make([]*stats, len(targets))
 	for i := range total {
 		total[i] = &stats{}
@@ -117,12 +137,17 @@ func compare(o options, title string, targets []target) ([]*stats, error) {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
-	for range o.rounds {
+	for round := range o.rounds {
 		for i, t := range targets {
+			after := func() {}
+			if around != nil {
+				after = around(i, round)
+			}
 			s, err := closedLoop(t.addr, t.req, o.conns, o.round, t.ok)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", t.name, err)
 			}
+			after()
 			total[i].n += s.n
 			total[i].elapsed += s.elapsed
 			total[i].errs += s.errs

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toold/internal/state/statetest"
 )
 
 // interop is the npm project of the MCP peers (test/mcp): the official
@@ -297,7 +298,7 @@ mcp:
 // HTTP on a free loopback port and returns its endpoint.
 func startEverythingHTTP(t *testing.T, script string) string {
 	t.Helper()
-	port := freePort(t)
+	port := statetest.FreePort(t)
 	cmd := exec.Command("node", script, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	var stderr syncBuffer
@@ -366,16 +367,6 @@ func pidsWith(parts ...string) []int {
 }
 
 func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 func scrape(t *testing.T, admin string) string {
 	t.Helper()

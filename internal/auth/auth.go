@@ -49,8 +49,8 @@ const (
 // Roles lists every role, for configuration checks and documentation.
 var Roles = []Role{RoleCall, RoleObserve, RoleAdmin, RoleApprove}
 
-// DefaultRoles are a key's roles when its configuration names none.
-var DefaultRoles = []Role{RoleCall}
+// defaultRoles are a key's roles when its configuration names none.
+var defaultRoles = []Role{RoleCall}
 
 // Principal is an authenticated caller.
 type Principal struct {
@@ -65,14 +65,7 @@ type Principal struct {
 var Anonymous = &Principal{Name: "anonymous", patterns: []string{"*"}, roles: Roles}
 
 // Has reports whether the principal holds a role.
-func (p *Principal) Has(r Role) bool {
-	for _, have := range p.roles {
-		if have == r {
-			return true
-		}
-	}
-	return false
-}
+func (p *Principal) Has(r Role) bool { return slices.Contains(p.roles, r) }
 
 // Allows reports whether the principal may use the named tool.
 func (p *Principal) Allows(tool string) bool {
@@ -120,7 +113,7 @@ func NewKeyring(keys []Key) (*Keyring, error) {
 		}
 		roles := k.Roles
 		if len(roles) == 0 {
-			roles = DefaultRoles
+			roles = defaultRoles
 		}
 		for _, r := range roles {
 			if !slices.Contains(Roles, r) {

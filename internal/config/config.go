@@ -211,8 +211,9 @@ type Key struct {
 	Name   string   `yaml:"name" validate:"required,printascii,max=64"`
 	SHA256 string   `yaml:"sha256" validate:"required,len=64,hexadecimal"`
 	Tools  []string `yaml:"tools" validate:"min=1,dive,required"`
-	// Roles the key holds (call, observe, admin, approve); none means call.
-	Roles []string `yaml:"roles" validate:"dive,oneof=call observe admin approve"`
+	// Roles the key holds (auth.Roles: call, observe, admin, approve);
+	// none means call.
+	Roles []string `yaml:"roles" validate:"dive,role"`
 }
 
 // Limits override a category's or a tool's limits; zero fields inherit,

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"toold/internal/auth"
+	"toold/internal/problems"
 	"toold/internal/tools"
 )
 
@@ -298,5 +302,47 @@ consult:
 		if !strings.Contains(got[path], say) {
 			t.Errorf("%s: %q, want it to say %q (all: %v)", path, got[path], say, got)
 		}
+	}
+}
+
+// TestRolesAreAuthRoles: a key's roles are checked against auth.Roles, the
+// one list of roles: each is accepted, and an unknown one is refused at
+// its path, naming them all.
+func TestRolesAreAuthRoles(t *testing.T) {
+	names := make([]string, len(auth.Roles))
+	for i, r := range auth.Roles {
+		names[i] = string(r)
+	}
+	key := func(roles ...string) string {
+		return fmt.Sprintf("auth:\n  keys:\n    - {name: ci, sha256: %s, tools: [\"*\"], roles: [%s]}\n",
+			strings.Repeat("a", 64), strings.Join(roles, ", "))
+	}
+	if _, err := Load(write(t, key(names...)), env(nil)); err != nil {
+		t.Errorf("every role of auth.Roles: %v", err)
+	}
+	_, err := Load(write(t, key(names[0], "root")), env(nil))
+	got := problemMap(t, err)["auth.keys.0.roles.1"]
+	if want := `"root" is not one of: ` + strings.Join(names, ", "); got != want {
+		t.Errorf("an unknown role: %q, want %q (all: %v)", got, want, err)
+	}
+}
+
+// TestAddSection: a section's listed problems land each at its path, and
+// an error that lists none is kept whole at the section, not dropped.
+func TestAddSection(t *testing.T) {
+	list := &problems.List{Section: "consult"}
+	list.Add("routing.assertion[1]", "not configured")
+	list.Add("synthesis", "not configured either")
+	probs := &Error{}
+	probs.addSection("consult", list.Err())
+	probs.addSection("consult", fmt.Errorf("wrapped: %w", errors.New("not a list")))
+	probs.addSection("consult", nil)
+	want := []Problem{
+		{"consult.routing.assertion[1]", "not configured"},
+		{"consult.synthesis", "not configured either"},
+		{"consult", "wrapped: not a list"},
+	}
+	if diff := cmp.Diff(want, probs.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

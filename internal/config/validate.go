@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
 
+	"toold/internal/auth"
 	"toold/internal/sanitize"
 	"toold/internal/tools"
-	"toold/internal/tools/consult"
 )
 
 // Validate checks the configuration as toold will run it (after flags are
@@ -32,6 +33,9 @@ func (c *Config) Validate() error {
 	})
 	_ = v.RegisterValidation("tool_name", func(fl validator.FieldLevel) bool {
 		return tools.NamePattern.MatchString(fl.Field().String())
+	})
+	_ = v.RegisterValidation("role", func(fl validator.FieldLevel) bool {
+		return slices.Contains(auth.Roles, auth.Role(fl.Field().String()))
 	})
 	var verrs validator.ValidationErrors
 	if err := v.Struct(c); errors.As(err, &verrs) {
@@ -69,17 +73,31 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	var ce *consult.ConfigError
-	if err := c.Consult.Check(); errors.As(err, &ce) {
-		for _, p := range ce.Problems {
-			probs.add("consult."+p.Path, "%s", p.Message)
-		}
-	}
+	probs.addSection("consult", c.Consult.Check())
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {
 		probs.add("listen", "%q is not a loopback address and no auth keys are configured; "+
 			"add auth.keys, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)
 	}
 	return probs.orNil()
+}
+
+// addSection adds a section's error (consult.Config.Check's): each
+// problem at its path in the section when the error lists them, else the
+// whole error at the section, so that no error is lost.
+func (e *Error) addSection(section string, err error) {
+	if err == nil {
+		return
+	}
+	var list interface {
+		EachProblem(func(path, message string))
+	}
+	if !errors.As(err, &list) {
+		e.add(section, "%v", err)
+		return
+	}
+	list.EachProblem(func(path, message string) {
+		e.add(section+"."+path, "%s", message)
+	})
 }
 
 func (a AuthConfig) enabled() bool { return len(a.Keys) > 0 }
@@ -126,8 +144,19 @@ func ruleMessage(fe validator.FieldError) string {
 		return "must be hexadecimal (toold -hash-key prints a key's SHA-256)"
 	case "url":
 		return fmt.Sprintf("%q is not a URL such as https://app.example", fe.Value())
+	case "role":
+		return fmt.Sprintf("%q is not one of: %s", fe.Value(), roleList())
 	case "tool_name":
 		return fmt.Sprintf("%q is not a valid tool name (%s)", fe.Value(), tools.NamePattern)
 	}
 	return fmt.Sprintf("fails the %q rule", fe.Tag())
+}
+
+// roleList is every role, as the "role" rule's message names them.
+func roleList() string {
+	names := make([]string, len(auth.Roles))
+	for i, r := range auth.Roles {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
 }

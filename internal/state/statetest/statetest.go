@@ -97,12 +97,7 @@ func StartServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := FreePort(t)
 	s := &Server{t: t, bin: bin, dir: t.TempDir(), port: port, URL: "nats://127.0.0.1:" + strconv.Itoa(port)}
 	s.Start()
 	t.Cleanup(func() { s.Kill() })
@@ -114,25 +109,68 @@ func StartServer(t testing.TB) *Server {
 func (s *Server) Start() {
 	s.t.Helper()
 	s.cmd = exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-js", "-sd", s.dir)
-	stderr, _ := s.cmd.StderrPipe()
-	if err := s.cmd.Start(); err != nil {
+	if err := StartReady(s.cmd); err != nil {
 		s.t.Fatal(err)
 	}
-	ready := make(chan struct{})
+}
+
+// StartReady starts cmd, a nats-server, and waits until it says it is
+// ready. When it exits first, or is not ready within 20 seconds, the error
+// holds what it logged. Ending the process is the caller's, whatever
+// StartReady returns once cmd has started.
+func StartReady(cmd *exec.Cmd) error {
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ready, exited := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var log strings.Builder
 	go func() {
+		defer close(exited)
 		sc := bufio.NewScanner(stderr)
-		once := sync.Once{}
-		for sc.Scan() {
+		isReady := false
+		for sc.Scan() { // to the end: a full pipe would block the server
+			if isReady {
+				continue
+			}
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
 			if strings.Contains(sc.Text(), "Server is ready") {
-				once.Do(func() { close(ready) })
+				isReady = true
+				close(ready)
 			}
 		}
 	}()
+	logged := func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
 	select {
 	case <-ready:
+		return nil
+	case <-exited:
+		select {
+		case <-ready:
+			return nil
+		default:
+		}
+		return fmt.Errorf("nats-server exited before it was ready:\n%s", logged())
 	case <-time.After(20 * time.Second):
-		s.t.Fatal("nats-server did not start")
+		return fmt.Errorf("nats-server was not ready after 20s:\n%s", logged())
 	}
+}
+
+// FreePort returns a loopback TCP port that was free when asked.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Stop ends the process gracefully (SIGTERM) and waits for it.
