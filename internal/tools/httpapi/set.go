@@ -74,7 +74,23 @@ func New(cfg Config, opts Options) (*Set, error) {
 		names[tc.Name] = true
 		s.tools = append(s.tools, t)
 	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Hosts)) {
+	if len(probs.Problems) > 0 {
+		return nil, probs
+	}
+	s.metrics = newMetrics(opts.Registerer, s)
+	return s, nil
+}
+
+// CheckHosts refuses a hosts entry that no tool calls, listed or declared
+// (a *ConfigError): a rate or breaker set for a host nobody reaches is a
+// mistake, likely a misspelt host. Call it once every tool kind that
+// declares HTTP tools has declared them; New cannot check it, since
+// Declare adds hosts after it.
+func (s *Set) CheckHosts() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	probs := &ConfigError{Section: "http"}
+	for _, name := range slices.Sorted(maps.Keys(s.cfg.Hosts)) {
 		if s.hosts[name] == nil {
 			msg := "no HTTP tool calls this host"
 			if len(s.hosts) > 0 {
@@ -83,11 +99,7 @@ func New(cfg Config, opts Options) (*Set, error) {
 			probs.Add("hosts."+name, "%s", msg)
 		}
 	}
-	if len(probs.Problems) > 0 {
-		return nil, probs
-	}
-	s.metrics = newMetrics(opts.Registerer, s)
-	return s, nil
+	return probs.Err()
 }
 
 // Tools returns the tools in configuration order.
