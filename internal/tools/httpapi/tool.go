@@ -64,11 +64,9 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	if err := call.Decode(&args); err != nil {
 		return nil, err
 	}
-	for k, v := range t.defaults {
-		if _, ok := args[k]; !ok {
-			args[k] = v
-		}
-	}
+	// A null argument is kept: it is absent to the request, and takes no
+	// default.
+	tools.ApplyDefaults(args, t.defaults)
 	b, err := t.req.build(args)
 	if err != nil {
 		return nil, err
