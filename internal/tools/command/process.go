@@ -16,6 +16,8 @@ import (
 // an upstream MCP server speaking on its standard streams. It gets what a
 // command gets (containment, the environment allow-list, rlimits, a private
 // TMPDIR, its own process group) but no output cap: stdout is its protocol.
+// Nor does it get a CPU-time or address-space limit unless its Sandbox sets
+// one: it runs for as long as toold does.
 type ProcessSpec struct {
 	// Argv is the command line; Argv[0] is found on the sandbox's PATH.
 	Argv []string
@@ -53,7 +55,7 @@ func (s *Set) Start(spec ProcessSpec) (*Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("no program to start")
 	}
-	sb, err := s.sandbox(spec.Sandbox)
+	sb, err := s.programSandbox(spec.Sandbox)
 	if err != nil {
 		return nil, err
 	}
