@@ -274,7 +274,7 @@ func FuzzParseText(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out, ok, err := tx.render(map[string]any{}, nil)
+		out, ok, err := tx.render(map[string]any{})
 		if err != nil || (ok && !tx.literal()) || (tx.literal() && !ok) {
 			t.Fatalf("%q: %q %v %v", s, out, ok, err)
 		}
