@@ -286,6 +286,11 @@ func (a *app) candidates() ([]candidate, error) {
 	if err != nil {
 		return nil, sectionProblems("consult", err)
 	}
+	// Only now has every tool kind reaching APIs through the HTTP tools'
+	// machinery (the consultation providers) declared its hosts.
+	if err := hs.CheckHosts(); err != nil {
+		return nil, sectionProblems("http", err)
+	}
 	for _, line := range co.Describe() {
 		a.log.Info("consult provider", zap.String("provider", line))
 	}

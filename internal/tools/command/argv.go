@@ -247,7 +247,8 @@ func present(v any) bool {
 }
 
 // decodeParams decodes a call's arguments, numbers kept as written, and
-// applies the schema's top-level defaults. Nulls count as absent.
+// applies the schema's top-level defaults (tools.SchemaDefaults). Nulls
+// count as absent, so a null argument takes its default.
 func decodeParams(raw json.RawMessage, defaults map[string]any) (map[string]any, error) {
 	params := map[string]any{}
 	if len(raw) > 0 {
@@ -262,38 +263,6 @@ func decodeParams(raw json.RawMessage, defaults map[string]any) (map[string]any,
 			delete(params, k)
 		}
 	}
-	for k, v := range defaults {
-		if _, ok := params[k]; !ok {
-			params[k] = v
-		}
-	}
+	tools.ApplyDefaults(params, defaults)
 	return params, nil
-}
-
-// schemaDefaults collects the "default" of each top-level property.
-func schemaDefaults(schema []byte) (map[string]any, error) {
-	var s struct {
-		Properties map[string]struct {
-			Default json.RawMessage `json:"default"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	for name, p := range s.Properties {
-		if p.Default == nil {
-			continue
-		}
-		dec := json.NewDecoder(bytes.NewReader(p.Default))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		if v != nil {
-			out[name] = v
-		}
-	}
-	return out, nil
 }

@@ -86,7 +86,7 @@ func TestCompileRefuses(t *testing.T) {
 }
 
 func TestDefaultsApplied(t *testing.T) {
-	d, err := schemaDefaults([]byte(`{"type":"object","properties":{"n":{"type":"integer","default":20},"s":{"type":"string"}}}`))
+	d, err := tools.SchemaDefaults([]byte(`{"type":"object","properties":{"n":{"type":"integer","default":20},"s":{"type":"string"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,6 +208,21 @@ func (r Rlimits) merge(d Rlimits) Rlimits {
 	return r
 }
 
+// unboundedUnlessSet is the rlimits of a program that is not a command
+// tool (Runner, Start): no CPU-time or address-space limit unless set
+// here (the section's defaults do not apply to these two). A long-lived
+// server accumulates CPU time; node and python reserve far more address
+// space than they use; a run's timeout or Stop bounds the program.
+func (r Rlimits) unboundedUnlessSet() Rlimits {
+	if r.CPU == 0 {
+		r.CPU = -1
+	}
+	if r.AddressSpace == 0 {
+		r.AddressSpace = -1
+	}
+	return r
+}
+
 func defaultRlimits() Rlimits {
 	return Rlimits{CPU: defaultCPU, AddressSpace: defaultAddressSpace, FileSize: defaultFileSize,
 		OpenFiles: defaultOpenFiles, Processes: defaultProcesses}

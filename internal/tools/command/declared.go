@@ -63,7 +63,7 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workdir: %w", err)
 	}
-	defaults, err := schemaDefaults(params)
+	defaults, err := tools.SchemaDefaults(params)
 	if err != nil {
 		return nil, fmt.Errorf("parameters: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 // an upstream MCP server speaking on its standard streams. It gets what a
 // command gets (containment, the environment allow-list, rlimits, a private
 // TMPDIR, its own process group) but no output cap: stdout is its protocol.
+// Nor does it get a CPU-time or address-space limit unless its Sandbox sets
+// one: it runs for as long as toold does.
 type ProcessSpec struct {
 	// Argv is the command line; Argv[0] is found on the sandbox's PATH.
 	Argv []string
@@ -53,7 +55,7 @@ func (s *Set) Start(spec ProcessSpec) (*Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("no program to start")
 	}
-	sb, err := s.sandbox(spec.Sandbox)
+	sb, err := s.programSandbox(spec.Sandbox)
 	if err != nil {
 		return nil, err
 	}
@@ -65,42 +67,18 @@ func (s *Set) Start(spec ProcessSpec) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cwd: %w", err)
 	}
-	tmp, err := s.tempDir(sb)
+	l, err := s.launch(sb, append([]string{program}, spec.Argv[1:]...), dir, true)
 	if err != nil {
-		return nil, fmt.Errorf("creating the private temporary directory: %w", err)
-	}
-	runID := newRunID()
-	env := append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+runID)
-	if !hasVar(env, "HOME") {
-		env = append(env, "HOME="+tmp)
-	}
-	if !hasVar(env, "PATH") {
-		env = append(env, "PATH="+defaultPath)
-	}
-	argv := append([]string{program}, spec.Argv[1:]...)
-	cmd := sb.command(argv, dir, s.host.workspace, tmp, env)
-	p, err := openPipes(cmd, true)
-	if err != nil {
-		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
-	if err := sb.launcher.start(cmd, sb.limits); err != nil {
-		if cmd.Process != nil {
-			_ = cmd.Wait()
-		}
-		p.closeAll()
-		_ = os.RemoveAll(tmp)
-		return nil, startError(program, err)
-	}
-	p.closeChildEnds()
-	pr := &Process{Stdin: p.inW, Stdout: p.outR, cmd: cmd, tmp: tmp, sb: sb, done: make(chan struct{}),
-		k: &killer{pgid: cmd.Process.Pid, sweep: sb.mode == ModeNone, runID: runID}, max: spec.StderrTail}
+	pr := &Process{Stdin: l.pipes.inW, Stdout: l.pipes.outR, cmd: l.cmd, tmp: l.tmp, sb: sb, done: make(chan struct{}),
+		k: l.k, max: spec.StderrTail}
 	if pr.max <= 0 {
 		pr.max = 8 << 10
 	}
-	go pr.collectStderr(p.errR)
+	go pr.collectStderr(l.pipes.errR)
 	go func() {
-		pr.err = cmd.Wait()
+		pr.err = l.cmd.Wait()
 		close(pr.done)
 	}()
 	return pr, nil
@@ -159,16 +137,7 @@ func (p *Process) Stop(grace time.Duration) {
 		select {
 		case <-p.done:
 		case <-time.After(grace):
-			t := p.k.term(p.sb.grace)
-			select {
-			case <-p.done:
-			case <-t:
-				p.k.kill(unix.SIGKILL)
-				select {
-				case <-p.done:
-				case <-time.After(2 * time.Second): // not even SIGKILL: leave it to the reaper
-				}
-			}
+			p.k.stop(p.sb.grace, p.done)
 		}
 		// Descendants may outlive the leader; the group goes with it.
 		_ = unix.Kill(-p.k.pgid, unix.SIGKILL)

@@ -83,46 +83,73 @@ const drainWait = 100 * time.Millisecond
 // is returned as an error wrapping ctx.Err().
 func (s *Set) run(ctx context.Context, call *tools.Call, sb *sandbox, req runReq) (*Result, runStats, error) {
 	start := time.Now()
-	st := runStats{runID: newRunID()}
+	var st runStats
+	l, err := s.launch(sb, req.argv, req.dir, req.stdin != nil)
+	if err != nil {
+		return nil, st, err
+	}
+	defer os.RemoveAll(l.tmp)
+	defer l.pipes.closeAll()
+	st.runID, st.pid = l.k.runID, l.k.pgid
+	if req.stdin != nil {
+		go func() { _, _ = io.WriteString(l.pipes.inW, *req.stdin); _ = l.pipes.inW.Close() }()
+	}
+	emit := req.emit
+	if emit == nil && call != nil && call.Streaming() {
+		emit = call.Emit
+	}
+	res, err := supervise(ctx, l.cmd, l.pipes, sb, req, emit, l.k, &st)
+	if res != nil {
+		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	}
+	return res, st, err
+}
+
+// launched is a program started in a sandbox, its child's ends of the
+// pipes closed. Its private temporary directory is the caller's to remove,
+// with the pipes, once the program is gone.
+type launched struct {
+	cmd   *exec.Cmd
+	pipes *pipes
+	tmp   string
+	k     *killer // its process group, and its run's marker
+}
+
+// launch starts argv (argv[0] absolute) in dir under sb, as a command tool
+// and every other program toold runs are started: a private TMPDIR (HOME
+// too unless the sandbox sets it), TOOLD_RUN_ID marking its processes, the
+// default PATH unless set, its own pipes (stdin: a pipe, else /dev/null),
+// and the sandbox's launcher. On failure nothing is left behind.
+func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool) (*launched, error) {
+	runID := newRunID()
 	tmp, err := s.tempDir(sb)
 	if err != nil {
-		return nil, st, fmt.Errorf("creating the private temporary directory: %w", err)
+		return nil, fmt.Errorf("creating the private temporary directory: %w", err)
 	}
-	defer os.RemoveAll(tmp)
-	env := append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+st.runID)
+	env := append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+runID)
 	if !hasVar(env, "HOME") {
 		env = append(env, "HOME="+tmp)
 	}
 	if !hasVar(env, "PATH") {
 		env = append(env, "PATH="+defaultPath)
 	}
-	cmd := sb.command(req.argv, req.dir, s.host.workspace, tmp, env)
-	p, err := openPipes(cmd, req.stdin != nil)
+	cmd := sb.command(argv, dir, s.host.workspace, tmp, env)
+	p, err := openPipes(cmd, stdin)
 	if err != nil {
-		return nil, st, err
+		_ = os.RemoveAll(tmp)
+		return nil, err
 	}
-	defer p.closeAll()
 	if err := sb.launcher.start(cmd, sb.limits); err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Wait()
 		}
-		return nil, st, startError(req.argv[0], err)
+		p.closeAll()
+		_ = os.RemoveAll(tmp)
+		return nil, startError(argv[0], err)
 	}
-	st.pid = cmd.Process.Pid
 	p.closeChildEnds()
-	if req.stdin != nil {
-		go func() { _, _ = io.WriteString(p.inW, *req.stdin); _ = p.inW.Close() }()
-	}
-	emit := req.emit
-	if emit == nil && call != nil && call.Streaming() {
-		emit = call.Emit
-	}
-	k := &killer{pgid: st.pid, sweep: sb.mode == ModeNone, runID: st.runID}
-	res, err := supervise(ctx, cmd, p, sb, req, emit, k, &st)
-	if res != nil {
-		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	}
-	return res, st, err
+	return &launched{cmd: cmd, pipes: p, tmp: tmp,
+		k: &killer{pgid: cmd.Process.Pid, sweep: sb.mode == ModeNone, runID: runID}}, nil
 }
 
 // supervise waits for the command, its output and its deadlines.
@@ -173,8 +200,7 @@ wait:
 			res.TimedOut, timeout = true, nil
 			grace = k.term(sb.grace)
 		case <-grace:
-			grace, hard = nil, time.After(2*time.Second)
-			k.kill(unix.SIGKILL)
+			grace, hard = nil, k.escalate()
 		}
 	}
 	st.exited = time.Now()
@@ -290,7 +316,10 @@ func (p *pipes) closeAll() {
 	})
 }
 
-// killer stops a command's process tree.
+// killer stops a command's process tree. Ending it escalates: term, then
+// escalate when term's grace passes, then giving up when escalate's wait
+// passes, each step skipped once the process has exited; supervise runs
+// the steps among a run's other events, stop runs them alone.
 type killer struct {
 	pgid      int
 	sweep     bool // containment none: also find escaped processes by marker
@@ -298,11 +327,38 @@ type killer struct {
 	signalled bool
 }
 
+// killWait is how long toold waits for a process group to go after
+// SIGKILL. Past it (a process in uninterruptible sleep) toold goes on
+// without it; it is reaped whenever it dies.
+const killWait = 2 * time.Second
+
 // term sends SIGTERM to the group and returns when to follow with SIGKILL.
 func (k *killer) term(grace time.Duration) <-chan time.Time {
 	k.signalled = true
 	_ = unix.Kill(-k.pgid, unix.SIGTERM)
 	return time.After(grace)
+}
+
+// escalate sends SIGKILL to the group and returns when to stop waiting for
+// it to go.
+func (k *killer) escalate() <-chan time.Time {
+	k.kill(unix.SIGKILL)
+	return time.After(killWait)
+}
+
+// stop ends the group: SIGTERM, SIGKILL after grace, each step skipped once
+// exited is closed. It returns when exited is closed or killWait after
+// SIGKILL.
+func (k *killer) stop(grace time.Duration, exited <-chan struct{}) {
+	t := k.term(grace)
+	select {
+	case <-exited:
+	case <-t:
+		select {
+		case <-exited:
+		case <-k.escalate():
+		}
+	}
 }
 
 // kill sends sig to the whole process group until it is empty: a fork

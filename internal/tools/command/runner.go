@@ -10,7 +10,8 @@ import (
 // that start a program per call but are not command tools themselves (the
 // consultation providers). A run gets everything a command tool's run
 // gets: containment, the environment allow-list, rlimits, a private
-// TMPDIR, output caps, and the whole tree killed on timeout or cancel.
+// TMPDIR, output caps, and the whole tree killed on timeout or cancel —
+// but no CPU-time or address-space limit unless its Sandbox sets one.
 // Safe for concurrent use.
 type Runner struct {
 	set  *Set
@@ -40,7 +41,7 @@ type RunSpec struct {
 // Runner resolves a sandbox for runs, as a command tool's is resolved.
 // Call it while wiring: resolving may start a containment launcher.
 func (s *Set) Runner(c Sandbox) (*Runner, error) {
-	sb, err := s.sandbox(c)
+	sb, err := s.programSandbox(c)
 	if err != nil {
 		return nil, err
 	}

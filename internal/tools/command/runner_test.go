@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -94,5 +95,38 @@ func TestRunnerStopsWithContext(t *testing.T) {
 	}
 	if _, err := s.Runner(Sandbox{Containment: "chroot"}); err == nil {
 		t.Error("an unknown containment was accepted")
+	}
+}
+
+// TestProgramRlimits: a Runner's runs and a started Process have no
+// CPU-time or address-space limit unless their Sandbox sets one — the
+// section's defaults do not apply to them — and keep the other limits.
+func TestProgramRlimits(t *testing.T) {
+	s, _ := newSet(t, ModeNone, Config{Rlimits: Rlimits{CPU: 7 * time.Second, AddressSpace: 256 << 20}})
+	const script = `ulimit -t; ulimit -v; ulimit -n`
+	for _, tc := range []struct {
+		sb   Sandbox
+		want string
+	}{
+		{Sandbox{}, "unlimited\nunlimited\n1024\n"},
+		{Sandbox{Rlimits: Rlimits{CPU: 5 * time.Second, AddressSpace: 1 << 30}}, "5\n1048576\n1024\n"},
+	} {
+		r, err := s.Runner(tc.sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(context.Background(), RunSpec{Argv: []string{"sh", "-c", script}})
+		if err != nil || res.Stdout != tc.want {
+			t.Errorf("Runner(%+v): %q %v, want %q", tc.sb.Rlimits, res.Stdout, err, tc.want)
+		}
+		p, err := s.Start(ProcessSpec{Argv: []string{"sh", "-c", script}, Sandbox: tc.sb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(p.Stdout)
+		p.Stop(time.Second)
+		if string(out) != tc.want {
+			t.Errorf("Start(%+v): %q, want %q", tc.sb.Rlimits, out, tc.want)
+		}
 	}
 }

@@ -165,6 +165,13 @@ func (s *Set) sandbox(c Sandbox) (*sandbox, error) {
 	return sb, nil
 }
 
+// programSandbox resolves the sandbox of a program that is not a command
+// tool (Runner, Start): a command tool's, but for its rlimits.
+func (s *Set) programSandbox(c Sandbox) (*sandbox, error) {
+	c.Rlimits = c.Rlimits.unboundedUnlessSet()
+	return s.sandbox(c)
+}
+
 // buildEnv is the command's environment: the allowed variables toold has,
 // then the fixed ones. Nothing else of toold's environment is passed on.
 func buildEnv(allow []string, fixed map[string]string) []string {

@@ -104,7 +104,11 @@ func TestNewRefusesWhatCheckRefuses(t *testing.T) {
 	if len(r.set.Tools()) != 3 {
 		t.Errorf("%d tools", len(r.set.Tools()))
 	}
-	for _, line := range r.set.Describe() {
+	lines := r.set.Describe()
+	if len(lines) != 4 {
+		t.Errorf("describe: %d lines for 4 providers: %q", len(lines), lines)
+	}
+	for _, line := range lines {
 		if !strings.Contains(line, "containment") {
 			t.Errorf("describe: %q", line)
 		}

@@ -24,8 +24,8 @@ const stderrTail = 2000
 
 // sandboxOf is the command sandbox of a CLI provider: the network on (it
 // calls its vendor), the workspace read-only, only its own credentials
-// from toold's environment, and no address-space or CPU-time limit unless
-// set (the timeout bounds the run).
+// from toold's environment, and (as for every command.Runner) no
+// address-space or CPU-time limit unless set.
 func sandboxOf(sb Sandbox) command.Sandbox {
 	env := map[string]string{}
 	for k, v := range sb.Env {
@@ -34,15 +34,8 @@ func sandboxOf(sb Sandbox) command.Sandbox {
 	if len(sb.Path) > 0 && env["PATH"] == "" {
 		env["PATH"] = strings.Join(sb.Path, ":")
 	}
-	rl := sb.Rlimits
-	if rl.AddressSpace == 0 {
-		rl.AddressSpace = -1
-	}
-	if rl.CPU == 0 {
-		rl.CPU = -1
-	}
 	return command.Sandbox{Containment: sb.Containment, Network: true, EnvAllow: sb.EnvAllow, Env: env,
-		ReadOnlyPaths: sb.ReadOnlyPaths, Rlimits: rl, MaxOutputBytes: sb.MaxOutputBytes}
+		ReadOnlyPaths: sb.ReadOnlyPaths, Rlimits: sb.Rlimits, MaxOutputBytes: sb.MaxOutputBytes}
 }
 
 // argv builds the command line: the program, the fixed arguments, the

@@ -1,6 +1,7 @@
 package consult
 
 import (
+	"cmp"
 	"time"
 
 	"toold/internal/tools/command"
@@ -171,12 +172,6 @@ func (p ProviderConfig) enabled() bool { return p.Enabled == nil || *p.Enabled }
 
 // withDefaults returns the timeouts with unset ones defaulted.
 func (t Timeouts) withDefaults() Timeouts {
-	or := func(d, def time.Duration) time.Duration {
-		if d > 0 {
-			return d
-		}
-		return def
-	}
-	return Timeouts{Detection: or(t.Detection, DefaultDetection), Consultation: or(t.Consultation, DefaultConsultation),
-		Review: or(t.Review, DefaultReview), Synthesis: or(t.Synthesis, DefaultSynthesis)}
+	return Timeouts{Detection: cmp.Or(t.Detection, DefaultDetection), Consultation: cmp.Or(t.Consultation, DefaultConsultation),
+		Review: cmp.Or(t.Review, DefaultReview), Synthesis: cmp.Or(t.Synthesis, DefaultSynthesis)}
 }

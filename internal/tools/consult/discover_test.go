@@ -149,12 +149,14 @@ func TestTimeoutsPerOperation(t *testing.T) {
 // TestPromptIsRedactedBeforeItLeaves: a secret and personal data in a
 // prompt reach neither a CLI nor an API; the envelope says how many
 // redactions the input had. The answers sent to the synthesis provider
-// pass the redactor too.
+// pass the redactor too: a secret a provider's answer carries never
+// reaches it.
 func TestPromptIsRedactedBeforeItLeaves(t *testing.T) {
 	e := newEnv(t)
 	r := e.build(Config{Providers: map[string]ProviderConfig{"gem": e.cli("gem", "json"), "api": e.apiProvider("small"),
-		"leaky": e.text("leaky", "echo"), "judge": e.text("judge", "echo")}, Synthesis: "judge"})
+		"leaky": e.text("leaky", "leak"), "judge": e.text("judge", "echo")}, Synthesis: "judge"})
 	const key, mail = "AKIAQYLPMN5HHHFPZAM2", "jane.doe@example.org"
+	const answered = "AKIAZRQXWNMLTKBVCDF3" // in leaky's answer (testdata/fake-ai), not in the prompt
 	prompt := "Deploy fails with key " + key + " for user " + mail + "; why?"
 	body, _ := json.Marshal(map[string]any{"prompt": prompt, "providers": []string{"gem", "api", "leaky"}})
 	env := r.call("consult_many", string(body), nil)
@@ -173,18 +175,12 @@ func TestPromptIsRedactedBeforeItLeaves(t *testing.T) {
 	if env.Sanitized.Redactions < 2 {
 		t.Errorf("sanitized %+v", env.Sanitized)
 	}
-	// leaky echoes what it got, so its answer holds only redacted text;
-	// the judge got that answer (and the others) redacted as well.
-	if j := e.recorded("judge", "prompt"); j == "" || strings.Contains(j, key) || strings.Contains(j, mail) {
-		t.Errorf("the synthesis provider received %q", j)
+	j := e.recorded("judge", "prompt")
+	if !has(j, "## Answer from leaky", "rotate the key [REDACTED:", "## Answer from gem", "## Answer from api") {
+		t.Errorf("the synthesis provider did not get every answer, the key redacted: %q", j)
 	}
-	// A secret an answer carries (not from the prompt) is redacted before
-	// the synthesis provider sees it.
-	if got := synthesisPrompt("q", []Response{{Tool: "a", Output: "use " + key}, {Tool: "b", Output: "ok"}}, 10000); !strings.Contains(got, key) {
-		t.Fatal("synthesisPrompt dropped the answer")
-	}
-	if red := r.set.redact(synthesisPrompt("q", []Response{{Tool: "a", Output: "use " + key}, {Tool: "b", Output: "ok"}}, 10000)); strings.Contains(red, key) {
-		t.Errorf("the synthesis redactor left the key: %q", red)
+	if strings.Contains(j, answered) || strings.Contains(j, key) || strings.Contains(j, mail) {
+		t.Errorf("the synthesis provider received a secret: %q", j)
 	}
 }
 

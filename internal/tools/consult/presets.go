@@ -1,5 +1,7 @@
 package consult
 
+import "cmp"
+
 // presets are the built-in settings of the CLIs the source document
 // consults, plus claude. Each runs the CLI once per consultation without a
 // terminal and reads its answer from stdout; every field can be overridden
@@ -48,18 +50,13 @@ var presets = map[string]ProviderConfig{
 // overPreset returns pc with every field it leaves unset taken from the
 // preset: a set field, list or map replaces the preset's.
 func overPreset(pc, preset ProviderConfig) ProviderConfig {
-	str := func(v *string, d string) {
-		if *v == "" {
-			*v = d
-		}
-	}
-	str(&pc.Command, preset.Command)
-	str(&pc.Prompt, preset.Prompt)
-	str(&pc.PromptFlag, preset.PromptFlag)
-	str(&pc.ModelFlag, preset.ModelFlag)
-	str(&pc.Output, preset.Output)
-	str(&pc.AnswerPath, preset.AnswerPath)
-	str(&pc.ErrorPath, preset.ErrorPath)
+	pc.Command = cmp.Or(pc.Command, preset.Command)
+	pc.Prompt = cmp.Or(pc.Prompt, preset.Prompt)
+	pc.PromptFlag = cmp.Or(pc.PromptFlag, preset.PromptFlag)
+	pc.ModelFlag = cmp.Or(pc.ModelFlag, preset.ModelFlag)
+	pc.Output = cmp.Or(pc.Output, preset.Output)
+	pc.AnswerPath = cmp.Or(pc.AnswerPath, preset.AnswerPath)
+	pc.ErrorPath = cmp.Or(pc.ErrorPath, preset.ErrorPath)
 	if pc.Args == nil {
 		pc.Args = preset.Args
 	}

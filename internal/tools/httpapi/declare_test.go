@@ -83,3 +83,40 @@ tools:
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestHostsOfDeclaredTools: a hosts entry for a host that only a declared
+// tool calls (a consultation provider's model API) is accepted, and its
+// rate holds for that tool; an entry nobody calls is refused by
+// CheckHosts, once every declarer has declared.
+func TestHostsOfDeclaredTools(t *testing.T) {
+	u := newUpstream(t, ok(`{}`))
+	s, c, _ := build(t, u, strings.ReplaceAll(`
+hosts:
+  HOST: {rate: {per_second: 0.5, burst: 1}}
+  unused.example.com: {rate: {per_second: 1}}
+`, "HOST", hostOf(u)))
+	if err := s.CheckHosts(); err == nil || !strings.Contains(err.Error(), "http.hosts."+hostOf(u)+": no HTTP tool calls this host") {
+		t.Errorf("before Declare: %v", err)
+	}
+	tl, err := s.Declare(ToolConfig{Name: "consult.local", Description: "a model API",
+		Request: RequestConfig{URL: u.URL + "/v1/models"}, Allow: []string{"127.0.0.1"}, AllowHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.CheckHosts()
+	if err == nil || strings.Contains(err.Error(), hostOf(u)+":") ||
+		!strings.Contains(err.Error(), "http.hosts.unused.example.com: no HTTP tool calls this host (hosts: "+hostOf(u)+")") {
+		t.Errorf("after Declare: %v", err)
+	}
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := tl.Execute(ctx, tools.NewCall(json.RawMessage(`{}`), "test", "tester", nil))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := c.slept(); len(w) != 1 || w[0] < time.Second {
+		t.Errorf("the host's rate did not hold for the declared tool: waits %v", w)
+	}
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"sync/atomic"
@@ -32,9 +33,9 @@ var (
 )
 
 func newHost(name string, hc HostConfig, defaults BreakerConfig) *host {
-	b := BreakerConfig{Failures: first(hc.Breaker.Failures, defaults.Failures, DefaultFailures),
-		OpenFor: time.Duration(first(int64(hc.Breaker.OpenFor), int64(defaults.OpenFor), int64(DefaultOpenFor))),
-		Probes:  first(hc.Breaker.Probes, defaults.Probes, DefaultProbes)}
+	b := BreakerConfig{Failures: cmp.Or(hc.Breaker.Failures, defaults.Failures, DefaultFailures),
+		OpenFor: cmp.Or(hc.Breaker.OpenFor, defaults.OpenFor, DefaultOpenFor),
+		Probes:  cmp.Or(hc.Breaker.Probes, defaults.Probes, DefaultProbes)}
 	h := &host{name: name, cfg: b, limiter: newLimiter(hc.Rate)}
 	h.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        name,
@@ -49,15 +50,6 @@ func newHost(name string, hc HostConfig, defaults BreakerConfig) *host {
 		},
 	})
 	return h
-}
-
-func first[T int | int64](v ...T) T {
-	for _, x := range v {
-		if x > 0 {
-			return x
-		}
-	}
-	return 0
 }
 
 // newLimiter is a token bucket, or nil for no limit.

@@ -194,7 +194,7 @@ func (r *request) build(args map[string]any) (*built, error) {
 	b := &built{method: r.method, url: u, target: r.method + " " + u.Host + u.EscapedPath(), header: http.Header{}}
 	size := 0
 	for _, h := range r.headers {
-		v, ok, err := h.value.render(args, nil)
+		v, ok, err := h.value.render(args)
 		if err != nil {
 			return nil, err
 		}
@@ -239,7 +239,7 @@ func addQuery(q url.Values, p named, args map[string]any) error {
 			return nil
 		}
 	}
-	v, ok, err := p.value.render(args, nil)
+	v, ok, err := p.value.render(args)
 	if ok {
 		q.Add(p.name, v)
 	}

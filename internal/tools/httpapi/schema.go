@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"toold/internal/suggest"
+	"toold/internal/tools"
 )
 
 // schemaInfo is what building requests needs from a parameters schema:
@@ -25,7 +25,7 @@ type schemaInfo struct {
 var emptyParameters = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
 
 func readSchema(params map[string]any) (*schemaInfo, error) {
-	si := &schemaInfo{raw: emptyParameters, types: map[string][]string{}, defaults: map[string]any{}}
+	si := &schemaInfo{raw: emptyParameters, types: map[string][]string{}}
 	if params != nil {
 		var err error
 		if si.raw, err = json.Marshal(params); err != nil {
@@ -36,8 +36,7 @@ func readSchema(params map[string]any) (*schemaInfo, error) {
 		Type       any      `json:"type"`
 		Required   []string `json:"required"`
 		Properties map[string]struct {
-			Type    any             `json:"type"`
-			Default json.RawMessage `json:"default"`
+			Type any `json:"type"`
 		} `json:"properties"`
 	}
 	if err := json.Unmarshal(si.raw, &s); err != nil {
@@ -60,17 +59,10 @@ func readSchema(params map[string]any) (*schemaInfo, error) {
 		default:
 			si.types[name] = nil // any type
 		}
-		if p.Default != nil {
-			dec := json.NewDecoder(bytes.NewReader(p.Default))
-			dec.UseNumber()
-			var v any
-			if err := dec.Decode(&v); err != nil {
-				return nil, fmt.Errorf("properties.%s.default: %w", name, err)
-			}
-			if v != nil {
-				si.defaults[name] = v
-			}
-		}
+	}
+	var err error
+	if si.defaults, err = tools.SchemaDefaults(si.raw); err != nil {
+		return nil, err
 	}
 	return si, nil
 }

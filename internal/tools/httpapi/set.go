@@ -63,7 +63,7 @@ func New(cfg Config, opts Options) (*Set, error) {
 	probs := &ConfigError{Section: "http"}
 	names := map[string]bool{}
 	for i, tc := range cfg.Tools {
-		t, err := s.declare(cfg, tc, opts)
+		t, err := s.declare(tc)
 		if err == nil && names[tc.Name] {
 			err = errors.New("the name is used twice")
 		}
@@ -74,7 +74,23 @@ func New(cfg Config, opts Options) (*Set, error) {
 		names[tc.Name] = true
 		s.tools = append(s.tools, t)
 	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Hosts)) {
+	if len(probs.Problems) > 0 {
+		return nil, probs
+	}
+	s.metrics = newMetrics(opts.Registerer, s)
+	return s, nil
+}
+
+// CheckHosts refuses a hosts entry that no tool calls, listed or declared
+// (a *ConfigError): a rate or breaker set for a host nobody reaches is a
+// mistake, likely a misspelt host. Call it once every tool kind that
+// declares HTTP tools has declared them; New cannot check it, since
+// Declare adds hosts after it.
+func (s *Set) CheckHosts() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	probs := &ConfigError{Section: "http"}
+	for _, name := range slices.Sorted(maps.Keys(s.cfg.Hosts)) {
 		if s.hosts[name] == nil {
 			msg := "no HTTP tool calls this host"
 			if len(s.hosts) > 0 {
@@ -83,11 +99,7 @@ func New(cfg Config, opts Options) (*Set, error) {
 			probs.Add("hosts."+name, "%s", msg)
 		}
 	}
-	if len(probs.Problems) > 0 {
-		return nil, probs
-	}
-	s.metrics = newMetrics(opts.Registerer, s)
-	return s, nil
+	return probs.Err()
 }
 
 // Tools returns the tools in configuration order.
@@ -101,7 +113,7 @@ func (s *Set) Tools() []tools.Tool { return slices.Clone(s.tools) }
 // name. tc is checked as New checks the section's tools; the http
 // section's proxy, breaker defaults and hosts apply. Call it while wiring.
 func (s *Set) Declare(tc ToolConfig) (tools.Tool, error) {
-	t, err := s.declare(s.cfg, tc, s.opts)
+	t, err := s.declare(tc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tc.Name, err)
 	}
@@ -139,7 +151,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // a call: the schema, the URL (its scheme and host through the guard), every
 // placeholder naming a parameter, headers, the credential, jq, the output
 // schema.
-func (s *Set) declare(cfg Config, tc ToolConfig, opts Options) (*tool, error) {
+func (s *Set) declare(tc ToolConfig) (*tool, error) {
 	if !tools.NamePattern.MatchString(tc.Name) {
 		return nil, fmt.Errorf("name must match %s", tools.NamePattern)
 	}
@@ -155,7 +167,7 @@ func (s *Set) declare(cfg Config, tc ToolConfig, opts Options) (*tool, error) {
 	if err := sc.check(req); err != nil {
 		return nil, err
 	}
-	guard, err := netguard.New(netguard.Policy{Allow: tc.Allow, AllowHTTP: tc.AllowHTTP, Proxy: cfg.Proxy, Resolver: opts.Resolver})
+	guard, err := netguard.New(netguard.Policy{Allow: tc.Allow, AllowHTTP: tc.AllowHTTP, Proxy: s.cfg.Proxy, Resolver: s.opts.Resolver})
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +192,6 @@ func (s *Set) declare(cfg Config, tc ToolConfig, opts Options) (*tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.idempotent = t.spec.Effects.Idempotent
 	return t, nil
 }
 

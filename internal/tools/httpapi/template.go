@@ -75,9 +75,9 @@ func (t text) names() []string {
 // literal reports a text without placeholders.
 func (t text) literal() bool { return len(t.names()) == 0 }
 
-// render writes the text with each placeholder's value passed through
-// value; ok is false when an argument is absent.
-func (t text) render(args map[string]any, value func(p part, s string) (string, error)) (out string, ok bool, err error) {
+// render writes the text with each placeholder's value; ok is false when
+// an argument is absent.
+func (t text) render(args map[string]any) (out string, ok bool, err error) {
 	var b strings.Builder
 	for _, p := range t {
 		if p.name == "" {
@@ -89,9 +89,6 @@ func (t text) render(args map[string]any, value func(p part, s string) (string, 
 			return "", false, nil
 		}
 		s, err := scalar(p.name, v)
-		if err == nil && value != nil {
-			s, err = value(p, s)
-		}
 		if err != nil {
 			return "", false, err
 		}
@@ -366,7 +363,7 @@ func (b *body) render(args map[string]any) (v any, ok bool, err error) {
 			v, ok := args[p.name]
 			return v, ok && v != nil, nil
 		}
-		s, ok, err := b.text.render(args, nil)
+		s, ok, err := b.text.render(args)
 		return s, ok, err
 	}
 	return b.lit, true, nil

@@ -24,19 +24,18 @@ import (
 
 // tool is one declared HTTP API tool.
 type tool struct {
-	set        *Set
-	spec       tools.Spec
-	req        *request
-	client     *http.Client
-	host       *host
-	limiter    *rate.Limiter
-	retry      RetryConfig
-	idempotent bool
-	format     string
-	maxBytes   int
-	jq         *gojq.Code
-	defaults   map[string]any
-	scrub      *strings.Replacer
+	set      *Set
+	spec     tools.Spec
+	req      *request
+	client   *http.Client
+	host     *host
+	limiter  *rate.Limiter
+	retry    RetryConfig
+	format   string
+	maxBytes int
+	jq       *gojq.Code
+	defaults map[string]any
+	scrub    *strings.Replacer
 }
 
 var (
@@ -64,11 +63,9 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	if err := call.Decode(&args); err != nil {
 		return nil, err
 	}
-	for k, v := range t.defaults {
-		if _, ok := args[k]; !ok {
-			args[k] = v
-		}
-	}
+	// A null argument is kept: it is absent to the request, and takes no
+	// default.
+	tools.ApplyDefaults(args, t.defaults)
 	b, err := t.req.build(args)
 	if err != nil {
 		return nil, err
@@ -116,7 +113,7 @@ func (t *tool) send(ctx context.Context, call *tools.Call, b *built) (*answer, e
 		if f == nil {
 			return ans, nil
 		}
-		if !f.retry || n >= t.retry.Attempts || !(t.idempotent || f.unsent) || ctx.Err() != nil {
+		if !f.retry || n >= t.retry.Attempts || !(t.spec.Effects.Idempotent || f.unsent) || ctx.Err() != nil {
 			return nil, f.err
 		}
 		wait, reason := backoff(n, t.retry.Base, t.retry.Max, t.set.jitter), "backoff"

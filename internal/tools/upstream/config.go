@@ -174,17 +174,12 @@ func (c Config) guard() (*netguard.Guard, error) {
 	return g, nil
 }
 
-// processSpec is the sandboxed process of a stdio server.
+// processSpec is the sandboxed process of a stdio server (as every
+// command.ProcessSpec, without a CPU-time or address-space limit unless
+// set).
 func (c Config) processSpec() command.ProcessSpec {
-	rl := c.Sandbox.Rlimits
-	if rl.CPU == 0 {
-		rl.CPU = -1
-	}
-	if rl.AddressSpace == 0 {
-		rl.AddressSpace = -1
-	}
 	return command.ProcessSpec{Argv: append([]string{c.Command}, c.Args...), Dir: c.Cwd,
 		Sandbox: command.Sandbox{Containment: c.Sandbox.Containment, Network: c.Sandbox.Network,
 			WorkspaceWritable: c.Sandbox.WorkspaceWritable, ReadOnlyPaths: c.Sandbox.ReadOnlyPaths,
-			EnvAllow: c.EnvAllow, Env: c.Env, Rlimits: rl}}
+			EnvAllow: c.EnvAllow, Env: c.Env, Rlimits: c.Sandbox.Rlimits}}
 }

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestConfigHTTPHostsOfConsultProviders: the http section's hosts apply to
+// the hosts consultation providers call, so a rate for a model API no
+// HTTP tool calls is accepted; an entry for a host nobody calls is still a
+// configuration error.
+func TestConfigHTTPHostsOfConsultProviders(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "hosts.yaml")
+	noEnv := func(string) (string, bool) { return "", false }
+	check := func(src string) (error, string) {
+		os.WriteFile(cfg, []byte(src), 0o644)
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"-check-config", cfg, "-workspace", t.TempDir()}, noEnv, nil, &out, &errOut)
+		return err, errOut.String()
+	}
+	const provider = "consult:\n  providers: {openai: {base_url: \"https://api.openai.com/v1\", model: m}}\n"
+	if err, out := check("http:\n  hosts: {api.openai.com: {rate: {per_second: 1}}}\n" + provider); err != nil {
+		t.Errorf("a host only a provider calls: %v\n%s", err, out)
+	}
+	err, out := check("http:\n  hosts: {api.openai.co: {rate: {per_second: 1}}}\n" + provider)
+	if err == nil || !strings.Contains(out, "http.hosts.api.openai.co: no HTTP tool calls this host (hosts: api.openai.com)") {
+		t.Errorf("a host nobody calls: %v\n%s", err, out)
+	}
+}
