@@ -275,7 +275,7 @@ func (a *app) candidates() ([]candidate, error) {
 	}
 	hs, err := httpapi.New(a.cfg.HTTP, httpapi.Options{Registerer: a.metrics})
 	if err != nil {
-		return nil, sectionProblems("http", err)
+		return nil, config.SectionError("http", err)
 	}
 	a.closers = append(a.closers, hs.Close)
 	for _, t := range hs.Tools() {
@@ -284,12 +284,12 @@ func (a *app) candidates() ([]candidate, error) {
 	co, err := consult.New(a.cfg.Consult, consult.Options{Commands: cs, HTTP: hs, Registerer: a.metrics,
 		Redact: func(s string) string { return a.san.RedactString(consultRedactor, s) }})
 	if err != nil {
-		return nil, sectionProblems("consult", err)
+		return nil, config.SectionError("consult", err)
 	}
 	// Only now has every tool kind reaching APIs through the HTTP tools'
 	// machinery (the consultation providers) declared its hosts.
 	if err := hs.CheckHosts(); err != nil {
-		return nil, sectionProblems("http", err)
+		return nil, config.SectionError("http", err)
 	}
 	for _, line := range co.Describe() {
 		a.log.Info("consult provider", zap.String("provider", line))
@@ -303,22 +303,6 @@ func (a *app) candidates() ([]candidate, error) {
 // consultRedactor names the policy a synthesis prompt is redacted with:
 // the consultation tools', which send their arguments to third parties.
 const consultRedactor = "consult_many"
-
-// sectionProblems reports a tool section's problems (http, consult) each
-// at its own path, or err whole at the section when it lists none.
-func sectionProblems(section string, err error) error {
-	var list interface {
-		EachProblem(func(path, message string))
-	}
-	if !errors.As(err, &list) {
-		return &config.Error{Problems: []config.Problem{{Path: section, Message: err.Error()}}}
-	}
-	probs := &config.Error{}
-	list.EachProblem(func(path, message string) {
-		probs.Problems = append(probs.Problems, config.Problem{Path: section + "." + path, Message: message})
-	})
-	return probs
-}
 
 // registryOptions passes the configured category defaults and the
 // overrides of enabled tools.

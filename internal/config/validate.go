@@ -81,9 +81,21 @@ func (c *Config) Validate() error {
 	return probs.orNil()
 }
 
-// addSection adds a section's error (consult.Config.Check's): each
-// problem at its path in the section when the error lists them, else the
-// whole error at the section, so that no error is lost.
+// SectionError is the configuration error of a section whose own
+// package checked it (http, consult): each problem at its path in the
+// section when err lists them, else the whole error at the section.
+func SectionError(section string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &Error{}
+	e.addSection(section, err)
+	return e
+}
+
+// addSection adds a section's error: each problem at its path in the
+// section when the error lists them, else the whole error at the section,
+// so that no error is lost.
 func (e *Error) addSection(section string, err error) {
 	if err == nil {
 		return
