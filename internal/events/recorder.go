@@ -26,8 +26,9 @@ type Options struct {
 	// FlushInterval is the longest an event waits in the buffer (50ms).
 	FlushInterval time.Duration
 	// MaxPending bounds the buffer while the store cannot take it
-	// (100,000 entries); beyond it events, then audit records, are
-	// dropped and counted.
+	// (100,000 entries); beyond it the oldest events, then the oldest
+	// audit records, are dropped and counted. (A flush under way holds
+	// at most one buffer more.)
 	MaxPending int
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
@@ -48,8 +49,17 @@ type Recorder struct {
 	mu      sync.Mutex
 	pending []item
 	spare   []item // the other buffer: flush swaps them
-	done    chan struct{}
-	stopped chan struct{}
+
+	done      chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
+	// ctx ends closeTimeout after Close: it bounds the flush under way
+	// and the last ones together.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	publishTimeout time.Duration // of one message's writes (5s)
+	closeTimeout   time.Duration // of Close's flushes, all together (5s)
 
 	// Buffers the flusher (one goroutine) reuses from batch to batch.
 	activity []byte
@@ -86,8 +96,10 @@ func NewRecorder(o Options) *Recorder {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Recorder{opts: o, st: o.Store, replica: o.Store.Name(), log: o.Logger, m: newRecorderMetrics(o.Registerer),
-		chain: &chain{st: o.Store}, done: make(chan struct{}), stopped: make(chan struct{})}
+		chain: &chain{st: o.Store}, done: make(chan struct{}), stopped: make(chan struct{}), ctx: ctx, cancel: cancel,
+		publishTimeout: 5 * time.Second, closeTimeout: 5 * time.Second}
 }
 
 // Observe and Stuck make the Recorder a dispatch.Observer; it learns
@@ -150,6 +162,13 @@ func (r *Recorder) Admin(caller, action, target, requestID string) {
 
 func (r *Recorder) add(it item) {
 	r.mu.Lock()
+	if len(r.pending) >= r.opts.MaxPending {
+		// The store has not taken the buffer for a while. Drop the
+		// oldest a sixteenth of the buffer at a time, so that calls do
+		// not each pay a pass over it.
+		r.shed(r.opts.MaxPending - r.opts.MaxPending/16 - 1)
+		r.m.pending.Set(float64(len(r.pending) + 1))
+	}
 	r.pending = append(r.pending, it)
 	r.mu.Unlock()
 }
@@ -166,29 +185,36 @@ func (r *Recorder) Run() {
 	for {
 		select {
 		case <-t.C:
-			r.flush()
+			r.flush(r.ctx)
 		case <-r.done:
-			r.flushAll(5 * time.Second)
+			r.flushAll(r.ctx)
 			return
 		}
 	}
 }
 
-// Close flushes what is buffered (for up to 5s) and stops Run.
+// Close flushes what is buffered (for up to 5s in all, the flush under way
+// included) and stops Run.
 func (r *Recorder) Close() {
-	select {
-	case <-r.done:
-	default:
+	r.closeOnce.Do(func() {
 		close(r.done)
-	}
-	<-r.stopped
+		t := time.AfterFunc(r.closeTimeout, r.cancel)
+		<-r.stopped
+		t.Stop()
+		r.cancel()
+	})
 }
 
-func (r *Recorder) flushAll(bound time.Duration) {
-	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) && !r.st.Conn().IsClosed() {
-		if r.flush() == 0 {
+// flushAll flushes until the buffer is empty or ctx ends.
+func (r *Recorder) flushAll(ctx context.Context) {
+	for ctx.Err() == nil && !r.st.Conn().IsClosed() {
+		if r.flush(ctx) == 0 {
 			return
+		}
+		// The store refused, or calls still end: try again shortly.
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.opts.FlushInterval):
 		}
 	}
 	r.mu.Lock()
@@ -199,59 +225,72 @@ func (r *Recorder) flushAll(bound time.Duration) {
 	}
 }
 
-// flush publishes everything buffered, maxBatch entries to a message; what
-// the store refuses goes back to the front of the buffer for the next
-// flush. It returns how many entries remain buffered.
-func (r *Recorder) flush() int {
+// flush publishes everything buffered, maxBatch entries to a message. At
+// the first message the store refuses it stops: what failed of it, and
+// the messages not tried, go back to the front of the buffer for the next
+// flush. (A store that is down costs a flush one timeout, not one per
+// message.) It returns how many entries remain buffered.
+func (r *Recorder) flush(ctx context.Context) int {
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = r.spare[:0]
 	r.mu.Unlock()
-	var failed []item
+	var failed, untried []item
 	for start := 0; start < len(batch); start += maxBatch {
-		failed = append(failed, r.publish(batch[min(start, len(batch)):min(start+maxBatch, len(batch))])...)
+		if failed = r.publish(ctx, batch[start:min(start+maxBatch, len(batch))]); len(failed) > 0 {
+			untried = batch[min(start+maxBatch, len(batch)):]
+			break
+		}
 	}
-	clear(batch) // drop references to arguments and envelopes
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.spare = batch[:0]
-	if len(failed) > 0 {
-		r.pending = append(failed, r.pending...)
+	if n := len(failed) + len(untried); n > 0 {
+		// Back in front of what arrived meanwhile, in batch's array:
+		// failed (at most maxBatch) ends before untried starts.
+		copy(batch, failed)
+		copy(batch[len(failed):], untried)
+		clear(batch[n:])
+		batch = append(batch[:n], r.pending...)
+		r.pending, batch = batch, r.pending
 	}
-	r.shed()
+	clear(batch) // drop references to arguments and envelopes
+	r.spare = batch[:0]
+	r.shed(r.opts.MaxPending)
 	r.m.pending.Set(float64(len(r.pending)))
 	return len(r.pending)
 }
 
 // shed drops the oldest events, then the oldest audit records, beyond
-// MaxPending; r.mu is held.
-func (r *Recorder) shed() {
-	over := len(r.pending) - r.opts.MaxPending
+// limit; r.mu is held.
+func (r *Recorder) shed(limit int) {
+	over := len(r.pending) - limit
 	if over <= 0 {
 		return
 	}
 	kept := r.pending[:0]
+	events := 0
 	for _, it := range r.pending {
-		if over > 0 && !it.audit {
-			over--
-			r.m.dropped.WithLabelValues("event").Inc()
+		if events < over && !it.audit {
+			events++
 			continue
 		}
 		kept = append(kept, it)
 	}
-	if over > 0 {
+	r.m.dropped.WithLabelValues("event").Add(float64(events))
+	if over -= events; over > 0 {
 		r.m.dropped.WithLabelValues("audit").Add(float64(over))
 		r.log.Error("audit: the store has been unavailable too long; oldest audit records dropped", zap.Int("dropped", over))
-		kept = kept[over:]
+		kept = kept[:copy(kept, kept[over:])]
 	}
+	clear(r.pending[len(kept):]) // drop references to what was shed
 	r.pending = kept
 }
 
 // publish writes one batch: one activity message, one message per
 // execution subject, and the audit records, chained. It returns the items
 // whose writes failed, with only the parts that failed.
-func (r *Recorder) publish(batch []item) []item {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (r *Recorder) publish(ctx context.Context, batch []item) []item {
+	ctx, cancel := context.WithTimeout(ctx, r.publishTimeout)
 	defer cancel()
 	activity := r.activity[:0]
 	bySubject := map[string][]byte{}
