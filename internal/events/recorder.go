@@ -312,15 +312,23 @@ func (r *Recorder) publish(ctx context.Context, batch []item) []item {
 			audits = append(audits, r.record(it))
 		}
 	}
-	eventsOK := true
+	// Each message succeeds or fails on its own: only the events of one
+	// that failed are sent again, or their subscribers would see the
+	// others twice.
+	var failedSubjects map[string]bool
+	var eventsErr error
 	for _, subj := range order {
 		if _, err := r.st.Publish(ctx, "events_publish", subj, bySubject[subj]); err != nil {
-			eventsOK = false
+			if failedSubjects == nil {
+				failedSubjects = map[string]bool{}
+			}
+			failedSubjects[subj], eventsErr = true, err
 		}
 	}
+	activityOK := true
 	if len(activity) > 0 {
 		if _, err := r.st.Publish(ctx, "events_publish", ActivitySubject, activity); err != nil {
-			eventsOK = false
+			activityOK, eventsErr = false, err
 		}
 	}
 	auditOK := true
@@ -332,22 +340,26 @@ func (r *Recorder) publish(ctx context.Context, batch []item) []item {
 			r.m.audited.Add(float64(len(audits)))
 		}
 	}
-	if !eventsOK {
-		r.log.Warn("events: publishing failed; retrying at the next flush")
+	if eventsErr != nil {
+		r.log.Warn("events: publishing failed; retrying at the next flush", zap.Error(eventsErr))
 	}
-	return retries(batch, eventsOK, auditOK, r.m.published)
+	return retries(batch, failedSubjects, activityOK, auditOK, r.m.published)
 }
 
-// retries keeps, of each item, the parts whose write failed, and counts
-// the events written.
-func retries(batch []item, eventsOK, auditOK bool, published prometheus.Counter) []item {
+// retries keeps, of each item, the parts whose write failed (its activity
+// event, its execution's event, its audit record: each on its own), and
+// counts the events written.
+func retries(batch []item, failedSubjects map[string]bool, activityOK, auditOK bool, published prometheus.Counter) []item {
 	var failed []item
+	written := 0
 	for _, it := range batch {
-		if it.activity || it.subject != "" {
-			if eventsOK {
-				published.Inc()
-				it.activity, it.subject = false, ""
-			}
+		if it.activity && activityOK {
+			written++
+			it.activity = false
+		}
+		if it.subject != "" && !failedSubjects[it.subject] {
+			written++
+			it.subject = ""
 		}
 		if auditOK {
 			it.audit = false
@@ -356,6 +368,7 @@ func retries(batch []item, eventsOK, auditOK bool, published prometheus.Counter)
 			failed = append(failed, it)
 		}
 	}
+	published.Add(float64(written))
 	return failed
 }
 

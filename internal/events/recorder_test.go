@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -147,5 +149,54 @@ func TestAddBoundsPending(t *testing.T) {
 		if key(r.pending[i]) <= key(r.pending[i-1]) {
 			t.Fatalf("entries out of order: %+v, %+v", r.pending[i-1], r.pending[i])
 		}
+	}
+}
+
+// messages counts the events stream's messages on subject.
+func messages(t *testing.T, st *state.Store, subject string) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	s, err := st.JetStream().Stream(ctx, state.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects[subject]
+}
+
+// oversized is an execution's output the store refuses every time (over
+// its largest message), while its activity event, without the envelope,
+// is small.
+func oversized(id string) Event {
+	return Event{Type: TypeOutput, ExecutionID: id, Tool: "echo", Chunk: "hi",
+		Envelope: []byte(`"` + strings.Repeat("x", 2<<20) + `"`)}
+}
+
+// TestRetriesOnlyWhatFailed: when one execution's message fails, neither
+// the activity message nor another execution's is sent again.
+func TestRetriesOnlyWhatFailed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	st := statetest.Open(t, nil, "a")
+	r := NewRecorder(Options{Store: st, Registerer: reg})
+	r.Execution(oversized("big"))
+	r.Execution(Event{Type: TypeEnd, ExecutionID: "small", Tool: "echo", Status: "success"})
+	for range 3 {
+		if left := r.flush(context.Background()); left != 1 {
+			t.Fatalf("%d entries left, want the oversized execution event", left)
+		}
+	}
+	if got := r.pending[0]; got.activity || got.subject != ExecutionSubject("big") {
+		t.Errorf("kept for retry: %+v", got)
+	}
+	for subj, want := range map[string]uint64{ActivitySubject: 1, ExecutionSubject("small"): 1, ExecutionSubject("big"): 0} {
+		if n := messages(t, st, subj); n != want {
+			t.Errorf("%s: %d messages, want %d", subj, n, want)
+		}
+	}
+	if n := testutil.ToFloat64(r.m.published); n != 2 {
+		t.Errorf("%v events counted as written, want 2", n)
 	}
 }
