@@ -3,6 +3,7 @@ package events
 import (
 	"cmp"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -225,11 +226,13 @@ func (r *Recorder) flushAll(ctx context.Context) {
 	}
 }
 
-// flush publishes everything buffered, maxBatch entries to a message. At
-// the first message the store refuses it stops: what failed of it, and
-// the messages not tried, go back to the front of the buffer for the next
-// flush. (A store that is down costs a flush one timeout, not one per
-// message.) It returns how many entries remain buffered.
+// flush publishes everything buffered, maxBatch entries to a message;
+// what the store refuses goes back to the front of the buffer, in order,
+// for the next flush. At the first batch refused because the store is
+// down or full it stops, and the batches not tried go back untouched: a
+// store that is down costs a flush one timeout, not one per batch. A
+// message refused for itself (too large) does not hold the rest back. It
+// returns how many entries remain buffered.
 func (r *Recorder) flush(ctx context.Context) int {
 	r.mu.Lock()
 	batch := r.pending
@@ -237,8 +240,11 @@ func (r *Recorder) flush(ctx context.Context) int {
 	r.mu.Unlock()
 	var failed, untried []item
 	for start := 0; start < len(batch); start += maxBatch {
-		if failed = r.publish(ctx, batch[start:min(start+maxBatch, len(batch))]); len(failed) > 0 {
-			untried = batch[min(start+maxBatch, len(batch)):]
+		end := min(start+maxBatch, len(batch))
+		f, down := r.publish(ctx, batch[start:end])
+		failed = append(failed, f...)
+		if down {
+			untried = batch[end:]
 			break
 		}
 	}
@@ -246,7 +252,8 @@ func (r *Recorder) flush(ctx context.Context) int {
 	defer r.mu.Unlock()
 	if n := len(failed) + len(untried); n > 0 {
 		// Back in front of what arrived meanwhile, in batch's array:
-		// failed (at most maxBatch) ends before untried starts.
+		// failed, drawn from the batches tried, ends before untried
+		// starts.
 		copy(batch, failed)
 		copy(batch[len(failed):], untried)
 		clear(batch[n:])
@@ -288,8 +295,10 @@ func (r *Recorder) shed(limit int) {
 
 // publish writes one batch: one activity message, one message per
 // execution subject, and the audit records, chained. It returns the items
-// whose writes failed, with only the parts that failed.
-func (r *Recorder) publish(ctx context.Context, batch []item) []item {
+// whose writes failed, with only the parts that failed, and whether a
+// write failed because the store is down or full (or the flush is out of
+// time), rather than for its own message.
+func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, down bool) {
 	ctx, cancel := context.WithTimeout(ctx, r.publishTimeout)
 	defer cancel()
 	activity := r.activity[:0]
@@ -315,6 +324,8 @@ func (r *Recorder) publish(ctx context.Context, batch []item) []item {
 	// Each message succeeds or fails on its own: only the events of one
 	// that failed are sent again, or their subscribers would see the
 	// others twice.
+	// (One timeout covers them all: once the store is down, the rest
+	// fail at once.)
 	var failedSubjects map[string]bool
 	var eventsErr error
 	for _, subj := range order {
@@ -323,12 +334,14 @@ func (r *Recorder) publish(ctx context.Context, batch []item) []item {
 				failedSubjects = map[string]bool{}
 			}
 			failedSubjects[subj], eventsErr = true, err
+			down = down || storeDown(ctx, err)
 		}
 	}
 	activityOK := true
 	if len(activity) > 0 {
 		if _, err := r.st.Publish(ctx, "events_publish", ActivitySubject, activity); err != nil {
 			activityOK, eventsErr = false, err
+			down = down || storeDown(ctx, err)
 		}
 	}
 	auditOK := true
@@ -336,6 +349,7 @@ func (r *Recorder) publish(ctx context.Context, batch []item) []item {
 		if err := r.chain.append(ctx, audits); err != nil {
 			r.log.Warn("audit: appending failed; retrying at the next flush", zap.Error(err))
 			auditOK = false
+			down = down || storeDown(ctx, err)
 		} else {
 			r.m.audited.Add(float64(len(audits)))
 		}
@@ -343,7 +357,13 @@ func (r *Recorder) publish(ctx context.Context, batch []item) []item {
 	if eventsErr != nil {
 		r.log.Warn("events: publishing failed; retrying at the next flush", zap.Error(eventsErr))
 	}
-	return retries(batch, failedSubjects, activityOK, auditOK, r.m.published)
+	return retries(batch, failedSubjects, activityOK, auditOK, r.m.published), down
+}
+
+// storeDown reports whether a write failed because the store cannot take
+// any now (down, full, or out of time), rather than for its message.
+func storeDown(ctx context.Context, err error) bool {
+	return errors.Is(err, state.ErrUnavailable) || errors.Is(err, state.ErrFull) || ctx.Err() != nil
 }
 
 // retries keeps, of each item, the parts whose write failed (its activity

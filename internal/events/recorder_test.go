@@ -200,3 +200,18 @@ func TestRetriesOnlyWhatFailed(t *testing.T) {
 		t.Errorf("%v events counted as written, want 2", n)
 	}
 }
+
+// TestOversizedDoesNotHoldBack: a message the store refuses for itself
+// (too large) stays buffered alone; the batches after it are written.
+func TestOversizedDoesNotHoldBack(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := NewRecorder(Options{Store: st})
+	r.Execution(oversized("big"))
+	started(r, 2*maxBatch)
+	if left := r.flush(context.Background()); left != 1 {
+		t.Fatalf("%d entries left, want the oversized execution event", left)
+	}
+	if n := messages(t, st, ActivitySubject); n != 3 {
+		t.Errorf("%d activity messages, want 3", n)
+	}
+}
