@@ -105,6 +105,32 @@ func TestActivityAndAudit(t *testing.T) {
 	}
 }
 
+// TestAdminRecord: an administrative action is an audit record of its
+// own kind, with its action and target, and no event.
+func TestAdminRecord(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st)
+	r.rec.Admin("ops", "approve", "exec-1", "req-1")
+	r.rec.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var export bytes.Buffer
+	if n, err := events.Export(ctx, st, &export); err != nil || n != 1 {
+		t.Fatalf("export: %d records, %v", n, err)
+	}
+	var rec events.Record
+	if err := json.Unmarshal(export.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Kind != "admin" || rec.Caller != "ops" || rec.Action != "approve" || rec.Target != "exec-1" || rec.RequestID != "req-1" ||
+		rec.Status != "" || rec.ArgsSHA256 != "" {
+		t.Errorf("record: %+v", rec)
+	}
+	if metrics := gather(t, r.reg); !strings.Contains(metrics, "toold_events_published_total 0\n") {
+		t.Errorf("an administrative action made an event:\n%s", metrics)
+	}
+}
+
 // TestTamperingIsFound: a record removed from the store, a record altered
 // in an export, and a line removed from an export are each found.
 func TestTamperingIsFound(t *testing.T) {

@@ -3,6 +3,7 @@ package events
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -84,8 +85,16 @@ type item struct {
 	errType    string
 	errCode    string
 	durationMS float64
-	args       []byte // for the audit record's hash
-	extra      *Event // output chunks, final envelopes, administrative targets
+	args       []byte     // for the audit record's hash
+	extra      *itemExtra // what few entries carry
+}
+
+// itemExtra is what only some entries carry: an execution's output and
+// final envelope, or an administrative action and its target.
+type itemExtra struct {
+	stream, chunk  string
+	envelope       json.RawMessage
+	action, target string
 }
 
 var _ dispatch.CallObserver = (*Recorder)(nil)
@@ -139,7 +148,7 @@ func (r *Recorder) Execution(ev Event) {
 		activity:  ev.Type == TypeOutput || ev.Type == TypeWaiting || ev.Type == TypeResumed,
 		requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, execution: ev.ExecutionID, status: ev.Status}
 	if ev.Stream != "" || ev.Chunk != "" || len(ev.Envelope) > 0 {
-		it.extra = &Event{Stream: ev.Stream, Chunk: ev.Chunk, Envelope: ev.Envelope}
+		it.extra = &itemExtra{stream: ev.Stream, chunk: ev.Chunk, envelope: ev.Envelope}
 	}
 	r.add(it)
 }
@@ -157,7 +166,7 @@ func (r *Recorder) Accepted(ev Event) {
 func (r *Recorder) Admin(caller, action, target, requestID string) {
 	if r.opts.Audit {
 		r.add(item{typ: "admin", at: time.Now(), audit: true, caller: caller, requestID: requestID,
-			status: action, extra: &Event{Chunk: target}})
+			extra: &itemExtra{action: action, target: target}})
 	}
 }
 
@@ -397,10 +406,7 @@ func (r *Recorder) record(it *item) Record {
 	rec := Record{Time: it.at.UTC(), Replica: r.replica, Kind: "call", Caller: it.caller, Action: "execute", Tool: it.tool,
 		Status: it.status, ErrorType: it.errType, DurationMS: it.durationMS, RequestID: it.requestID, ExecutionID: it.execution}
 	if it.typ == "admin" {
-		rec.Kind, rec.Action, rec.Status = "admin", it.status, ""
-		if it.extra != nil {
-			rec.Target = it.extra.Chunk
-		}
+		rec.Kind, rec.Action, rec.Target = "admin", it.extra.action, it.extra.target
 	} else {
 		rec.ArgsSHA256 = r.argsHash(it.tool, it.args)
 	}
