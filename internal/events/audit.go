@@ -162,12 +162,12 @@ func (c *chain) append(ctx context.Context, recs []Record) error {
 			c.lastSeq, c.head = ack.Sequence, recs[len(recs)-1]
 			return nil
 		}
-		var api *jetstream.APIError
-		if !errors.As(err, &api) || api.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
-			c.loaded = false
+		// Reload the tail either way; on a conflict another replica
+		// appended, so chain after its records.
+		c.loaded = false
+		if !errors.Is(err, state.ErrConflict) {
 			return err
 		}
-		c.loaded = false // another replica appended: chain after its records
 	}
 	return errors.New("audit: too many concurrent appends")
 }

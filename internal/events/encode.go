@@ -51,11 +51,11 @@ func (r *Recorder) appendEvent(dst []byte, it *item, full bool) []byte {
 		dst = appendNumber(dst, it.durationMS)
 	}
 	if x := it.extra; x != nil {
-		dst = appendField(dst, "stream", x.Stream)
-		dst = appendField(dst, "chunk", x.Chunk)
-		if full && len(x.Envelope) > 0 {
+		dst = appendField(dst, "stream", x.stream)
+		dst = appendField(dst, "chunk", x.chunk)
+		if full && len(x.envelope) > 0 {
 			dst = append(dst, `,"envelope":`...)
-			dst = append(dst, x.Envelope...)
+			dst = append(dst, x.envelope...)
 		}
 	}
 	return append(dst, '}')

@@ -16,13 +16,13 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 	items := []item{
 		{typ: TypeStart, at: at, requestID: "r1", tool: "echo", caller: "k\n<x>", execution: "e"},
 		{typ: TypeError, at: at, requestID: "r", tool: "t", caller: "c", status: "rejected", errType: "validation_error", errCode: "x", durationMS: 1.25},
-		{typ: TypeOutput, at: at, extra: &Event{Stream: "stdout", Chunk: "line\u2028\x01é", Envelope: json.RawMessage(`{"a":1}`)}},
+		{typ: TypeOutput, at: at, extra: &itemExtra{stream: "stdout", chunk: "line\u2028\x01é", envelope: json.RawMessage(`{"a":1}`)}},
 	}
 	for i, it := range items {
 		want := Event{Type: it.typ, Time: it.at, Replica: r.replica, RequestID: it.requestID, Tool: it.tool, Caller: it.caller,
 			ExecutionID: it.execution, Status: it.status, ErrorType: it.errType, ErrorCode: it.errCode, DurationMS: it.durationMS}
 		if it.extra != nil {
-			want.Stream, want.Chunk, want.Envelope = it.extra.Stream, it.extra.Chunk, it.extra.Envelope
+			want.Stream, want.Chunk, want.Envelope = it.extra.stream, it.extra.chunk, it.extra.envelope
 		}
 		same(t, i, want, r.appendEvent(nil, &items[i], true))
 	}

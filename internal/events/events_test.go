@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"toold/internal/dispatch"
 	"toold/internal/events"
@@ -98,11 +97,37 @@ func TestActivityAndAudit(t *testing.T) {
 	if err != nil || !v.OK() || v.Records != 3 || v.First != 1 || v.Last != 3 || v.Head != recs[2].Hash {
 		t.Errorf("verify: %+v %v", v, err)
 	}
-	if n, err := testutil.GatherAndCount(r.reg, "toold_audit_records_total"); err != nil || n != 1 {
-		t.Errorf("audit counter: %d %v", n, err)
+	metrics := gather(t, r.reg)
+	for _, want := range []string{"toold_audit_records_total 3\n", "toold_events_published_total 5\n", "toold_events_pending 0\n"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics)
+		}
 	}
-	if want := "toold_audit_records_total 3\n"; !strings.Contains(gather(t, r.reg), want) {
-		t.Errorf("metrics lack %q", want)
+}
+
+// TestAdminRecord: an administrative action is an audit record of its
+// own kind, with its action and target, and no event.
+func TestAdminRecord(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st)
+	r.rec.Admin("ops", "approve", "exec-1", "req-1")
+	r.rec.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var export bytes.Buffer
+	if n, err := events.Export(ctx, st, &export); err != nil || n != 1 {
+		t.Fatalf("export: %d records, %v", n, err)
+	}
+	var rec events.Record
+	if err := json.Unmarshal(export.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Kind != "admin" || rec.Caller != "ops" || rec.Action != "approve" || rec.Target != "exec-1" || rec.RequestID != "req-1" ||
+		rec.Status != "" || rec.ArgsSHA256 != "" {
+		t.Errorf("record: %+v", rec)
+	}
+	if metrics := gather(t, r.reg); !strings.Contains(metrics, "toold_events_published_total 0\n") {
+		t.Errorf("an administrative action made an event:\n%s", metrics)
 	}
 }
 

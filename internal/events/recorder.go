@@ -3,6 +3,8 @@ package events
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -26,8 +28,9 @@ type Options struct {
 	// FlushInterval is the longest an event waits in the buffer (50ms).
 	FlushInterval time.Duration
 	// MaxPending bounds the buffer while the store cannot take it
-	// (100,000 entries); beyond it events, then audit records, are
-	// dropped and counted.
+	// (100,000 entries); beyond it the oldest events, then the oldest
+	// audit records, are dropped and counted. (A flush under way holds
+	// at most one buffer more.)
 	MaxPending int
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
@@ -48,8 +51,17 @@ type Recorder struct {
 	mu      sync.Mutex
 	pending []item
 	spare   []item // the other buffer: flush swaps them
-	done    chan struct{}
-	stopped chan struct{}
+
+	done      chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
+	// ctx ends closeTimeout after Close: it bounds the flush under way
+	// and the last ones together.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	publishTimeout time.Duration // of one message's writes (5s)
+	closeTimeout   time.Duration // of Close's flushes, all together (5s)
 
 	// Buffers the flusher (one goroutine) reuses from batch to batch.
 	activity []byte
@@ -73,8 +85,16 @@ type item struct {
 	errType    string
 	errCode    string
 	durationMS float64
-	args       []byte // for the audit record's hash
-	extra      *Event // output chunks, final envelopes, administrative targets
+	args       []byte     // for the audit record's hash
+	extra      *itemExtra // what few entries carry
+}
+
+// itemExtra is what only some entries carry: an execution's output and
+// final envelope, or an administrative action and its target.
+type itemExtra struct {
+	stream, chunk  string
+	envelope       json.RawMessage
+	action, target string
 }
 
 var _ dispatch.CallObserver = (*Recorder)(nil)
@@ -86,8 +106,10 @@ func NewRecorder(o Options) *Recorder {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Recorder{opts: o, st: o.Store, replica: o.Store.Name(), log: o.Logger, m: newRecorderMetrics(o.Registerer),
-		chain: &chain{st: o.Store}, done: make(chan struct{}), stopped: make(chan struct{})}
+		chain: &chain{st: o.Store}, done: make(chan struct{}), stopped: make(chan struct{}), ctx: ctx, cancel: cancel,
+		publishTimeout: 5 * time.Second, closeTimeout: 5 * time.Second}
 }
 
 // Observe and Stuck make the Recorder a dispatch.Observer; it learns
@@ -126,7 +148,7 @@ func (r *Recorder) Execution(ev Event) {
 		activity:  ev.Type == TypeOutput || ev.Type == TypeWaiting || ev.Type == TypeResumed,
 		requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, execution: ev.ExecutionID, status: ev.Status}
 	if ev.Stream != "" || ev.Chunk != "" || len(ev.Envelope) > 0 {
-		it.extra = &Event{Stream: ev.Stream, Chunk: ev.Chunk, Envelope: ev.Envelope}
+		it.extra = &itemExtra{stream: ev.Stream, chunk: ev.Chunk, envelope: ev.Envelope}
 	}
 	r.add(it)
 }
@@ -144,12 +166,19 @@ func (r *Recorder) Accepted(ev Event) {
 func (r *Recorder) Admin(caller, action, target, requestID string) {
 	if r.opts.Audit {
 		r.add(item{typ: "admin", at: time.Now(), audit: true, caller: caller, requestID: requestID,
-			status: action, extra: &Event{Chunk: target}})
+			extra: &itemExtra{action: action, target: target}})
 	}
 }
 
 func (r *Recorder) add(it item) {
 	r.mu.Lock()
+	if len(r.pending) >= r.opts.MaxPending {
+		// The store has not taken the buffer for a while. Drop the
+		// oldest a sixteenth of the buffer at a time, so that calls do
+		// not each pay a pass over it.
+		r.shed(r.opts.MaxPending - r.opts.MaxPending/16 - 1)
+		r.m.pending.Set(float64(len(r.pending) + 1))
+	}
 	r.pending = append(r.pending, it)
 	r.mu.Unlock()
 }
@@ -166,29 +195,36 @@ func (r *Recorder) Run() {
 	for {
 		select {
 		case <-t.C:
-			r.flush()
+			r.flush(r.ctx)
 		case <-r.done:
-			r.flushAll(5 * time.Second)
+			r.flushAll(r.ctx)
 			return
 		}
 	}
 }
 
-// Close flushes what is buffered (for up to 5s) and stops Run.
+// Close flushes what is buffered (for up to 5s in all, the flush under way
+// included) and stops Run.
 func (r *Recorder) Close() {
-	select {
-	case <-r.done:
-	default:
+	r.closeOnce.Do(func() {
 		close(r.done)
-	}
-	<-r.stopped
+		t := time.AfterFunc(r.closeTimeout, r.cancel)
+		<-r.stopped
+		t.Stop()
+		r.cancel()
+	})
 }
 
-func (r *Recorder) flushAll(bound time.Duration) {
-	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) && !r.st.Conn().IsClosed() {
-		if r.flush() == 0 {
+// flushAll flushes until the buffer is empty or ctx ends.
+func (r *Recorder) flushAll(ctx context.Context) {
+	for ctx.Err() == nil && !r.st.Conn().IsClosed() {
+		if r.flush(ctx) == 0 {
 			return
+		}
+		// The store refused, or calls still end: try again shortly.
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.opts.FlushInterval):
 		}
 	}
 	r.mu.Lock()
@@ -199,59 +235,80 @@ func (r *Recorder) flushAll(bound time.Duration) {
 	}
 }
 
-// flush publishes everything buffered, maxBatch entries to a message; what
-// the store refuses goes back to the front of the buffer for the next
-// flush. It returns how many entries remain buffered.
-func (r *Recorder) flush() int {
+// flush publishes everything buffered, maxBatch entries to a message;
+// what the store refuses goes back to the front of the buffer, in order,
+// for the next flush. At the first batch refused because the store is
+// down or full it stops, and the batches not tried go back untouched: a
+// store that is down costs a flush one timeout, not one per batch. A
+// message refused for itself (too large) does not hold the rest back. It
+// returns how many entries remain buffered.
+func (r *Recorder) flush(ctx context.Context) int {
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = r.spare[:0]
 	r.mu.Unlock()
-	var failed []item
+	var failed, untried []item
 	for start := 0; start < len(batch); start += maxBatch {
-		failed = append(failed, r.publish(batch[min(start, len(batch)):min(start+maxBatch, len(batch))])...)
+		end := min(start+maxBatch, len(batch))
+		f, down := r.publish(ctx, batch[start:end])
+		failed = append(failed, f...)
+		if down {
+			untried = batch[end:]
+			break
+		}
 	}
-	clear(batch) // drop references to arguments and envelopes
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.spare = batch[:0]
-	if len(failed) > 0 {
-		r.pending = append(failed, r.pending...)
+	if n := len(failed) + len(untried); n > 0 {
+		// Back in front of what arrived meanwhile, in batch's array:
+		// failed, drawn from the batches tried, ends before untried
+		// starts.
+		copy(batch, failed)
+		copy(batch[len(failed):], untried)
+		clear(batch[n:])
+		batch = append(batch[:n], r.pending...)
+		r.pending, batch = batch, r.pending
 	}
-	r.shed()
+	clear(batch) // drop references to arguments and envelopes
+	r.spare = batch[:0]
+	r.shed(r.opts.MaxPending)
 	r.m.pending.Set(float64(len(r.pending)))
 	return len(r.pending)
 }
 
 // shed drops the oldest events, then the oldest audit records, beyond
-// MaxPending; r.mu is held.
-func (r *Recorder) shed() {
-	over := len(r.pending) - r.opts.MaxPending
+// limit; r.mu is held.
+func (r *Recorder) shed(limit int) {
+	over := len(r.pending) - limit
 	if over <= 0 {
 		return
 	}
 	kept := r.pending[:0]
+	events := 0
 	for _, it := range r.pending {
-		if over > 0 && !it.audit {
-			over--
-			r.m.dropped.WithLabelValues("event").Inc()
+		if events < over && !it.audit {
+			events++
 			continue
 		}
 		kept = append(kept, it)
 	}
-	if over > 0 {
+	r.m.dropped.WithLabelValues("event").Add(float64(events))
+	if over -= events; over > 0 {
 		r.m.dropped.WithLabelValues("audit").Add(float64(over))
 		r.log.Error("audit: the store has been unavailable too long; oldest audit records dropped", zap.Int("dropped", over))
-		kept = kept[over:]
+		kept = kept[:copy(kept, kept[over:])]
 	}
+	clear(r.pending[len(kept):]) // drop references to what was shed
 	r.pending = kept
 }
 
 // publish writes one batch: one activity message, one message per
 // execution subject, and the audit records, chained. It returns the items
-// whose writes failed, with only the parts that failed.
-func (r *Recorder) publish(batch []item) []item {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// whose writes failed, with only the parts that failed, and whether a
+// write failed because the store is down or full (or the flush is out of
+// time), rather than for its own message.
+func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, down bool) {
+	ctx, cancel := context.WithTimeout(ctx, r.publishTimeout)
 	defer cancel()
 	activity := r.activity[:0]
 	bySubject := map[string][]byte{}
@@ -273,15 +330,27 @@ func (r *Recorder) publish(batch []item) []item {
 			audits = append(audits, r.record(it))
 		}
 	}
-	eventsOK := true
+	// Each message succeeds or fails on its own: only the events of one
+	// that failed are sent again, or their subscribers would see the
+	// others twice.
+	// (One timeout covers them all: once the store is down, the rest
+	// fail at once.)
+	var failedSubjects map[string]bool
+	var eventsErr error
 	for _, subj := range order {
 		if _, err := r.st.Publish(ctx, "events_publish", subj, bySubject[subj]); err != nil {
-			eventsOK = false
+			if failedSubjects == nil {
+				failedSubjects = map[string]bool{}
+			}
+			failedSubjects[subj], eventsErr = true, err
+			down = down || storeDown(ctx, err)
 		}
 	}
+	activityOK := true
 	if len(activity) > 0 {
 		if _, err := r.st.Publish(ctx, "events_publish", ActivitySubject, activity); err != nil {
-			eventsOK = false
+			activityOK, eventsErr = false, err
+			down = down || storeDown(ctx, err)
 		}
 	}
 	auditOK := true
@@ -289,26 +358,37 @@ func (r *Recorder) publish(batch []item) []item {
 		if err := r.chain.append(ctx, audits); err != nil {
 			r.log.Warn("audit: appending failed; retrying at the next flush", zap.Error(err))
 			auditOK = false
+			down = down || storeDown(ctx, err)
 		} else {
 			r.m.audited.Add(float64(len(audits)))
 		}
 	}
-	if !eventsOK {
-		r.log.Warn("events: publishing failed; retrying at the next flush")
+	if eventsErr != nil {
+		r.log.Warn("events: publishing failed; retrying at the next flush", zap.Error(eventsErr))
 	}
-	return retries(batch, eventsOK, auditOK, r.m.published)
+	return retries(batch, failedSubjects, activityOK, auditOK, r.m.published), down
 }
 
-// retries keeps, of each item, the parts whose write failed, and counts
-// the events written.
-func retries(batch []item, eventsOK, auditOK bool, published prometheus.Counter) []item {
+// storeDown reports whether a write failed because the store cannot take
+// any now (down, full, or out of time), rather than for its message.
+func storeDown(ctx context.Context, err error) bool {
+	return errors.Is(err, state.ErrUnavailable) || errors.Is(err, state.ErrFull) || ctx.Err() != nil
+}
+
+// retries keeps, of each item, the parts whose write failed (its activity
+// event, its execution's event, its audit record: each on its own), and
+// counts the events written.
+func retries(batch []item, failedSubjects map[string]bool, activityOK, auditOK bool, published prometheus.Counter) []item {
 	var failed []item
+	written := 0
 	for _, it := range batch {
-		if it.activity || it.subject != "" {
-			if eventsOK {
-				published.Inc()
-				it.activity, it.subject = false, ""
-			}
+		if it.activity && activityOK {
+			written++
+			it.activity = false
+		}
+		if it.subject != "" && !failedSubjects[it.subject] {
+			written++
+			it.subject = ""
 		}
 		if auditOK {
 			it.audit = false
@@ -317,6 +397,7 @@ func retries(batch []item, eventsOK, auditOK bool, published prometheus.Counter)
 			failed = append(failed, it)
 		}
 	}
+	published.Add(float64(written))
 	return failed
 }
 
@@ -325,10 +406,7 @@ func (r *Recorder) record(it *item) Record {
 	rec := Record{Time: it.at.UTC(), Replica: r.replica, Kind: "call", Caller: it.caller, Action: "execute", Tool: it.tool,
 		Status: it.status, ErrorType: it.errType, DurationMS: it.durationMS, RequestID: it.requestID, ExecutionID: it.execution}
 	if it.typ == "admin" {
-		rec.Kind, rec.Action, rec.Status = "admin", it.status, ""
-		if it.extra != nil {
-			rec.Target = it.extra.Chunk
-		}
+		rec.Kind, rec.Action, rec.Target = "admin", it.extra.action, it.extra.target
 	} else {
 		rec.ArgsSHA256 = r.argsHash(it.tool, it.args)
 	}

@@ -19,7 +19,8 @@ type Bucket struct {
 var ErrNotFound = errors.New("not found")
 
 // ErrConflict: the key exists (Create) or changed since it was read
-// (Update).
+// (Update); from Store.Publish with an expected last sequence, another
+// writer appended first.
 var ErrConflict = errors.New("conflict")
 
 func (b *Bucket) done(op string, start time.Time, err error) error {
@@ -58,15 +59,7 @@ func (b *Bucket) Create(ctx context.Context, key string, value []byte) (uint64, 
 func (b *Bucket) Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error) {
 	start := time.Now()
 	rev, err := b.kv.Update(ctx, key, value, revision)
-	if err != nil && isWrongRevision(err) {
-		err = jetstream.ErrKeyExists
-	}
 	return rev, b.done("update", start, err)
-}
-
-func isWrongRevision(err error) bool {
-	var api *jetstream.APIError
-	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
 // Put stores a value whatever was there.

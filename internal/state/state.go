@@ -362,15 +362,20 @@ var (
 	ErrFull = errors.New("the state store is full")
 )
 
-// classify maps a client error to ErrUnavailable or ErrFull where it is
-// one, keeping the original as the cause.
+// classify maps a client error to ErrUnavailable, ErrFull or ErrConflict
+// where it is one, keeping the original as the cause.
 func classify(err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrFull) {
+	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrFull) || errors.Is(err, ErrConflict) {
 		return err
 	}
 	var api *jetstream.APIError
 	if errors.As(err, &api) {
 		switch api.ErrorCode {
+		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+			// An expected last sequence (a KV revision, the audit chain's
+			// tail) that another writer moved: contention, not a failure.
+			// Replicated streams report it with the second code.
+			return fmt.Errorf("%w: %w", ErrConflict, err)
 		case 10023 /* insufficient resources */, 10047 /* storage resources exceeded */, 10077 /* store failed */ :
 			return fmt.Errorf("%w: %w", ErrFull, err)
 		}

@@ -208,3 +208,26 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestExpectedSequenceConflict: an append that expects a last sequence
+// another writer moved (the audit chain's contention) is ErrConflict, like
+// a stale KV update, and neither counts as a store error.
+func TestExpectedSequenceConflict(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	st := statetest.Open(t, reg, "a")
+	ctx := context.Background()
+	if _, err := st.Publish(ctx, "append", state.AuditSubject, []byte("x"), jetstream.WithExpectLastSequence(0)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := st.Publish(ctx, "append", state.AuditSubject, []byte("y"), jetstream.WithExpectLastSequence(0))
+	if !errors.Is(err, state.ErrConflict) {
+		t.Errorf("append after another writer's: %v, want ErrConflict", err)
+	}
+	rev, _ := st.Executions.Create(ctx, "k", []byte("1"))
+	if _, err := st.Executions.Update(ctx, "k", []byte("2"), rev+1); !errors.Is(err, state.ErrConflict) {
+		t.Errorf("stale update: %v, want ErrConflict", err)
+	}
+	if n := testutil.CollectAndCount(reg, "toold_store_errors_total"); n != 0 {
+		t.Errorf("contention counted as %d store error series", n)
+	}
+}
