@@ -112,11 +112,11 @@ func collect(ve *jsonschema.ValidationError, out *[]tools.FieldError) {
 	switch k := ve.ErrorKind.(type) {
 	case *kind.Required:
 		for _, m := range k.Missing {
-			*out = append(*out, tools.FieldError{Pointer: at + "/" + escape(m), Message: "is required"})
+			*out = append(*out, tools.FieldError{Pointer: at + "/" + tools.PointerToken(m), Message: "is required"})
 		}
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
-			*out = append(*out, tools.FieldError{Pointer: at + "/" + escape(p), Message: unknownParameter})
+			*out = append(*out, tools.FieldError{Pointer: at + "/" + tools.PointerToken(p), Message: unknownParameter})
 		}
 	case *kind.Type:
 		*out = append(*out, tools.FieldError{Pointer: at, Message: fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)})
@@ -128,12 +128,10 @@ func collect(ve *jsonschema.ValidationError, out *[]tools.FieldError) {
 func pointer(loc []string) string {
 	var b strings.Builder
 	for _, p := range loc {
-		b.WriteString("/" + escape(p))
+		b.WriteString("/" + tools.PointerToken(p))
 	}
 	return b.String()
 }
-
-func escape(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
 
 // buildExample returns the tool's first example, or arguments built from the
 // schema: every required property with its default, example, enum value or a

@@ -159,7 +159,7 @@ func (w *inWalker) pointer() string {
 		f := &w.stack[i]
 		b.WriteByte('/')
 		if f.m != nil {
-			b.WriteString(escapePointer(f.keys[f.pos]))
+			b.WriteString(tools.PointerToken(f.keys[f.pos]))
 		} else {
 			b.WriteString(strconv.Itoa(f.pos))
 		}

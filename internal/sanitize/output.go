@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"toold/internal/tools"
 )
 
 // outWalker walks a JSON document iteratively (nesting costs a stack
@@ -363,7 +365,7 @@ func (w *outWalker) pointer() string {
 	for _, f := range w.stack {
 		b.WriteByte('/')
 		if f.obj {
-			b.WriteString(escapePointer(f.key))
+			b.WriteString(tools.PointerToken(f.key))
 		} else {
 			b.WriteString(strconv.Itoa(f.idx))
 		}

@@ -22,7 +22,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -297,12 +296,4 @@ func (s *Sanitizer) Kinds() []string {
 		names[i] = k.name + " (" + k.class.String() + ")"
 	}
 	return names
-}
-
-// escapePointer escapes a JSON pointer token.
-func escapePointer(tok string) string {
-	if !strings.ContainsAny(tok, "~/") {
-		return tok
-	}
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
 }

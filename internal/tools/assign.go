@@ -158,7 +158,7 @@ func assignMap(v reflect.Value, m map[string]any, path string) error {
 	out := reflect.MakeMapWithSize(v.Type(), len(m))
 	for k, item := range m {
 		e := reflect.New(v.Type().Elem()).Elem()
-		if err := assign(e, item, path+"/"+escapePointer(k)); err != nil {
+		if err := assign(e, item, path+"/"+PointerToken(k)); err != nil {
 			return err
 		}
 		out.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
@@ -183,7 +183,7 @@ func assignStruct(v reflect.Value, m map[string]any, path string) error {
 		if !ok {
 			continue
 		}
-		if err := assign(v.FieldByIndex(f.Index), item, path+"/"+escapePointer(name)); err != nil {
+		if err := assign(v.FieldByIndex(f.Index), item, path+"/"+PointerToken(name)); err != nil {
 			return err
 		}
 	}

@@ -153,19 +153,24 @@ func namespacePointer(ns string) string {
 	var b strings.Builder
 	for _, part := range strings.Split(rest, ".") {
 		name, idx, _ := strings.Cut(part, "[")
-		b.WriteString("/" + escapePointer(name))
+		b.WriteString("/" + PointerToken(name))
 		for idx != "" {
 			var key string
 			key, idx, _ = strings.Cut(idx, "]")
-			b.WriteString("/" + escapePointer(key))
+			b.WriteString("/" + PointerToken(key))
 			idx = strings.TrimPrefix(idx, "[")
 		}
 	}
 	return b.String()
 }
 
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+// PointerToken escapes one reference token of a JSON Pointer (RFC 6901):
+// "~" as "~0", "/" as "~1".
+func PointerToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 func ruleMessage(fe validator.FieldError) string {

@@ -114,7 +114,7 @@ func scalar(name string, v any) (string, error) {
 
 func argError(name, format string, args ...any) *tools.Error {
 	e := tools.Errorf(tools.ValidationError, "argument %q %s", name, fmt.Sprintf(format, args...))
-	e.Fields = []tools.FieldError{{Pointer: "/" + strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1"),
+	e.Fields = []tools.FieldError{{Pointer: "/" + tools.PointerToken(name),
 		Message: fmt.Sprintf(format, args...)}}
 	return e
 }
