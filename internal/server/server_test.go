@@ -282,9 +282,11 @@ func TestOriginAndHost(t *testing.T) {
 	if r.status != 200 || r.header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" {
 		t.Fatalf("allowed origin: %d %v", r.status, r.header)
 	}
-	r = h.do("OPTIONS", "/tools/echo/execute", nil, map[string]string{"Origin": "http://localhost:3000"})
-	if r.status != 204 || !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Authorization") {
-		t.Fatalf("preflight: %d %v", r.status, r.header)
+	for _, path := range []string{"/tools/echo/execute", "/executions/x", "/batch", "/approvals", "/approvals/x", "/events", "/audit"} {
+		r = h.do("OPTIONS", path, nil, map[string]string{"Origin": "http://localhost:3000"})
+		if r.status != 204 || !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Authorization") {
+			t.Fatalf("preflight of %s: %d %v", path, r.status, r.header)
+		}
 	}
 	// DNS rebinding: a page whose name now resolves to 127.0.0.1 sends its
 	// own name as Host (and, same-origin, no Origin header on GET).
