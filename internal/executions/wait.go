@@ -312,6 +312,16 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	if err != nil {
 		return StoreError(err)
 	}
+	// The resumed event is recorded before the step is queued: a worker of
+	// this replica could otherwise run the step and record its start and
+	// end first, and a follower stops reading at the end. (A step run on
+	// another replica records through that replica's recorder; there the
+	// order of the two replicas' events is not guaranteed. If the queue
+	// refuses, the record is put back and the resumer told: the event then
+	// said too much, and the execution's next waiting or timeout event
+	// corrects it.)
+	s.rec.Execution(events.Event{Type: events.TypeResumed, ExecutionID: next.ID, RequestID: next.RequestID, Tool: next.Tool,
+		Caller: next.Caller, Status: string(dispatch.StatusPending)})
 	if err := s.queue(ctx, next, nrev); err != nil {
 		if _, rerr := s.st.Executions.Update(ctx, prev.key(), prev.encode(), nrev); rerr != nil {
 			s.log.Error("executions: a resumed execution could not be queued nor put back; it ends at its retention",
@@ -321,8 +331,6 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	}
 	s.unindex(ctx, prev)
 	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
-	s.rec.Execution(events.Event{Type: events.TypeResumed, ExecutionID: next.ID, RequestID: next.RequestID, Tool: next.Tool,
-		Caller: next.Caller, Status: string(dispatch.StatusPending)})
 	return nil
 }
 
