@@ -37,7 +37,9 @@ commands:
   tools:
     - name: bomb
       description: A fork bomb, for the test.
-      argv: [sh, -c, "b() { b | b & }; b; sleep 30"]
+      # One fork for the bomb, then exec: a forked sleep would race the
+      # bomb for the last process slot and could end the call early.
+      argv: [sh, -c, "b() { b | b & }; b & exec sleep 30"]
       sandbox: {limits: {timeout: 3s, max: 2s, target: 1s}}
 `), 0o644)
 	in := start(t, nil, "-config", cfg, "-workspace", sharedWorkspace(t))
