@@ -135,13 +135,16 @@ func TestBulkheadOverHTTP(t *testing.T) {
 	if r.status != 429 || r.header.Get("Retry-After") == "" || r.env.Error.RetryAfterMS <= 0 || r.env.Error.Code != "queue_full" {
 		t.Fatalf("call N+M+1: %d %v %s", r.status, r.header, r.body)
 	}
-	if d := time.Since(start); d > 50*time.Millisecond {
+	// Nothing frees a slot before the deadline (4 s): an answer within a
+	// second was a refusal, not a wait. How fast refusals are is measured
+	// by benchmarks, not here, on a machine shared with the race detector.
+	if d := time.Since(start); d > time.Second {
 		t.Errorf("call N+M+1 took %v to refuse", d)
 	}
 	cancelLast()
 	start = time.Now()
 	waitUntil(t, "the cancelled waiter leaves", func() bool { return gauge(t, reg, "toold_tool_queue_depth") == m-1 })
-	if d := time.Since(start); d > 100*time.Millisecond {
+	if d := time.Since(start); d > time.Second {
 		t.Errorf("the cancelled waiter left after %v", d)
 	}
 	if a := <-answers; a.err == nil {

@@ -242,7 +242,9 @@ func TestDeadAPIBreaker(t *testing.T) {
 		env.Error.RetryAfterMS < 1 || env.Error.RetryAfterMS > 150 || u.hits.Load() != 3 || env.Timing.Attempts != 0 {
 		t.Fatalf("open breaker: %+v after %d requests", env.Error, u.hits.Load())
 	}
-	if took := time.Since(start); took > 50*time.Millisecond {
+	// How fast is BenchmarkOpenBreaker's to say; here only that the refusal
+	// did not wait on anything (the hit count says it made no request).
+	if took := time.Since(start); took > time.Second {
 		t.Errorf("the open breaker took %v to refuse", took)
 	}
 	if m := scrape(t, reg); !strings.Contains(m, `toold_upstream_circuit_state{host="`+hostOf(u)+`",state="open"} 1`) {
