@@ -127,14 +127,8 @@ type ToolConfig struct {
 	// arguments has no additional effect (implied by read_only).
 	Idempotent bool `yaml:"idempotent"`
 	// Examples are argument objects shown to models; each must validate.
-	Examples []Example `yaml:"examples" validate:"dive"`
+	Examples []tools.ExampleConfig `yaml:"examples" validate:"dive"`
 	Sandbox  `yaml:"sandbox"`
-}
-
-// Example is one illustrative call of a declarative tool.
-type Example struct {
-	Description string         `yaml:"description"`
-	Arguments   map[string]any `yaml:"arguments" validate:"required"`
 }
 
 // ExecConfig configures execute_command, the general tool that runs a

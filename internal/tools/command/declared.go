@@ -1,7 +1,6 @@
 package command
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,7 +66,7 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parameters: %w", err)
 	}
-	examples, err := examplesOf(tc.Examples)
+	examples, err := tools.ExamplesOf(tc.Examples)
 	if err != nil {
 		return nil, err
 	}
@@ -196,17 +195,4 @@ func checkNames(tc ToolConfig, known map[string]bool) error {
 		return fmt.Errorf("stdin: %q is not a parameter", tc.Stdin)
 	}
 	return nil
-}
-
-func examplesOf(in []Example) ([]tools.Example, error) {
-	var out []tools.Example
-	for i, e := range in {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		if err := enc.Encode(e.Arguments); err != nil {
-			return nil, fmt.Errorf("examples[%d]: %w", i, err)
-		}
-		out = append(out, tools.Example{Description: e.Description, Arguments: bytes.TrimSpace(b.Bytes())})
-	}
-	return out, nil
 }

@@ -61,9 +61,9 @@ type ToolConfig struct {
 	Instructions string `yaml:"instructions"`
 	// Parameters is the JSON Schema of the arguments, written as YAML. A
 	// top-level "default" is applied before the request is built.
-	Parameters map[string]any `yaml:"parameters"`
-	Examples   []Example      `yaml:"examples" validate:"dive"`
-	Request    RequestConfig  `yaml:"request"`
+	Parameters map[string]any        `yaml:"parameters"`
+	Examples   []tools.ExampleConfig `yaml:"examples" validate:"dive"`
+	Request    RequestConfig         `yaml:"request"`
 	// Auth is the credential sent with every request; its values are
 	// never logged, never shown, and scrubbed from what the API answers.
 	Auth     AuthConfig     `yaml:"auth"`
@@ -92,12 +92,6 @@ type ToolConfig struct {
 	// Limits override the external_api category's (timeout 10s, target
 	// 2s, max 3s, 10 in flight, 100 queued).
 	Limits tools.LimitsConfig `yaml:"limits"`
-}
-
-// Example is one illustrative call.
-type Example struct {
-	Description string         `yaml:"description"`
-	Arguments   map[string]any `yaml:"arguments" validate:"required"`
 }
 
 // RequestConfig is what a call sends. Placeholders {name} take the

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -254,15 +253,9 @@ func spec(tc ToolConfig, params json.RawMessage, method string) (tools.Spec, err
 		}
 		sp.Output = out
 	}
-	for i, e := range tc.Examples {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		if err := enc.Encode(e.Arguments); err != nil {
-			return sp, fmt.Errorf("examples[%d]: %w", i, err)
-		}
-		sp.Examples = append(sp.Examples, tools.Example{Description: e.Description, Arguments: bytes.TrimSpace(b.Bytes())})
-	}
-	return sp, nil
+	examples, err := tools.ExamplesOf(tc.Examples)
+	sp.Examples = examples
+	return sp, err
 }
 
 // effects: GET and HEAD read; PUT and DELETE may be repeated, and destroy;
