@@ -421,9 +421,6 @@ type recorderMetrics struct {
 }
 
 func newRecorderMetrics(reg prometheus.Registerer) *recorderMetrics {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
 	f := promauto.With(reg)
 	m := &recorderMetrics{
 		published: f.NewCounter(prometheus.CounterOpts{Name: "toold_events_published_total",

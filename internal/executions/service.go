@@ -150,9 +150,6 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
 	f := promauto.With(reg)
 	m := &metrics{
 		executions: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_executions_total",

@@ -51,11 +51,7 @@ type Limiter struct {
 // New builds a limiter. Bulkheads are made on first use from each tool's
 // resolved limits, so a registry can be built before the limiter.
 func New(opts Options) *Limiter {
-	reg := opts.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry() // a private sink: nothing is exported
-	}
-	f := promauto.With(reg)
+	f := promauto.With(opts.Registerer)
 	return &Limiter{
 		bulk: map[string]*bulkhead{},
 		cap:  int64(opts.GlobalCap),

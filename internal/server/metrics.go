@@ -15,9 +15,6 @@ type httpMetrics struct {
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
 	f := promauto.With(reg)
 	return &httpMetrics{
 		requests: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_http_requests_total",

@@ -16,9 +16,6 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
 	f := promauto.With(reg)
 	return &metrics{
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "toold_store_operation_duration_seconds",

@@ -16,9 +16,6 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
 	f := promauto.With(reg)
 	return &metrics{
 		responses: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_consult_responses_total",

@@ -19,9 +19,6 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, s *Set) *metrics {
-	if reg == nil {
-		reg = prometheus.NewRegistry() // unexported: tests that do not look
-	}
 	f := promauto.With(reg)
 	m := &metrics{
 		attempts: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_upstream_attempts_total",
@@ -41,9 +38,11 @@ func newMetrics(reg prometheus.Registerer, s *Set) *metrics {
 				"(toold's rate), upstream_rate_limited (a Retry-After that does not fit the deadline)."},
 			[]string{"tool", "reason"}),
 	}
-	reg.MustRegister(&breakerCollector{s: s, desc: prometheus.NewDesc("toold_upstream_circuit_state",
-		"State of each upstream host's circuit breaker: 1 for the current state (closed, half_open, open), 0 for the others.",
-		[]string{"host", "state"}, nil)})
+	if reg != nil {
+		reg.MustRegister(&breakerCollector{s: s, desc: prometheus.NewDesc("toold_upstream_circuit_state",
+			"State of each upstream host's circuit breaker: 1 for the current state (closed, half_open, open), 0 for the others.",
+			[]string{"host", "state"}, nil)})
+	}
 	return m
 }
 

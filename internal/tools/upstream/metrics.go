@@ -18,9 +18,6 @@ type metrics struct {
 var outcomes = []string{"success", "tool_error", "protocol_error", "unavailable", "capacity", "cancelled"}
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	if reg == nil {
-		reg = prometheus.NewRegistry() // a private sink: nothing is exported
-	}
 	f := promauto.With(reg)
 	return &metrics{
 		up: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_mcp_upstream_up",
