@@ -378,6 +378,7 @@ func TestExecutionBadInput(t *testing.T) {
 		{"Toold-Turn malformed", "POST", "/tools/echo/execute", `{"message":"x"}`, hdr("Toold-Turn", "a b"), 400, "invalid_header", "Toold-Turn"},
 		{"wait beyond maximum", "GET", "/executions/0123456789abcdef01234567?wait=10m", "", hdr(), 400, "invalid_parameter", "longest wait"},
 		{"wait not a duration", "GET", "/executions/0123456789abcdef01234567?wait=later", "", hdr(), 400, "invalid_parameter", "not a duration"},
+		{"wait overflowing", "GET", "/executions/0123456789abcdef01234567?wait=99999999999", "", hdr(), 400, "invalid_parameter", "not a duration"},
 		{"batch over the cap", "POST", "/batch", `{"calls":[` + strings.Join(calls, ",") + `]}`, hdr(), 400, "invalid_batch", "at most 32"},
 		{"batch duplicate ids", "POST", "/batch", `{"calls":[{"id":"a","tool":"echo"},{"id":"a","tool":"echo"}]}`, hdr(), 400, "invalid_batch", "ids must be unique"},
 		{"batch empty", "POST", "/batch", `{"calls":[]}`, hdr(), 400, "invalid_batch", "at least one"},

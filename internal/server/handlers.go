@@ -183,14 +183,10 @@ func requestedTimeout(r *http.Request) (time.Duration, *tools.Error) {
 	if v == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		ms, err2 := strconv.ParseInt(v, 10, 64)
-		d, err = time.Duration(ms)*time.Millisecond, err2
-	}
+	d, err := parseDuration(v, time.Millisecond)
 	if err != nil || d <= 0 {
-		return 0, tools.Errorf(tools.ValidationError, "the Toold-Timeout header %q is not a positive duration", v).
-			WithCode("invalid_header").WithSuggestion("use a duration such as 2s or 500ms, or whole milliseconds")
+		return 0, badHeader("Toold-Timeout", strconv.Quote(v)+" is not a positive duration",
+			"use a duration such as 2s or 500ms, or whole milliseconds")
 	}
 	return d, nil
 }

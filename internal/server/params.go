@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -164,11 +165,7 @@ func parseWait(v string, max time.Duration) (time.Duration, *tools.Error) {
 	if v == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		secs, err2 := strconv.ParseUint(v, 10, 32)
-		d, err = time.Duration(secs)*time.Second, err2
-	}
+	d, err := parseDuration(v, time.Second)
 	switch {
 	case err != nil || d < 0 || len(v) > 32:
 		return 0, badParam("wait", "is not a duration", "use, for example, ?wait=30s")
@@ -176,6 +173,20 @@ func parseWait(v string, max time.Duration) (time.Duration, *tools.Error) {
 		return 0, badParam("wait", v+" is beyond the longest wait, "+max.String(), "ask for at most ?wait="+max.String()+", and ask again if it is not done")
 	}
 	return d, nil
+}
+
+// parseDuration reads a Go duration ("30s", "500ms") or a whole number of
+// unit, refusing one that overflows a time.Duration.
+func parseDuration(v string, unit time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err == nil {
+		return d, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err == nil && (n < 0 || n > int64(math.MaxInt64/unit)) {
+		err = strconv.ErrRange
+	}
+	return time.Duration(n) * unit, err
 }
 
 // parseLimit reads ?limit= for listings: 1 to 100, default 20.

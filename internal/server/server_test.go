@@ -86,6 +86,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown tool", "ecko", `{}`, nil, 404, tools.NotFound, "", `no tool named "ecko"`, nil},
 		{"bad timeout header", "echo", `{"message":"x"}`, map[string]string{"Toold-Timeout": "soon"}, 400, tools.ValidationError, "invalid_header", "Toold-Timeout", nil},
 		{"negative timeout", "echo", `{"message":"x"}`, map[string]string{"Toold-Timeout": "-1s"}, 400, tools.ValidationError, "invalid_header", "", nil},
+		{"overflowing timeout", "echo", `{"message":"x"}`, map[string]string{"Toold-Timeout": "9223372036854775807"}, 400, tools.ValidationError, "invalid_header", "Toold-Timeout", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
