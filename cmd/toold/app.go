@@ -162,7 +162,7 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	}
 	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
-		MaxBodyBytes: cfg.Server.MaxBodyBytes, Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, WriteTimeout: cmp.Or(cfg.Server.WriteTimeout, 30*time.Second), Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
 		Executions: a.exec, Store: a.store, Recorder: rec,
 		// Without keys there is one identity, the local user's: the agent
 		// and the person approving are told apart only by keys.
@@ -345,11 +345,13 @@ func (a *app) httpServers() (*http.Server, *http.Server) {
 		Handler:           a.srv.Handler(),
 		ReadHeaderTimeout: cmp.Or(sc.ReadHeaderTimeout, 5*time.Second),
 		ReadTimeout:       cmp.Or(sc.ReadTimeout, 30*time.Second),
-		WriteTimeout:      max(sc.WriteTimeout, a.longestTimeout()+10*time.Second),
-		IdleTimeout:       cmp.Or(sc.IdleTimeout, 2*time.Minute),
-		MaxHeaderBytes:    cmp.Or(sc.MaxHeaderBytes, 64<<10),
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          zap.NewStdLog(a.log.Named("http")),
+		// No WriteTimeout: it would bound a whole response, cutting every
+		// stream, long poll and long call at one fixed age. The server
+		// bounds each write instead (server.Options.WriteTimeout).
+		IdleTimeout:    cmp.Or(sc.IdleTimeout, 2*time.Minute),
+		MaxHeaderBytes: cmp.Or(sc.MaxHeaderBytes, 64<<10),
+		BaseContext:    func(net.Listener) context.Context { return base },
+		ErrorLog:       zap.NewStdLog(a.log.Named("http")),
 	}
 	if a.cfg.AdminListen == "" {
 		return apiSrv, nil
@@ -366,16 +368,6 @@ func (a *app) httpServers() (*http.Server, *http.Server) {
 	adminSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: zap.NewStdLog(a.log.Named("admin"))}
 	return apiSrv, adminSrv
-}
-
-// longestTimeout is the longest tool timeout; the write timeout must be
-// longer so a slow tool's envelope is never cut off.
-func (a *app) longestTimeout() time.Duration {
-	var longest time.Duration
-	for _, e := range a.reg.Load().Entries() {
-		longest = max(longest, e.Spec.Limits.Timeout)
-	}
-	return longest
 }
 
 func (a *app) close() {

@@ -178,8 +178,9 @@ type ServerConfig struct {
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" validate:"gte=0"`
 	ReadTimeout       time.Duration `yaml:"read_timeout" validate:"gte=0"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout" validate:"gte=0"`
-	// WriteTimeout must outlast the longest tool timeout; toold raises a
-	// shorter value to that timeout plus 10s so no envelope is cut off.
+	// WriteTimeout bounds each write of a response to a client that stops
+	// reading (default 30s); how long a call, a long poll or a stream lasts
+	// is not counted.
 	WriteTimeout time.Duration `yaml:"write_timeout" validate:"gte=0"`
 	// MaxHeaderBytes caps request headers.
 	MaxHeaderBytes int `yaml:"max_header_bytes" validate:"gte=0,lte=16777216"`

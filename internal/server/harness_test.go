@@ -57,6 +57,8 @@ type harnessOpts struct {
 	store bool
 	// exec adjusts the executions service's options.
 	exec func(*executions.Options)
+	// writeTimeout bounds each write of a response (Options.WriteTimeout).
+	writeTimeout time.Duration
 }
 
 // testTools are the tools most tests use: the diagnostics plus tools that
@@ -117,7 +119,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
-		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, Executions: ex, Store: st, Recorder: rec})
+		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

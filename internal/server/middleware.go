@@ -65,7 +65,10 @@ func (s *Server) frame(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-ID", id)
 		ri := &reqInfo{id: id}
 		r = r.WithContext(context.WithValue(r.Context(), keyInfo, ri))
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, window: s.opts.WriteTimeout}
+		if sw.window > 0 {
+			sw.rc = http.NewResponseController(w)
+		}
 		defer s.logRequest(sw, r, ri, start)
 		defer s.recoverPanic(sw, r, ri)
 		next.ServeHTTP(sw, r)
@@ -94,16 +97,28 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// statusWriter remembers the status written.
+// statusWriter remembers the status written, and gives every write its
+// own deadline (Options.WriteTimeout) when window is set.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	window time.Duration
+	rc     *http.ResponseController
+}
+
+// writing moves the write deadline to window from now: what bounds a write
+// is how long it waits on the client, not how long the response lasted.
+func (w *statusWriter) writing() {
+	if w.rc != nil {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.window))
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
+	w.writing()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -111,12 +126,14 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.writing()
 	return w.ResponseWriter.Write(b)
 }
 
 // Flush lets streaming handlers flush through the wrapper.
 func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		w.writing()
 		f.Flush()
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,13 @@ type Options struct {
 	// configured; loopback names are always accepted.
 	AllowedHosts []string
 	MaxBodyBytes int64
+	// WriteTimeout bounds each write of a response: a client that stops
+	// reading is cut off once one write has waited this long. The time a
+	// call takes before it answers is not counted, so long calls, long
+	// polls (?wait=) and streams (SSE, MCP) are never cut for lasting.
+	// 0 sets no bound. (http.Server's own WriteTimeout bounds the whole
+	// response instead, and would cut every stream at a fixed age.)
+	WriteTimeout time.Duration
 	Logger       *zap.Logger
 	// OpenAPI is served at /openapi.yaml.
 	OpenAPI []byte

@@ -199,3 +199,28 @@ func authKeys(keys ...string) []auth.Key {
 	}
 	return out
 }
+
+// TestWriteTimeoutBoundsEachWrite: the write timeout bounds each write, not
+// the response: a call that answers after it, and a stream that lasts
+// several times as long, both arrive whole.
+func TestWriteTimeoutBoundsEachWrite(t *testing.T) {
+	const window = 300 * time.Millisecond
+	st := streamTool{cancelled: make(chan struct{})}
+	h := newHarness(t, harnessOpts{tools: append(testTools(), st), writeTimeout: window})
+	if r := h.exec("sleep", `{"ms":800}`, nil); r.status != 200 || r.env.Status != "success" {
+		t.Fatalf("a call longer than the write timeout: %d %s", r.status, r.body)
+	}
+	chunks := make([]string, 12)
+	for i := range chunks {
+		chunks[i] = "x\n"
+	}
+	body, _ := json.Marshal(map[string]any{"chunks": chunks, "delay_ms": 100})
+	start := time.Now()
+	_, events := h.stream(context.Background(), "stream", string(body), nil)
+	if len(events) == 0 || events[len(events)-1].name != "end" || len(events) != len(chunks)+2 {
+		t.Fatalf("a stream of %v under a %v write timeout ended after %d events: %v", time.Since(start), window, len(events), events)
+	}
+	if d := time.Since(start); d < 3*window {
+		t.Fatalf("the stream lasted %v, not past the write timeout (%v): the test proves nothing", d, window)
+	}
+}
