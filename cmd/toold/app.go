@@ -149,7 +149,7 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	ec := cfg.Executions
 	a.exec, err = executions.New(executions.Options{Store: a.store, Dispatcher: disp, Recorder: rec, Workers: ec.Workers,
 		Heartbeat: ec.Heartbeat, MaxAttempts: ec.MaxAttempts, BatchMax: ec.BatchMax, MaxWait: ec.MaxWait,
-		IdempotencyWait: ec.IdempotencyWait, Logger: log.Named("executions"), Registerer: a.metrics})
+		IdempotencyWait: ec.IdempotencyWait, Allows: keyring.Allows, Logger: log.Named("executions"), Registerer: a.metrics})
 	if err != nil {
 		return nil, err
 	}

@@ -144,6 +144,23 @@ func (kr *Keyring) Authenticate(key string) *Principal {
 	return found
 }
 
+// Allows reports whether the key named caller may use tool: what a call
+// that outlives its request (an async execution, a resumed step, a batch)
+// is held to when it runs, since its principal is gone by then. A caller
+// no configured key has (removed since) may use nothing; with no keys at
+// all every caller is the local user and may use everything.
+func (kr *Keyring) Allows(caller, tool string) bool {
+	if !kr.Enabled() {
+		return true
+	}
+	for i := range kr.keys {
+		if kr.keys[i].p.Name == caller {
+			return kr.keys[i].p.Allows(tool)
+		}
+	}
+	return false
+}
+
 // Hash returns the hex SHA-256 of a key, as the config stores it.
 func Hash(key string) string {
 	sum := sha256.Sum256([]byte(key))

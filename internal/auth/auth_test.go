@@ -41,3 +41,33 @@ func TestRoles(t *testing.T) {
 		t.Errorf("unknown role: %v", err)
 	}
 }
+
+// TestAllowsByName: a call run after its request is held to the tools of
+// the key it came with; a key removed since may use nothing; without keys
+// everything is allowed.
+func TestAllowsByName(t *testing.T) {
+	kr, err := NewKeyring([]Key{
+		{Name: "reader", SHA256: Hash("reader-key-0123456789"), Tools: []string{"read_*"}},
+		{Name: "all", SHA256: Hash("all-key-0123456789ab"), Tools: []string{"*"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, _ := NewKeyring(nil)
+	for _, tt := range []struct {
+		kr           *Keyring
+		caller, tool string
+		want         bool
+	}{
+		{kr, "reader", "read_file", true},
+		{kr, "reader", "write_file", false},
+		{kr, "all", "write_file", true},
+		{kr, "gone", "read_file", false},
+		{kr, "anonymous", "read_file", false},
+		{none, "anonymous", "write_file", true},
+	} {
+		if got := tt.kr.Allows(tt.caller, tt.tool); got != tt.want {
+			t.Errorf("%s may use %s: %v, want %v", tt.caller, tt.tool, got, tt.want)
+		}
+	}
+}

@@ -178,7 +178,7 @@ func cannotWait(env *dispatch.Envelope) *dispatch.Envelope {
 // document.
 func (s *Service) batchEnvelope(ctx context.Context, r *Record) *dispatch.Envelope {
 	start := time.Now()
-	res := s.Batch(ctx, r.Batch, r.Caller, r.RequestID, nil)
+	res := s.Batch(ctx, r.Batch, r.Caller, r.RequestID, s.allowedFor(r.Caller))
 	data, _ := json.Marshal(res)
 	return &dispatch.Envelope{RequestID: r.RequestID, Status: dispatch.StatusSuccess, Success: true, Data: data,
 		StartedAt: start.UTC(), DurationMS: res.TotalDurationMS}

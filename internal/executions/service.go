@@ -57,8 +57,12 @@ type Options struct {
 	// one's answer before it is refused with 409 (default 10s; 0 keeps the
 	// default, a negative value refuses at once).
 	IdempotencyWait time.Duration
-	Logger          *zap.Logger
-	Registerer      prometheus.Registerer
+	// Allows reports whether a caller may use a tool: the key check of a
+	// call that runs after its request is gone (the primary and every
+	// fallback the pipeline tries). Nil allows every tool.
+	Allows     func(caller, tool string) bool
+	Logger     *zap.Logger
+	Registerer prometheus.Registerer
 }
 
 // Service runs executions; safe for concurrent use.

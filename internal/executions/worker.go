@@ -177,6 +177,14 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 // step (messages and records written before steps existed are step 1).
 func sameStep(msgStep, recStep int) bool { return max(msgStep, 1) == max(recStep, 1) }
 
+// allowedFor is the key check of caller's calls run by a worker.
+func (s *Service) allowedFor(caller string) func(string) bool {
+	if s.opts.Allows == nil {
+		return nil
+	}
+	return func(tool string) bool { return s.opts.Allows(caller, tool) }
+}
+
 // LineageFor looks up executions of caller for a delegate call (see
 // tools.Call.Lineage).
 func (s *Service) LineageFor(caller string) func(context.Context, string) (*tools.Lineage, error) {
@@ -254,7 +262,7 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 		env = s.batchEnvelope(ctx, r)
 	} else {
 		env = s.disp.Execute(ctx, &dispatch.Request{Tool: r.Tool, Body: r.Arguments, Unwrap: true, RequestID: r.RequestID,
-			Caller: r.Caller, Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, ConfirmToken: r.ConfirmToken,
+			Caller: r.Caller, Allowed: s.allowedFor(r.Caller), Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, ConfirmToken: r.ConfirmToken,
 			ExecutionID: r.ID, Emit: s.emitter(r), Resume: r.Resume, Confirmed: r.Confirmed, Lineage: s.LineageFor(r.Caller)})
 	}
 	stopBeat()

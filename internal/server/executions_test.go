@@ -572,3 +572,60 @@ func TestStatusTableForExecutions(t *testing.T) {
 		}
 	}
 }
+
+// downTool always fails in a way a fallback may get past, and falls back
+// to secret.
+type downTool struct{}
+
+func (downTool) Spec() tools.Spec {
+	return tools.Spec{Name: "down", Description: "Always down.", Category: tools.Direct, Fallback: []string{"secret"},
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (downTool) Execute(context.Context, *tools.Call) (any, error) {
+	return nil, tools.Errorf(tools.SystemError, "the API is down").WithCode("upstream_unavailable")
+}
+
+// secretTool counts its runs.
+type secretTool struct{ n *atomic.Int64 }
+
+func (secretTool) Spec() tools.Spec {
+	return tools.Spec{Name: "secret", Description: "Only for some keys.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (s secretTool) Execute(context.Context, *tools.Call) (any, error) {
+	s.n.Add(1)
+	return "secret ran", nil
+}
+
+// TestFallbacksKeepToTheKeysTools: a fallback the caller's key may not use
+// is skipped however the call came: sync, async (run by a worker after the
+// request is gone), or in an async batch.
+func TestFallbacksKeepToTheKeysTools(t *testing.T) {
+	const key = "limited-key-0123456789"
+	n := &atomic.Int64{}
+	h := newHarness(t, harnessOpts{store: true, keys: []auth.Key{{Name: "limited", SHA256: auth.Hash(key), Tools: []string{"down"}}},
+		tools: append(testTools(), downTool{}, secretTool{n})})
+	async := bearer(key, "Prefer", "respond-async, wait=5")
+	for _, tc := range []struct {
+		name       string
+		path, body string
+		header     map[string]string
+	}{
+		{"sync", "/tools/down/execute", `{}`, bearer(key)},
+		{"async", "/tools/down/execute", `{}`, async},
+		{"POST /executions", "/executions", `{"tool":"down","arguments":{}}`, async},
+		{"async batch", "/batch", `{"calls":[{"tool":"down","arguments":{}}]}`, async},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.do("POST", tc.path, []byte(tc.body), tc.header)
+			if strings.Contains(string(r.body), "secret ran") || n.Load() != 0 {
+				t.Fatalf("a key not allowed secret had it run as a fallback (%d runs): %d %s", n.Load(), r.status, r.body)
+			}
+			if !strings.Contains(string(r.body), "upstream_unavailable") {
+				t.Fatalf("the primary's failure is not the answer: %d %s", r.status, r.body)
+			}
+		})
+	}
+}

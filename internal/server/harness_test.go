@@ -102,7 +102,12 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eo := executions.Options{Store: st, Dispatcher: disp, Recorder: rec, Logger: log, Heartbeat: 200 * time.Millisecond, Workers: 8}
+	kr, err := auth.NewKeyring(o.keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eo := executions.Options{Store: st, Dispatcher: disp, Recorder: rec, Logger: log, Heartbeat: 200 * time.Millisecond, Workers: 8,
+		Allows: kr.Allows}
 	if o.exec != nil {
 		o.exec(&eo)
 	}
@@ -114,10 +119,6 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(ex.Close)
-	kr, err := auth.NewKeyring(o.keys)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec})
 	if err != nil {
