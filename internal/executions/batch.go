@@ -175,11 +175,18 @@ func cannotWait(env *dispatch.Envelope) *dispatch.Envelope {
 }
 
 // batchEnvelope runs an async batch; its envelope's data is the batch
-// document.
+// document. A batch stopped by a cancel or a drain fails with the stop's
+// error, as a single call does, so the worker ends it the same way
+// (cancelled, run again, or interrupted); the document still says what
+// each call did.
 func (s *Service) batchEnvelope(ctx context.Context, r *Record) *dispatch.Envelope {
 	start := time.Now()
 	res := s.Batch(ctx, r.Batch, r.Caller, r.RequestID, s.allowedFor(r.Caller))
 	data, _ := json.Marshal(res)
-	return &dispatch.Envelope{RequestID: r.RequestID, Status: dispatch.StatusSuccess, Success: true, Data: data,
-		StartedAt: start.UTC(), DurationMS: res.TotalDurationMS}
+	env := &dispatch.Envelope{RequestID: r.RequestID, Status: dispatch.StatusSuccess, Success: true}
+	if te, ok := tools.AsError(context.Cause(ctx)); ok {
+		env = dispatch.Failure(r.RequestID, "", dispatch.StatusError, te)
+	}
+	env.Data, env.StartedAt, env.DurationMS = data, start.UTC(), res.TotalDurationMS
+	return env
 }

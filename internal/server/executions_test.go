@@ -103,25 +103,33 @@ func TestAsyncExecution(t *testing.T) {
 	}
 }
 
-// TestCancel: DELETE stops a running execution wherever it runs; the
-// record ends cancelled, and cancelling it again changes nothing.
+// TestCancel: DELETE stops a running execution wherever it runs, a single
+// call or a batch; the record ends cancelled, and cancelling it again
+// changes nothing.
 func TestCancel(t *testing.T) {
 	h, n := storeHarness(t, harnessOpts{keys: roleKeys})
-	r := h.do("POST", "/executions", []byte(`{"tool":"counter","arguments":{"ms":5000}}`), hdr())
-	loc := r.header.Get("Location")
-	waitUntil(t, "the execution runs", func() bool { return h.do("GET", loc, nil, hdr()).env.Status == dispatch.StatusRunning })
-	d := h.do("DELETE", loc, nil, hdr())
-	if d.status != 200 || d.env.Status != dispatch.StatusCancelled || d.env.Error.Code != "cancelled" {
-		t.Fatalf("cancel: %d %s", d.status, d.body)
-	}
-	if again := h.do("DELETE", loc, nil, hdr()); again.status != 200 || again.env.Status != dispatch.StatusCancelled {
-		t.Errorf("cancel again: %d %s", again.status, again.body)
-	}
-	if n.Load() != 0 {
-		t.Errorf("the cancelled call counted %d", n.Load())
-	}
-	if other := h.do("DELETE", loc, nil, bearer(keyBob)); other.status != 404 {
-		t.Errorf("bob cancels alice's: %d", other.status)
+	for _, tc := range []struct{ name, path, body string }{
+		{"call", "/executions", `{"tool":"counter","arguments":{"ms":5000}}`},
+		{"batch", "/batch", `{"calls":[{"tool":"counter","arguments":{"ms":5000}}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.do("POST", tc.path, []byte(tc.body), hdr("Prefer", "respond-async"))
+			loc := r.header.Get("Location")
+			waitUntil(t, "the execution runs", func() bool { return h.do("GET", loc, nil, hdr()).env.Status == dispatch.StatusRunning })
+			d := h.do("DELETE", loc, nil, hdr())
+			if d.status != 200 || d.env.Status != dispatch.StatusCancelled || d.env.Error == nil || d.env.Error.Code != "cancelled" {
+				t.Fatalf("cancel: %d %s", d.status, d.body)
+			}
+			if again := h.do("DELETE", loc, nil, hdr()); again.status != 200 || again.env.Status != dispatch.StatusCancelled {
+				t.Errorf("cancel again: %d %s", again.status, again.body)
+			}
+			if n.Load() != 0 {
+				t.Errorf("the cancelled call counted %d", n.Load())
+			}
+			if other := h.do("DELETE", loc, nil, bearer(keyBob)); other.status != 404 {
+				t.Errorf("bob cancels alice's: %d", other.status)
+			}
+		})
 	}
 }
 
