@@ -113,16 +113,28 @@ func (s *Server) once(r *http.Request, o callOptions, mode string, req *dispatch
 		rp = do()
 	}
 	for _, c := range claims {
-		switch rp.status {
-		case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusInsufficientStorage, StatusClientClosed:
-			ex.Abandon(ctx, c) // nothing ran: a retry must really run
-		default:
-			if err := ex.Finish(ctx, c, &executions.Answer{Status: rp.status, Location: rp.location, Body: rp.body}); err != nil {
-				s.log.Warn("idempotency: the answer could not be stored; a retry will run again")
-			}
+		if nothingRan(rp) {
+			ex.Abandon(ctx, c) // a retry must really run
+			continue
+		}
+		if err := ex.Finish(ctx, c, &executions.Answer{Status: rp.status, Location: rp.location, Body: rp.body}); err != nil {
+			s.log.Warn("idempotency: the answer could not be stored; a retry will run again")
 		}
 	}
 	return rp
+}
+
+// nothingRan: the request was refused before any tool ran (a validation,
+// confirmation, permission or overload refusal, an unknown tool), or the
+// store or the caller went away. Such an answer is not kept for the key or
+// the turn: a retry, such as the same call with its Toold-Confirm token,
+// must run rather than be told the refusal again.
+func nothingRan(rp *reply) bool {
+	switch rp.status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusInsufficientStorage, StatusClientClosed:
+		return true
+	}
+	return rp.env != nil && (rp.env.Status == dispatch.StatusRejected || rp.env.Status == dispatch.StatusNotFound)
 }
 
 // redundant is the answer of an earlier identical call in the same turn,

@@ -637,3 +637,27 @@ func TestFallbacksKeepToTheKeysTools(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalsAreNotRemembered: a confirmation challenge ran nothing, so
+// neither the idempotency key nor the turn keeps it as the answer: the same
+// call with its Toold-Confirm token runs, once.
+func TestRefusalsAreNotRemembered(t *testing.T) {
+	ct := confirmTool{runs: make(chan string, 10)}
+	h := newHarness(t, harnessOpts{store: true, keys: roleKeys, tools: append(testTools(), ct)})
+	for _, tc := range []struct{ name, header, value string }{
+		{"idempotency key", "Idempotency-Key", "confirm-1"},
+		{"turn", "Toold-Turn", "turn-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.exec("dangerous", `{"target":"prod"}`, hdr(tc.header, tc.value))
+			if r.status != 428 {
+				t.Fatalf("first call: %d %s", r.status, r.body)
+			}
+			ok := h.exec("dangerous", `{"target":"prod"}`, hdr(tc.header, tc.value, "Toold-Confirm", r.env.Error.ConfirmToken))
+			if ok.status != 200 || !ok.env.Success || len(ct.runs) != 1 {
+				t.Fatalf("the confirmed call: %d %s (ran %d times)", ok.status, ok.body, len(ct.runs))
+			}
+			<-ct.runs
+		})
+	}
+}
