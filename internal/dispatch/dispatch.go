@@ -150,6 +150,9 @@ func New(opts Options) (*Dispatcher, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = strictjson.DefaultMaxDepth
+	}
 	if opts.StuckAfter <= 0 {
 		opts.StuckAfter = time.Second
 	}
@@ -168,6 +171,10 @@ func New(opts Options) (*Dispatcher, error) {
 // Registry returns the tools the dispatcher serves now: an immutable
 // snapshot, replaced (not changed) when the set of tools changes.
 func (d *Dispatcher) Registry() *registry.Registry { return d.opts.Registry.Load() }
+
+// MaxDepth is how deep arguments may nest. A body that carries arguments
+// inside a wrapper (a batch, POST /executions) allows its own levels more.
+func (d *Dispatcher) MaxDepth() int { return d.opts.MaxDepth }
 
 // call is the state of one execution as it moves through the steps.
 type call struct {

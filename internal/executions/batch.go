@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -47,16 +48,16 @@ type BatchItem struct {
 // ParseBatch reads a batch body strictly: one JSON object of known fields,
 // 1 to max calls, each naming a tool, ids unique and well-formed,
 // max_parallel at most max (0: all at once). Every problem is listed by
-// pointer.
-func ParseBatch(body []byte, max, maxDepth int) (*BatchRequest, *tools.Error) {
-	if _, err := strictjson.Decode(body, maxDepth); err != nil {
-		return nil, tools.Errorf(tools.ValidationError, "the batch is not acceptable JSON: %v", err).WithCode("invalid_json").
-			WithSuggestion(`send {"calls": [{"id": "a", "tool": "read_file", "arguments": {...}}]}`)
-	}
+// pointer. argsDepth bounds the nesting of each call's arguments, as the
+// pipeline bounds a single call's.
+func ParseBatch(body []byte, max, argsDepth int) (*BatchRequest, *tools.Error) {
 	var b BatchRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
+	// The arguments sit three levels in: {"calls": [{"arguments": ...}]}.
+	if err := strictjson.DecodeInto(body, argsDepth+3, &b); err != nil {
+		if _, notJSON := errors.AsType[*strictjson.Error](err); notJSON {
+			return nil, tools.Errorf(tools.ValidationError, "the batch is not acceptable JSON: %v", err).WithCode("invalid_json").
+				WithSuggestion(`send {"calls": [{"id": "a", "tool": "read_file", "arguments": {...}}]}`)
+		}
 		return nil, tools.Errorf(tools.ValidationError, "the batch does not have the expected shape: %v", err).WithCode("invalid_batch").
 			WithSuggestion(`send {"calls": [{"id": "a", "tool": "read_file", "arguments": {...}}], "max_parallel": 4, "stop_on_error": false}`)
 	}

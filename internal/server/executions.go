@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -224,7 +225,7 @@ func (s *Server) submitBody(w http.ResponseWriter, r *http.Request, body []byte)
 		Tool      string          `json:"tool"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if terr := decodeStrict(body, &in); terr != nil || in.Tool == "" {
+	if terr := decodeStrict(body, s.opts.Dispatcher.MaxDepth(), &in); terr != nil || in.Tool == "" {
 		if terr == nil {
 			terr = tools.Errorf(tools.ValidationError, "the body names no tool").WithCode("invalid_json")
 		}
@@ -269,19 +270,18 @@ func (s *Server) runSync(r *http.Request, req *dispatch.Request) *reply {
 	return envelopeReply(env, httpStatus(env))
 }
 
-// decodeStrict decodes a small JSON request object: strict JSON first
-// (one value, no duplicate keys, bounded depth), then into v refusing
-// unknown fields.
-func decodeStrict(body []byte, v any) *tools.Error {
+// decodeStrict decodes a small JSON request object into v
+// (strictjson.DecodeInto). The value it carries (arguments, an answer) sits
+// one level in and may nest valueDepth deep, as a call's arguments may.
+func decodeStrict(body []byte, valueDepth int, v any) *tools.Error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return tools.Errorf(tools.ValidationError, "the body is empty").WithCode("invalid_json")
 	}
-	if _, err := strictjson.Decode(body, 0); err != nil {
+	err := strictjson.DecodeInto(body, valueDepth+1, v)
+	if _, notJSON := errors.AsType[*strictjson.Error](err); notJSON {
 		return tools.Errorf(tools.ValidationError, "the body is not acceptable JSON: %v", err).WithCode("invalid_json")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err != nil {
 		return tools.Errorf(tools.ValidationError, "the body does not have the expected shape: %v", err).WithCode("invalid_json")
 	}
 	return nil
@@ -371,7 +371,7 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return
 	}
-	b, terr := executions.ParseBatch(body, s.opts.Executions.BatchMax(), 0)
+	b, terr := executions.ParseBatch(body, s.opts.Executions.BatchMax(), s.opts.Dispatcher.MaxDepth())
 	if terr != nil {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return

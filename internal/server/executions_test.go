@@ -661,3 +661,31 @@ func TestRefusalsAreNotRemembered(t *testing.T) {
 		})
 	}
 }
+
+// TestArgumentDepthIsTheConfiguredOne: arguments may nest as deep as the
+// pipeline allows however they come, alone or inside a batch or an
+// execution request, and no deeper.
+func TestArgumentDepthIsTheConfiguredOne(t *testing.T) {
+	const depth = 100
+	h, _ := storeHarness(t, harnessOpts{keys: roleKeys, maxDepth: depth})
+	nested := func(levels int) string { // {"message":"x","data":{"a":{"a":...{}}}}, levels deep in all
+		return `{"message":"x","data":` + strings.Repeat(`{"a":`, levels-2) + `{}` + strings.Repeat("}", levels-2) + `}`
+	}
+	for _, tc := range []struct {
+		name, path string
+		wrap       func(args string) string
+	}{
+		{"execute", "/tools/echo/execute", func(a string) string { return a }},
+		{"POST /executions", "/executions", func(a string) string { return `{"tool":"echo","arguments":` + a + `}` }},
+		{"batch", "/batch", func(a string) string { return `{"calls":[{"tool":"echo","arguments":` + a + `}]}` }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := h.do("POST", tc.path, []byte(tc.wrap(nested(depth))), hdr("Prefer", "wait=5")); r.status >= 400 || !strings.Contains(string(r.body), `"success":true`) {
+				t.Errorf("arguments %d deep: %d %s", depth, r.status, r.body)
+			}
+			if r := h.do("POST", tc.path, []byte(tc.wrap(nested(depth+1))), hdr("Prefer", "wait=5")); !strings.Contains(string(r.body), "deeper than") {
+				t.Errorf("arguments %d deep: %d %s", depth+1, r.status, r.body)
+			}
+		})
+	}
+}

@@ -59,6 +59,8 @@ type harnessOpts struct {
 	exec func(*executions.Options)
 	// writeTimeout bounds each write of a response (Options.WriteTimeout).
 	writeTimeout time.Duration
+	// maxDepth bounds argument nesting (dispatch.Options.MaxDepth).
+	maxDepth int
 }
 
 // testTools are the tools most tests use: the diagnostics plus tools that
@@ -98,7 +100,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		observers = append(observers, rec)
 	}
 	disp, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Limiter: lim, Sanitizer: san,
-		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers})
+		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers, MaxDepth: o.maxDepth})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"toold/internal/dispatch"
 	"toold/internal/events"
 	"toold/internal/executions"
+	"toold/internal/strictjson"
 	"toold/internal/tools"
 )
 
@@ -49,7 +50,7 @@ func (s *Server) streamParked(r *http.Request, stream *eventStream, req *dispatc
 func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) {
 	s.withBody(w, r, func(body []byte) {
 		id := chi.URLParam(r, "id")
-		kind, value, terr := parseResume(body)
+		kind, value, terr := parseResume(body, s.opts.Dispatcher.MaxDepth())
 		var pref preference
 		if terr == nil {
 			pref, terr = parsePrefer(r.Header.Values("Prefer"), s.opts.Executions.MaxWait())
@@ -109,13 +110,14 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseResume reads a resumption's body: {"answer": ...} for an input,
-// {"result": ...} for a subtask, and nothing else.
-func parseResume(body []byte) (kind string, value json.RawMessage, terr *tools.Error) {
+// {"result": ...} for a subtask, and nothing else; the value may nest
+// valueDepth deep.
+func parseResume(body []byte, valueDepth int) (kind string, value json.RawMessage, terr *tools.Error) {
 	var in struct {
 		Answer json.RawMessage `json:"answer"`
 		Result json.RawMessage `json:"result"`
 	}
-	terr = decodeStrict(body, &in)
+	terr = decodeStrict(body, valueDepth, &in)
 	kind, value = tools.WaitInput, in.Answer
 	switch {
 	case terr != nil:
@@ -143,7 +145,7 @@ func parseDecision(body []byte) (approve bool, reason string, terr *tools.Error)
 		Approve *bool  `json:"approve"`
 		Reason  string `json:"reason"`
 	}
-	terr = decodeStrict(body, &in)
+	terr = decodeStrict(body, strictjson.DefaultMaxDepth, &in)
 	switch {
 	case terr != nil:
 	case in.Approve == nil:

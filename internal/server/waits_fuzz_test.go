@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"toold/internal/strictjson"
 	"toold/internal/tools"
 )
 
@@ -16,7 +17,7 @@ func FuzzParseResume(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		kind, value, terr := parseResume(body)
+		kind, value, terr := parseResume(body, strictjson.DefaultMaxDepth)
 		if terr != nil {
 			if terr.Code != "invalid_json" || terr.Suggestion == "" || kind != "" || value != nil {
 				t.Errorf("%q: %+v", body, terr)

@@ -64,6 +64,20 @@ func Decode(data []byte, maxDepth int) (any, error) {
 	return v, nil
 }
 
+// DecodeInto decodes data into v: checked first as Decode checks it (one
+// value, valid UTF-8, no duplicate keys, nesting within maxDepth), then
+// decoded refusing fields v does not have. An input that is not acceptable
+// JSON fails with an *Error; one that does not fit v with encoding/json's
+// error.
+func DecodeInto(data []byte, maxDepth int, v any) error {
+	if _, err := Decode(data, maxDepth); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
 type decoder struct {
 	dec *jsontext.Decoder
 	max int
