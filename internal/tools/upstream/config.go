@@ -145,14 +145,8 @@ func (c Config) Check() error {
 			}
 		}
 	}
-	for name, l := range c.ToolLimits {
-		if err := l.Limits().Merge(c.Limits.Limits()).Merge(tools.DefaultLimits(tools.MCP)).Validate(); err != nil {
-			fail("tool_limits.%s: %v", name, err)
-		}
-	}
-	if err := c.Limits.Limits().Merge(tools.DefaultLimits(tools.MCP)).Validate(); err != nil {
-		fail("limits: %v", err)
-	}
+	// Limits and ToolLimits are checked with the configuration's
+	// categories.mcp, which the registry resolves them over.
 	return errors.Join(errs...)
 }
 

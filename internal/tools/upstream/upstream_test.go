@@ -474,7 +474,6 @@ func TestConfigRefused(t *testing.T) {
 		{"http not allowed", Config{Name: "a", URL: "http://mcp.example.com/mcp"}, "refused"},
 		{"metadata", Config{Name: "a", URL: "https://169.254.169.254/mcp", Allow: []string{"169.254.0.0/16"}}, "refused"},
 		{"bad pattern", Config{Name: "a", Command: "x", Tools: Filter{Allow: []string{"["}}}, "malformed"},
-		{"impossible limits", Config{Name: "a", Command: "x", Limits: tools.LimitsConfig{Timeout: time.Millisecond}}, "limits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
