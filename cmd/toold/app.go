@@ -116,7 +116,8 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	lim := limits.New(limits.Options{Registerer: a.metrics, GlobalCap: cfg.Server.GlobalCap})
+	lim := limits.New(limits.Options{Registerer: a.metrics, GlobalCap: cfg.Server.GlobalCap,
+		ServerCaps: upstream.ServerCaps(cfg.MCP.Servers)})
 	lim.Register(first.Entries()...)
 	toolMetrics := metrics.New(a.metrics, first)
 	a.reg.Subscribe(func(r *registry.Registry) {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -50,7 +51,8 @@ type Config struct {
 	Limits     tools.LimitsConfig            `yaml:"limits"`
 	ToolLimits map[string]tools.LimitsConfig `yaml:"tool_limits"`
 	// MaxInFlight caps the calls running on this server over all its
-	// tools, on top of each tool's own bulkhead (default 16).
+	// tools, on top of each tool's own bulkhead (default 16). The
+	// pipeline's limiter enforces it (ServerCaps).
 	MaxInFlight int `yaml:"max_in_flight" validate:"gte=0,lte=10000"`
 	// ConnectTimeout bounds initialize plus tools/list (default 10s).
 	ConnectTimeout time.Duration `yaml:"connect_timeout" validate:"gte=0"`
@@ -108,6 +110,17 @@ const (
 	DefaultConnectTimeout  = 10 * time.Second
 	DefaultMaxMessageBytes = 4 << 20
 )
+
+// ServerCaps are the servers' max_in_flight (the default where unset) by
+// name, for the limiter (limits.Options.ServerCaps): a server's tools have
+// its name as their Spec.Source, so their calls are counted together.
+func ServerCaps(cfgs []Config) map[string]int {
+	caps := map[string]int{}
+	for _, c := range cfgs {
+		caps[c.Name] = cmp.Or(c.MaxInFlight, DefaultMaxInFlight)
+	}
+	return caps
+}
 
 var serverName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
 

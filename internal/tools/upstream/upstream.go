@@ -159,7 +159,6 @@ type server struct {
 	cfg  Config
 	m    *Manager
 	log  *zap.Logger
-	sem  chan struct{}
 	http *http.Client // through the outbound guard; servers reached by url
 
 	mu       sync.Mutex
@@ -170,16 +169,13 @@ type server struct {
 }
 
 func newServer(c Config, m *Manager) *server {
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = DefaultMaxInFlight
-	}
 	if c.ConnectTimeout <= 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	s := &server{cfg: c, m: m, log: m.log.With(zap.String("server", c.Name)), sem: make(chan struct{}, c.MaxInFlight),
+	s := &server{cfg: c, m: m, log: m.log.With(zap.String("server", c.Name)),
 		progress: map[string]*progressSink{}, relist: make(chan struct{}, 1)}
 	m.metrics.init(c.Name)
 	return s
