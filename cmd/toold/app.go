@@ -106,7 +106,6 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 		return nil, err
 	}
 	a.reg = registry.NewLive(first, regOpts)
-	a.closers = append(a.closers, a.reg.Close)
 	if a.upstream, err = upstream.New(cfg.MCP.Servers, upstream.Options{SetTools: a.reg.SetSource, Commands: a.commands,
 		Logger: log.Named("upstream"), Registerer: a.metrics, Version: versionString()}); err != nil {
 		return nil, &config.Error{Problems: []config.Problem{{Path: "mcp.servers", Message: err.Error()}}}

@@ -183,17 +183,6 @@ func (r *Registry) Entries() []*Entry { return r.entries }
 // Len is the number of tools.
 func (r *Registry) Len() int { return len(r.entries) }
 
-// Close closes every tool that holds resources.
-func (r *Registry) Close() error {
-	var errs []error
-	for _, e := range r.entries {
-		if c, ok := e.Tool.(tools.Closer); ok {
-			errs = append(errs, c.Close())
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // AcceptsWrapper reports whether a request body {"arguments": {...}} is
 // unwrapped for this tool; it is not when the tool has a parameter of that
 // name, so such a tool's own argument is never misread.
