@@ -158,9 +158,8 @@ func (l *Limiter) Full(e *registry.Entry) error {
 }
 
 func overload(reason, msg string, retry time.Duration) *tools.Error {
-	e := tools.Errorf(tools.OverloadError, "%s", msg).WithCode(reason)
-	e.RetryAfter = retry
-	return e.WithSuggestion("retry after %v", retry.Round(time.Millisecond))
+	return tools.Errorf(tools.OverloadError, "%s", msg).WithCode(reason).WithRetryAfter(retry).
+		WithSuggestion("retry after %v", retry.Round(time.Millisecond))
 }
 
 // serverCap counts the calls running on the tools of one source. It has

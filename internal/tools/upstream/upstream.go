@@ -202,9 +202,9 @@ func (s *server) session() (*mcp.ClientSession, error) {
 	if s.sess != nil {
 		return s.sess, nil
 	}
-	e := tools.Errorf(tools.OverloadError, "the MCP server %q is not connected", s.cfg.Name).WithCode("upstream_unavailable")
-	e.RetryAfter = max(time.Until(s.retryAt), time.Second)
-	return nil, e.WithSuggestion("retry after %v; toold reconnects on its own", e.RetryAfter.Round(time.Second))
+	retry := max(time.Until(s.retryAt), time.Second)
+	return nil, tools.Errorf(tools.OverloadError, "the MCP server %q is not connected", s.cfg.Name).WithCode("upstream_unavailable").
+		WithRetryAfter(retry).WithSuggestion("retry after %v; toold reconnects on its own", retry.Round(time.Second))
 }
 
 // drop ends sess if it is still the server's session.
