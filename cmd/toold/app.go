@@ -106,7 +106,6 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 		return nil, err
 	}
 	a.reg = registry.NewLive(first, regOpts)
-	a.closers = append(a.closers, a.reg.Close)
 	if a.upstream, err = upstream.New(cfg.MCP.Servers, upstream.Options{SetTools: a.reg.SetSource, Commands: a.commands,
 		Logger: log.Named("upstream"), Registerer: a.metrics, Version: versionString()}); err != nil {
 		return nil, &config.Error{Problems: []config.Problem{{Path: "mcp.servers", Message: err.Error()}}}
@@ -116,7 +115,8 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	lim := limits.New(limits.Options{Registerer: a.metrics, GlobalCap: cfg.Server.GlobalCap})
+	lim := limits.New(limits.Options{Registerer: a.metrics, GlobalCap: cfg.Server.GlobalCap,
+		ServerCaps: upstream.ServerCaps(cfg.MCP.Servers)})
 	lim.Register(first.Entries()...)
 	toolMetrics := metrics.New(a.metrics, first)
 	a.reg.Subscribe(func(r *registry.Registry) {

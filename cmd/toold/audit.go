@@ -28,9 +28,13 @@ func runAudit(ctx context.Context, args []string, lookupEnv func(string) (string
 	fs := flag.NewFlagSet("toold audit "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := &options{set: map[string]bool{}}
-	fs.StringVar(&o.config, "config", "", "configuration `file`")
-	fs.StringVar(&o.stateDir, "state-dir", "", "`directory` of the embedded store")
-	fs.StringVar(&o.natsURL, "nats-url", "", "NATS `url` of the store")
+	storeFlags(fs, o)
+	// Before this command's own flags: TOOLD_FILE or TOOLD_O must not
+	// choose what it reads or writes.
+	if err := envDefaults(fs, o, lookupEnv); err != nil {
+		fmt.Fprintln(stderr, "toold:", err)
+		return exitCode(2)
+	}
 	file := fs.String("file", "", "verify this export (JSON Lines) instead of the store")
 	out := fs.String("o", "", "write the export to this `file` instead of stdout")
 	if err := fs.Parse(args[1:]); err != nil {

@@ -75,3 +75,26 @@ func TestAuditCommands(t *testing.T) {
 		t.Errorf("verify after a record was removed from the store: %v %s", err, out)
 	}
 }
+
+// TestAuditReadsEnvironment: `toold audit` finds the store where the server
+// does, TOOLD_STATE_DIR included, and not in the default directory (where
+// it would find no records and report an all-clear).
+func TestAuditReadsEnvironment(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", home) // the default directory, should the variable be ignored
+	dir := filepath.Join(t.TempDir(), "store")
+	env := func(k string) (string, bool) {
+		v, ok := map[string]string{"TOOLD_STATE_DIR": dir}[k]
+		return v, ok
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"audit", "verify"}, env, nil, &out, &errOut); err != nil {
+		t.Fatalf("verify: %v %s%s", err, out.String(), errOut.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) == 0 {
+		t.Errorf("TOOLD_STATE_DIR ignored: nothing in %s", dir)
+	}
+	if _, err := os.Stat(filepath.Join(home, "toold")); err == nil {
+		t.Error("the audit opened the default store instead of TOOLD_STATE_DIR's")
+	}
+}

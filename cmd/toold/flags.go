@@ -35,15 +35,13 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	o := &options{set: map[string]bool{}}
 	fs := flag.NewFlagSet("toold", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.config, "config", "", "configuration `file` (YAML), read on top of the built-in defaults")
+	storeFlags(fs, o)
 	fs.StringVar(&o.listen, "listen", "", "API listen `address` (default 127.0.0.1:8080)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "metrics and pprof listen `address` (default 127.0.0.1:9090; \"off\" disables)")
 	fs.StringVar(&o.workspace, "workspace", "", "`directory` the file tools are confined to (default: the current directory)")
 	fs.StringVar(&o.logLevel, "log-level", "", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "allow a non-loopback listen address without API keys (warns at every start)")
 	fs.DurationVar(&o.drainGrace, "drain-grace", 0, "how long accepted calls may finish after SIGTERM (default 30s)")
-	fs.StringVar(&o.stateDir, "state-dir", "", "`directory` of the embedded state store (default $XDG_STATE_HOME/toold or ~/.local/state/toold)")
-	fs.StringVar(&o.natsURL, "nats-url", "", "external NATS `url` for the state store instead of the embedded one")
 	fs.StringVar(&o.checkConfig, "check-config", "", "validate the configuration `file`, list every problem, and exit")
 	fs.BoolVar(&o.hashKey, "hash-key", false, "read an API key on stdin and print the SHA-256 the config stores")
 	fs.BoolVar(&o.newKey, "new-key", false, "print a new random API key and its SHA-256")
@@ -54,6 +52,32 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 			"Every setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
 		fs.PrintDefaults()
 	}
+	if err := envDefaults(fs, o, lookupEnv); err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q (flags start with -)", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	return o, nil
+}
+
+// storeFlags registers the flags that say where the configuration and the
+// state store are. The server and `toold audit` share them, so both read
+// the same store from the same flags and TOOLD_* variables.
+func storeFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.config, "config", "", "configuration `file` (YAML), read on top of the built-in defaults")
+	fs.StringVar(&o.stateDir, "state-dir", "", "`directory` of the embedded state store (default $XDG_STATE_HOME/toold or ~/.local/state/toold)")
+	fs.StringVar(&o.natsURL, "nats-url", "", "external NATS `url` for the state store instead of the embedded one")
+}
+
+// envDefaults sets every setting flag registered on fs so far from
+// TOOLD_<NAME> (dashes as underscores), before the command line is parsed
+// so that a flag given there wins over the variable.
+func envDefaults(fs *flag.FlagSet, o *options, lookupEnv func(string) (string, bool)) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "TOOLD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -64,17 +88,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 			o.set[f.Name] = true
 		}
 	})
-	if envErr != nil {
-		return nil, envErr
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q (flags start with -)", fs.Args())
-	}
-	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	return o, nil
+	return envErr
 }
 
 // isSetting tells the flags that configure a server from those that are

@@ -196,8 +196,7 @@ func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer)
 }
 
 // stopExecutions drains this process's executions when stdio ends: they
-// may finish within the grace period; past it, they are interrupted
-// (idempotent ones go back to the queue for another process).
+// may finish within the grace period; past it, they are interrupted.
 func (a *app) stopExecutions() {
 	a.exec.Drain()
 	select {
@@ -205,6 +204,13 @@ func (a *app) stopExecutions() {
 		return
 	case <-time.After(a.grace):
 	}
+	a.interruptExecutions()
+}
+
+// interruptExecutions ends this process's executions still running after
+// the grace period (idempotent ones go back to the queue for another
+// replica; others end interrupted) and waits, briefly, for them to stop.
+func (a *app) interruptExecutions() {
 	a.exec.Interrupt(errDraining)
 	select {
 	case <-a.exec.Idle():
@@ -255,16 +261,12 @@ func (a *app) drain() error {
 		a.mcp.CancelAll(errDraining)
 		a.srv.WaitMCP(time.Second)
 		a.cancelCalls(errDraining)
-		a.exec.Interrupt(errDraining) // idempotent executions go to another replica; others end interrupted
+		// The calls, cancelled, answer while the executions stop.
+		a.interruptExecutions()
 		select {
 		case <-a.srv.Idle():
 		case <-time.After(5 * time.Second):
 			a.log.Error("calls did not answer after cancellation; closing anyway")
-		}
-		select {
-		case <-a.exec.Idle():
-		case <-time.After(5 * time.Second):
-			a.log.Error("async executions did not end after cancellation; the queue gives them to another replica")
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -346,3 +346,43 @@ func TestAddSection(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
+
+// TestUpstreamLimitsOverCategories: an upstream server's limits are checked
+// as the registry will resolve its tools', over categories.mcp: limits that
+// work with the operator's category defaults are accepted, and limits that
+// do not are refused here rather than tool by tool once the server is up.
+func TestUpstreamLimitsOverCategories(t *testing.T) {
+	_, err := Load(write(t, `
+categories:
+  mcp: {timeout: 60s, max: 30s}
+mcp:
+  servers:
+    - {name: a, command: x, limits: {max: 20s}, tool_limits: {slow: {max: 25s}}}
+`), env(nil))
+	if err != nil {
+		t.Errorf("limits that work over categories.mcp were refused: %v", err)
+	}
+	_, err = Load(write(t, `
+categories:
+  mcp: {target: 5s, max: 8s, timeout: 20s}
+mcp:
+  servers:
+    - {name: a, command: x, limits: {timeout: 6s}, tool_limits: {quick: {timeout: 7s, max: 4s}}}
+`), env(nil))
+	problemMap(t, err) // a configuration error
+	for _, say := range []string{"mcp.servers[0]: limits: max 8s is above timeout 6s",
+		"mcp.servers[0]: tool_limits.quick: target 5s is above max 4s"} {
+		if !strings.Contains(err.Error(), say) {
+			t.Errorf("want %q among the problems:\n%v", say, err)
+		}
+	}
+}
+
+// TestUpstreamLimitsRefused: impossible limits of an upstream server are
+// refused whatever the categories say.
+func TestUpstreamLimitsRefused(t *testing.T) {
+	_, err := Load(write(t, "mcp:\n  servers:\n    - {name: a, command: x, limits: {timeout: 1ms}}\n"), env(nil))
+	if got := problemMap(t, err); !strings.Contains(got["mcp.servers[0]"], "limits: max 3s is above timeout 1ms") {
+		t.Errorf("impossible limits: %v", got)
+	}
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"reflect"
 	"slices"
@@ -12,8 +13,10 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"toold/internal/auth"
+	"toold/internal/registry"
 	"toold/internal/sanitize"
 	"toold/internal/tools"
+	"toold/internal/tools/upstream"
 )
 
 // Validate checks the configuration as toold will run it (after flags are
@@ -72,6 +75,7 @@ func (c *Config) Validate() error {
 				probs.add(fmt.Sprintf("mcp.servers[%d]", i), "%s", line)
 			}
 		}
+		c.checkServerLimits(probs, i, srv)
 	}
 	probs.addSection("consult", c.Consult.Check())
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {
@@ -79,6 +83,24 @@ func (c *Config) Validate() error {
 			"add auth.keys, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)
 	}
 	return probs.orNil()
+}
+
+// checkServerLimits resolves an upstream server's limits as the registry
+// will resolve its tools', over categories.mcp. Its tools are registered
+// while toold serves, after start-up checked everything else: limits that
+// cannot work are refused here, not tool by tool once the server is up.
+func (c *Config) checkServerLimits(probs *Error, i int, srv upstream.Config) {
+	cat := tools.MCP
+	reg := registry.Options{Defaults: map[tools.Category]tools.Limits{cat: c.Categories[string(cat)].Limits()}}
+	path := fmt.Sprintf("mcp.servers[%d]", i)
+	for _, name := range slices.Sorted(maps.Keys(srv.ToolLimits)) {
+		if _, err := reg.ResolveLimits(cat, srv.ToolLimits[name].Limits().Merge(srv.Limits.Limits())); err != nil {
+			probs.add(path, "tool_limits.%s: %v", name, err)
+		}
+	}
+	if _, err := reg.ResolveLimits(cat, srv.Limits.Limits()); err != nil {
+		probs.add(path, "limits: %v", err)
+	}
 }
 
 // SectionError is the configuration error of a section whose own

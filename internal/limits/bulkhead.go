@@ -21,7 +21,7 @@ type bulkhead struct {
 	mu       sync.Mutex
 	running  int
 	waiters  *list.List // of *waiter, oldest first
-	service  atomic.Int64
+	service  ewma
 	inFlight prometheus.Gauge
 	queued   prometheus.Gauge
 	rejected func(reason string)
@@ -113,13 +113,22 @@ func (b *bulkhead) releaser() func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			b.observe(time.Since(start))
+			b.service.observe(time.Since(start))
 			b.inFlight.Dec()
 			b.mu.Lock()
 			b.handoff()
 			b.mu.Unlock()
 		})
 	}
+}
+
+// giveBack frees a slot admit granted to a call that will not run after
+// all (its server is at its cap): no service time is recorded.
+func (b *bulkhead) giveBack() {
+	b.inFlight.Dec()
+	b.mu.Lock()
+	b.handoff()
+	b.mu.Unlock()
 }
 
 // handoff frees one running slot, giving it to the oldest waiter if there
@@ -134,26 +143,31 @@ func (b *bulkhead) handoff() {
 	b.running--
 }
 
-// observe folds a service time into an exponentially weighted mean (weight
-// 1/8), the basis of Retry-After estimates.
-func (b *bulkhead) observe(d time.Duration) {
+// ewma is an exponentially weighted mean of service times (weight 1/8),
+// the basis of Retry-After estimates; zero until the first observation.
+type ewma struct{ v atomic.Int64 }
+
+// observe folds a service time into the mean.
+func (m *ewma) observe(d time.Duration) {
 	for {
-		old := b.service.Load()
+		old := m.v.Load()
 		next := int64(d)
 		if old != 0 {
 			next = old + (int64(d)-old)/8
 		}
-		if b.service.CompareAndSwap(old, next) {
+		if m.v.CompareAndSwap(old, next) {
 			return
 		}
 	}
 }
 
+func (m *ewma) mean() time.Duration { return time.Duration(m.v.Load()) }
+
 // retryAfter estimates when a call at queue position pos would get a slot:
 // the slots turn over every mean service time, N at a time. Before any call
 // has finished the tool's latency target stands in for the mean.
 func (b *bulkhead) retryAfter(pos int) time.Duration {
-	mean := time.Duration(b.service.Load())
+	mean := b.service.mean()
 	if mean == 0 {
 		mean = b.limits.Target
 	}

@@ -5,8 +5,10 @@
 package limits
 
 import (
+	"cmp"
 	"container/list"
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,7 @@ const (
 	ReasonQueueFull    = "queue_full"
 	ReasonQueueTimeout = "queue_timeout"
 	ReasonGlobalCap    = "global_capacity"
+	ReasonServerCap    = "server_capacity"
 	ReasonCancelled    = "cancelled"
 	ReasonDeadline     = "deadline"
 )
@@ -32,6 +35,12 @@ type Options struct {
 	// GlobalCap, when positive, bounds the calls accepted (running plus
 	// queued) over all tools together; beyond it calls are refused at once.
 	GlobalCap int
+	// ServerCaps bound, by source name (Spec.Source: the upstream MCP
+	// server a tool is served from), the calls running on that source's
+	// tools together, on top of each tool's own bulkhead. A call given its
+	// tool's slot while its server has that many running is refused at
+	// once. Tools of a source not named here are not capped together.
+	ServerCaps map[string]int
 	// Registerer receives the limiter's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -42,6 +51,7 @@ type Limiter struct {
 	bulk     map[string]*bulkhead
 	global   atomic.Int64
 	cap      int64
+	servers  map[string]*serverCap // made by New, never changed
 	inFlight *prometheus.GaugeVec
 	queued   *prometheus.GaugeVec
 	capacity *prometheus.GaugeVec
@@ -52,9 +62,16 @@ type Limiter struct {
 // resolved limits, so a registry can be built before the limiter.
 func New(opts Options) *Limiter {
 	f := promauto.With(opts.Registerer)
+	servers := map[string]*serverCap{}
+	for name, n := range opts.ServerCaps {
+		if n > 0 {
+			servers[name] = &serverCap{name: name, cap: int64(n)}
+		}
+	}
 	return &Limiter{
-		bulk: map[string]*bulkhead{},
-		cap:  int64(opts.GlobalCap),
+		bulk:    map[string]*bulkhead{},
+		cap:     int64(opts.GlobalCap),
+		servers: servers,
 		inFlight: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_in_flight",
 			Help: "Executions of the tool running now."}, []string{"tool"}),
 		queued: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_queue_depth",
@@ -89,15 +106,19 @@ func (l *Limiter) bulkhead(e *registry.Entry) *bulkhead {
 		for _, r := range []string{ReasonQueueFull, ReasonQueueTimeout, ReasonGlobalCap, ReasonCancelled, ReasonDeadline} {
 			l.rejected.WithLabelValues(name, r)
 		}
+		if l.servers[e.Spec.Source] != nil {
+			l.rejected.WithLabelValues(name, ReasonServerCap)
+		}
 		l.bulk[name] = b
 	}
 	return b
 }
 
-// Admit waits for a slot of the tool's bulkhead. It returns the function
-// that frees the slot, to be called exactly once when the execution really
-// ends; or a *tools.Error (overload_error) when the call is refused; or the
-// context's error when the caller left or its deadline passed while queued.
+// Admit waits for a slot of the tool's bulkhead, and then takes one of its
+// server's (Options.ServerCaps). It returns the function that frees the
+// slots, to be called exactly once when the execution really ends; or a
+// *tools.Error (overload_error) when the call is refused; or the context's
+// error when the caller left or its deadline passed while queued.
 func (l *Limiter) Admit(ctx context.Context, e *registry.Entry) (func(), error) {
 	b := l.bulkhead(e)
 	if l.cap > 0 {
@@ -108,6 +129,9 @@ func (l *Limiter) Admit(ctx context.Context, e *registry.Entry) (func(), error) 
 		}
 	}
 	release, err := b.admit(ctx)
+	if err == nil {
+		release, err = l.servers[e.Spec.Source].enter(b, release)
+	}
 	if err != nil {
 		if l.cap > 0 {
 			l.global.Add(-1)
@@ -134,7 +158,48 @@ func (l *Limiter) Full(e *registry.Entry) error {
 }
 
 func overload(reason, msg string, retry time.Duration) *tools.Error {
-	e := tools.Errorf(tools.OverloadError, "%s", msg).WithCode(reason)
-	e.RetryAfter = retry
-	return e.WithSuggestion("retry after %v", retry.Round(time.Millisecond))
+	return tools.Errorf(tools.OverloadError, "%s", msg).WithCode(reason).WithRetryAfter(retry).
+		WithSuggestion("retry after %v", retry.Round(time.Millisecond))
+}
+
+// serverCap counts the calls running on the tools of one source. It has
+// no queue of its own: a call waits, if at all, in its tool's bulkhead.
+type serverCap struct {
+	name    string
+	cap     int64
+	running atomic.Int64
+	service ewma // of the source's calls, for Retry-After
+}
+
+// enter takes a running slot of the server for a call that holds its
+// tool's slot (release frees that one). When the server has none, the
+// tool's slot goes to the tool's next waiter and the call is refused. A
+// nil serverCap (a tool of no capped source) lets every call through.
+func (s *serverCap) enter(b *bulkhead, release func()) (func(), error) {
+	if s == nil {
+		return release, nil
+	}
+	if s.running.Add(1) > s.cap {
+		s.running.Add(-1)
+		b.giveBack()
+		b.rejected(ReasonServerCap)
+		return nil, overload(ReasonServerCap, fmt.Sprintf("the MCP server %q has %d calls running, its limit", s.name, s.cap),
+			s.retryAfter(b))
+	}
+	start := time.Now()
+	return func() {
+		// The server's slot first: the tool's may go straight to a
+		// waiter, which then asks the server for one.
+		s.service.observe(time.Since(start))
+		s.running.Add(-1)
+		release()
+	}, nil
+}
+
+// retryAfter estimates when one of the server's slots frees: as a
+// bulkhead's first queue place, one mean service time of the server's
+// calls; before any has finished, the latency target of the tool asked
+// for.
+func (s *serverCap) retryAfter(b *bulkhead) time.Duration {
+	return max(cmp.Or(s.service.mean(), b.limits.Target), time.Millisecond)
 }

@@ -188,7 +188,7 @@ func TestRetryAfterGrowsWithQueue(t *testing.T) {
 	l := New(Options{})
 	e := entry(t, 2, 10, time.Minute)
 	b := l.bulkhead(e)
-	b.observe(100 * time.Millisecond)
+	b.service.observe(100 * time.Millisecond)
 	if got := b.retryAfter(1); got != 100*time.Millisecond {
 		t.Errorf("position 1: %v", got)
 	}
@@ -243,4 +243,57 @@ func TestMetricNamesPassLint(t *testing.T) {
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("promlint: %v %v", problems, err)
 	}
+}
+
+// sourced is a tool of an upstream server: its calls count against the
+// server's cap too.
+func sourced(t testing.TB, name, source string, n, m int) *registry.Entry {
+	t.Helper()
+	r, err := registry.New(registry.Options{}, spec{Name: name, Description: "d", Category: tools.MCP, Source: source,
+		Parameters: json.RawMessage(`{"type":"object"}`),
+		Limits:     tools.Limits{MaxInFlight: n, MaxQueue: m, QueueWait: time.Minute, Target: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := r.Lookup(name)
+	return e
+}
+
+// TestServerCap: the tools of one server share its cap on top of their
+// own bulkheads; a call beyond it is refused at once with a Retry-After
+// estimate and counted, and gives its tool's slot back. Other servers'
+// tools are not affected.
+func TestServerCap(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	l := New(Options{Registerer: reg, ServerCaps: map[string]int{"s": 2, "other": 5}})
+	a, b, c := sourced(t, "s.a", "s", 5, 5), sourced(t, "s.b", "s", 5, 5), sourced(t, "other.c", "other", 5, 5)
+	ctx := context.Background()
+	r1, err1 := l.Admit(ctx, a)
+	r2, err2 := l.Admit(ctx, b)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	_, err := l.Admit(ctx, a)
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Code != ReasonServerCap || te.Kind != tools.OverloadError || te.RetryAfter <= 0 {
+		t.Fatalf("over the server's cap: %v", err)
+	}
+	if got := testutil.ToFloat64(l.rejected.WithLabelValues("s.a", ReasonServerCap)); got != 1 {
+		t.Errorf("server_capacity rejections of s.a = %v", got)
+	}
+	if got := testutil.ToFloat64(l.inFlight.WithLabelValues("s.a")); got != 1 {
+		t.Errorf("s.a in flight after a refusal = %v, want 1 (the refused call's slot given back)", got)
+	}
+	rc, err := l.Admit(ctx, c)
+	if err != nil {
+		t.Fatalf("another server's tool: %v", err)
+	}
+	rc()
+	r1()
+	r3, err := l.Admit(ctx, a)
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	r2()
+	r3()
 }

@@ -86,9 +86,6 @@ func (l *Live) SetSource(source string, ts []tools.Tool) []error {
 	return errs
 }
 
-// Close closes every tool of the current snapshot that holds resources.
-func (l *Live) Close() error { return l.Load().Close() }
-
 func (r *Registry) add(e *Entry) {
 	r.byName[e.Spec.Name] = e
 	r.entries = append(r.entries, e)

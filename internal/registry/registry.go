@@ -106,12 +106,12 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	if err := resolveConfirmation(&spec, ov.Confirmation); err != nil {
 		return nil, fail("%v", err)
 	}
-	spec.Limits = ov.Limits.Merge(spec.Limits).Merge(opts.Defaults[spec.Category]).Merge(tools.DefaultLimits(spec.Category))
-	if err := spec.Limits.Validate(); err != nil {
+	limits, err := opts.ResolveLimits(spec.Category, ov.Limits.Merge(spec.Limits))
+	if err != nil {
 		return nil, fail("limits: %v", err)
 	}
+	spec.Limits = limits
 	e := &Entry{Tool: t, Spec: spec}
-	var err error
 	if e.params, err = compile(spec.Name, "parameters", spec.Parameters); err != nil {
 		return nil, fail("%v", err)
 	}
@@ -138,6 +138,18 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	}
 	e.example = buildExample(spec, e.params)
 	return e, nil
+}
+
+// ResolveLimits completes a tool's limits as the registry serves them:
+// own (the operator's override of the tool over the tool's own limits),
+// then the operator's defaults for the category, then the design's; limits
+// that cannot work together are an error. The tools of an upstream MCP
+// server arrive while toold serves, long after the configuration was
+// checked: their limits are resolved with it there too, so that the
+// server's limits are judged as its tools' will be.
+func (o Options) ResolveLimits(cat tools.Category, own tools.Limits) (tools.Limits, error) {
+	l := own.Merge(o.Defaults[cat]).Merge(tools.DefaultLimits(cat))
+	return l, l.Validate()
 }
 
 // resolveConfirmation settles how a tool is confirmed: the operator's
@@ -170,17 +182,6 @@ func (r *Registry) Entries() []*Entry { return r.entries }
 
 // Len is the number of tools.
 func (r *Registry) Len() int { return len(r.entries) }
-
-// Close closes every tool that holds resources.
-func (r *Registry) Close() error {
-	var errs []error
-	for _, e := range r.entries {
-		if c, ok := e.Tool.(tools.Closer); ok {
-			errs = append(errs, c.Close())
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // AcceptsWrapper reports whether a request body {"arguments": {...}} is
 // unwrapped for this tool; it is not when the tool has a parameter of that

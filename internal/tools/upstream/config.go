@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -50,7 +51,8 @@ type Config struct {
 	Limits     tools.LimitsConfig            `yaml:"limits"`
 	ToolLimits map[string]tools.LimitsConfig `yaml:"tool_limits"`
 	// MaxInFlight caps the calls running on this server over all its
-	// tools, on top of each tool's own bulkhead (default 16).
+	// tools, on top of each tool's own bulkhead (default 16). The
+	// pipeline's limiter enforces it (ServerCaps).
 	MaxInFlight int `yaml:"max_in_flight" validate:"gte=0,lte=10000"`
 	// ConnectTimeout bounds initialize plus tools/list (default 10s).
 	ConnectTimeout time.Duration `yaml:"connect_timeout" validate:"gte=0"`
@@ -109,6 +111,17 @@ const (
 	DefaultMaxMessageBytes = 4 << 20
 )
 
+// ServerCaps are the servers' max_in_flight (the default where unset) by
+// name, for the limiter (limits.Options.ServerCaps): a server's tools have
+// its name as their Spec.Source, so their calls are counted together.
+func ServerCaps(cfgs []Config) map[string]int {
+	caps := map[string]int{}
+	for _, c := range cfgs {
+		caps[c.Name] = cmp.Or(c.MaxInFlight, DefaultMaxInFlight)
+	}
+	return caps
+}
+
 var serverName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
 
 // Check reports what is wrong with a server's declaration, naming fields
@@ -145,14 +158,8 @@ func (c Config) Check() error {
 			}
 		}
 	}
-	for name, l := range c.ToolLimits {
-		if err := l.Limits().Merge(c.Limits.Limits()).Merge(tools.DefaultLimits(tools.MCP)).Validate(); err != nil {
-			fail("tool_limits.%s: %v", name, err)
-		}
-	}
-	if err := c.Limits.Limits().Merge(tools.DefaultLimits(tools.MCP)).Validate(); err != nil {
-		fail("limits: %v", err)
-	}
+	// Limits and ToolLimits are checked with the configuration's
+	// categories.mcp, which the registry resolves them over.
 	return errors.Join(errs...)
 }
 

@@ -15,7 +15,7 @@ type metrics struct {
 }
 
 // outcomes label upstream calls.
-var outcomes = []string{"success", "tool_error", "protocol_error", "unavailable", "capacity", "cancelled"}
+var outcomes = []string{"success", "tool_error", "protocol_error", "unavailable", "cancelled"}
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg)

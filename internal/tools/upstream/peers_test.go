@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -32,15 +33,11 @@ func runPeer(mode string) {
 		_ = peerServer().Run(context.Background(), &mcp.StdioTransport{})
 	case "hang":
 		// Reads everything, answers nothing: initialize never returns.
-		_, _ = bufio.NewReader(os.Stdin).WriteTo(discard{})
+		_, _ = bufio.NewReader(os.Stdin).WriteTo(io.Discard)
 	default:
 		handwritten(mode)
 	}
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 type echoIn struct {
 	Message string `json:"message"`

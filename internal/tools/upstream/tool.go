@@ -93,23 +93,14 @@ func confirmation(c Config, name string, a *mcp.ToolAnnotations) tools.Confirmat
 func (t *tool) Spec() tools.Spec { return t.spec }
 
 // Execute calls the upstream tool with arguments the pipeline validated and
-// sanitized, within the server's cap and the call's deadline.
+// sanitized, within the call's deadline. The pipeline's limiter has
+// admitted it within the server's cap (ServerCaps).
 func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	s := t.srv
 	sess, err := s.session()
 	if err != nil {
 		s.m.metrics.call(s.cfg.Name, "unavailable")
 		return nil, err
-	}
-	select {
-	case s.sem <- struct{}{}:
-		defer func() { <-s.sem }()
-	default:
-		s.m.metrics.call(s.cfg.Name, "capacity")
-		e := tools.Errorf(tools.OverloadError, "the MCP server %q has %d calls running, its limit", s.cfg.Name, s.cfg.MaxInFlight).
-			WithCode("server_capacity")
-		e.RetryAfter = time.Second
-		return nil, e.WithSuggestion("retry shortly")
 	}
 	params := &mcp.CallToolParams{Name: t.upstream, Arguments: call.Args}
 	if call.Streaming() {

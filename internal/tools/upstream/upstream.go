@@ -159,7 +159,6 @@ type server struct {
 	cfg  Config
 	m    *Manager
 	log  *zap.Logger
-	sem  chan struct{}
 	http *http.Client // through the outbound guard; servers reached by url
 
 	mu       sync.Mutex
@@ -170,16 +169,13 @@ type server struct {
 }
 
 func newServer(c Config, m *Manager) *server {
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = DefaultMaxInFlight
-	}
 	if c.ConnectTimeout <= 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	s := &server{cfg: c, m: m, log: m.log.With(zap.String("server", c.Name)), sem: make(chan struct{}, c.MaxInFlight),
+	s := &server{cfg: c, m: m, log: m.log.With(zap.String("server", c.Name)),
 		progress: map[string]*progressSink{}, relist: make(chan struct{}, 1)}
 	m.metrics.init(c.Name)
 	return s
@@ -206,9 +202,9 @@ func (s *server) session() (*mcp.ClientSession, error) {
 	if s.sess != nil {
 		return s.sess, nil
 	}
-	e := tools.Errorf(tools.OverloadError, "the MCP server %q is not connected", s.cfg.Name).WithCode("upstream_unavailable")
-	e.RetryAfter = max(time.Until(s.retryAt), time.Second)
-	return nil, e.WithSuggestion("retry after %v; toold reconnects on its own", e.RetryAfter.Round(time.Second))
+	retry := max(time.Until(s.retryAt), time.Second)
+	return nil, tools.Errorf(tools.OverloadError, "the MCP server %q is not connected", s.cfg.Name).WithCode("upstream_unavailable").
+		WithRetryAfter(retry).WithSuggestion("retry after %v; toold reconnects on its own", retry.Round(time.Second))
 }
 
 // drop ends sess if it is still the server's session.

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -53,7 +54,7 @@ func newRigBackoff(t *testing.T, minBackoff, maxBackoff time.Duration, cfgs ...C
 	core, logs := observer.New(zap.DebugLevel)
 	r.logs = logs
 	log := zap.New(core)
-	lim := limits.New(limits.Options{})
+	lim := limits.New(limits.Options{Registerer: r.metrics, ServerCaps: ServerCaps(cfgs)})
 	r.live.Subscribe(func(reg *registry.Registry) { lim.Register(reg.Entries()...) })
 	san, err := sanitize.New(sanitize.Config{}, nil)
 	if err != nil {
@@ -94,6 +95,34 @@ func (r *rig) call(tool, args string) *dispatch.Envelope {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return r.disp.Execute(ctx, &dispatch.Request{Tool: tool, Body: []byte(args), RequestID: "t", Caller: "test"})
+}
+
+// metric is the value of the series of name with exactly these labels, or
+// -1 when there is none.
+func (r *rig) metric(name string, labels map[string]string) float64 {
+	r.t.Helper()
+	mfs, err := r.metrics.Gather()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			if maps.Equal(got, labels) {
+				if g := m.GetGauge(); g != nil {
+					return g.GetValue()
+				}
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
 }
 
 func (r *rig) tools() []string {
@@ -376,17 +405,24 @@ func TestToolsThatCannotBeServed(t *testing.T) {
 }
 
 // TestServerCap: max_in_flight bounds the calls on one server over all its
-// tools; beyond it a call is refused at once.
+// tools; beyond it the pipeline's limiter refuses a call at once, as any
+// bulkhead refusal: rejected, with a Retry-After estimate, counted.
 func TestServerCap(t *testing.T) {
 	c := peer(t, "p", "sdk")
 	c.MaxInFlight = 1
 	r := newRig(t, c)
 	started := make(chan *dispatch.Envelope)
 	go func() { started <- r.call("p.slow", `{"ms":1500}`) }()
-	waitFor(t, "the first call to hold the slot", 5*time.Second, func() bool { return len(r.m.servers[0].sem) == 1 })
+	waitFor(t, "the first call to hold the slot", 5*time.Second, func() bool {
+		return r.metric("toold_tool_in_flight", map[string]string{"tool": "p.slow"}) == 1
+	})
 	env := r.call("p.echo", `{"message":"x"}`)
-	if env.Error == nil || env.Error.Code != "server_capacity" || env.Error.RetryAfterMS == 0 {
-		t.Errorf("over the server's cap: %+v", env.Error)
+	if env.Status != dispatch.StatusRejected || env.Error == nil || env.Error.Type != tools.OverloadError ||
+		env.Error.Code != "server_capacity" || env.Error.RetryAfterMS == 0 {
+		t.Errorf("over the server's cap: %s %+v", env.Status, env.Error)
+	}
+	if got := r.metric("toold_tool_rejections_total", map[string]string{"tool": "p.echo", "reason": "server_capacity"}); got != 1 {
+		t.Errorf("server_capacity rejections of p.echo: %v", got)
 	}
 	if first := <-started; !first.Success {
 		t.Errorf("the first call: %+v", first.Error)
@@ -474,7 +510,6 @@ func TestConfigRefused(t *testing.T) {
 		{"http not allowed", Config{Name: "a", URL: "http://mcp.example.com/mcp"}, "refused"},
 		{"metadata", Config{Name: "a", URL: "https://169.254.169.254/mcp", Allow: []string{"169.254.0.0/16"}}, "refused"},
 		{"bad pattern", Config{Name: "a", Command: "x", Tools: Filter{Allow: []string{"["}}}, "malformed"},
-		{"impossible limits", Config{Name: "a", Command: "x", Limits: tools.LimitsConfig{Timeout: time.Millisecond}}, "limits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
