@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"toold/internal/dispatch"
+	"toold/internal/tools/command"
 )
 
 // statusCase is one provider behaviour and the response it must give.
@@ -85,6 +86,15 @@ func TestStatuses(t *testing.T) {
 			checkStatus(t, r, tc)
 		})
 	}
+}
+
+// TestOutputCapOfCommands: a CLI provider without a cap of its own has
+// the commands section's, and says so when it floods past it.
+func TestOutputCapOfCommands(t *testing.T) {
+	e := newEnv(t)
+	e.commands = command.Config{MaxOutputBytes: 4096}
+	r := e.build(Config{Providers: map[string]ProviderConfig{"flood": e.cli("flood", "flood")}})
+	checkStatus(t, r, statusCase{"flood", StatusInvalidOutput, "", "more than 4096 bytes on stdout", nil})
 }
 
 func checkStatus(t *testing.T, r *rig, tc statusCase) {
