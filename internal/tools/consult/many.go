@@ -84,12 +84,8 @@ func (s *Set) consultMany(ctx context.Context, call *tools.Call, in manyIn) (Mul
 // chosen is the providers a call names, or every available one.
 func (s *Set) chosen(ctx context.Context, names []string) ([]*provider, error) {
 	var ps []*provider
-	for i, n := range names {
-		p := s.providers[n]
-		if p == nil {
-			return nil, s.unknown(fmt.Sprintf("/providers/%d", i), n)
-		}
-		ps = append(ps, p)
+	for _, n := range names { // the schema's enum admits only enabled providers
+		ps = append(ps, s.providers[n])
 	}
 	if len(ps) > 0 {
 		return ps, nil
