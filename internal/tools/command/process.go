@@ -139,11 +139,9 @@ func (p *Process) Stop(grace time.Duration) {
 		case <-time.After(grace):
 			p.k.stop(p.sb.grace, p.done)
 		}
-		// Descendants may outlive the leader; the group goes with it.
-		_ = unix.Kill(-p.k.pgid, unix.SIGKILL)
-		if p.k.sweep {
-			p.k.sweepMarked()
-		}
+		// Descendants may outlive the leader, and fork while the group is
+		// signalled: kill repeats until the group is empty, as for a run.
+		p.k.kill(unix.SIGKILL)
 		_ = p.Stdout.Close()
 		_ = os.RemoveAll(p.tmp)
 	})
