@@ -165,7 +165,7 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 		return nil, err
 	}
 	name, _ := hostName(host)
-	d := net.Dialer{Timeout: g.dialTimeout, Control: func(_, addr string, _ syscall.RawConn) error {
+	d := net.Dialer{Timeout: dialTimeout, Control: func(_, addr string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(addr)
 		if err != nil {
 			return refused(address, addr, "cannot read the address being dialed")

@@ -184,7 +184,7 @@ func (s *Set) declare(tc ToolConfig) (*tool, error) {
 	if t.jq, err = compileJQ(tc.Response.JQ); err != nil {
 		return nil, err
 	}
-	t.client = guard.Client(0)
+	t.client = guard.Client()
 	t.client.CheckRedirect = sameHost(guard)
 	t.host = s.hostFor(req.url.base.Host)
 	t.spec, err = spec(tc, sc.raw, req.method)
