@@ -37,8 +37,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"code.dny.dev/ssrf"
@@ -108,9 +106,6 @@ type Guard struct {
 	proxy         *url.URL
 	resolver      *net.Resolver
 	classes       *ssrf.Guardian
-	// passed remembers hosts (host[:port]) whose static check passed.
-	passed  sync.Map
-	npassed atomic.Int64
 	// firewall, set by tests only, sees every address the guard let
 	// through, just before the socket connects; an error stops it.
 	firewall func(netip.AddrPort) error
