@@ -166,7 +166,7 @@ func (c *cliProvider) probe(ctx context.Context, timeout time.Duration) availabi
 			out = strings.TrimSpace(res.Stderr)
 		}
 		first, _, _ := strings.Cut(out, "\n")
-		a.Version = begin(strings.TrimSpace(first), 200)
+		a.Version = tools.CutUTF8(strings.TrimSpace(first), 200)
 	}
 	return a
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"toold/internal/dispatch"
+	"toold/internal/tools"
 	"toold/internal/tools/command"
 )
 
@@ -294,11 +295,11 @@ func TestBadInput(t *testing.T) {
 	} {
 		env := r.call(tc.tool, tc.args, nil)
 		if env.Status != dispatch.StatusRejected || env.Error == nil || len(env.Error.Fields) == 0 {
-			t.Errorf("%s %s: %s %+v", tc.tool, begin(tc.args, 80), env.Status, env.Error)
+			t.Errorf("%s %s: %s %+v", tc.tool, tools.CutUTF8(tc.args, 80), env.Status, env.Error)
 			continue
 		}
 		if env.Error.Fields[0].Pointer != tc.pointer || !strings.Contains(env.Error.Message, tc.say) {
-			t.Errorf("%s %s: %+v", tc.tool, begin(tc.args, 80), env.Error)
+			t.Errorf("%s %s: %+v", tc.tool, tools.CutUTF8(tc.args, 80), env.Error)
 		}
 	}
 	if e.recorded("gem", "prompt") != "" || e.recorded("cod", "prompt") != "" {

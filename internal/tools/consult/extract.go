@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"toold/internal/strictjson"
+	"toold/internal/tools"
 )
 
 // path is where a JSON document holds a value: object keys and array
@@ -114,7 +115,7 @@ func decodeDoc(stdout string) (any, error) {
 			return doc, nil
 		}
 	}
-	return nil, fmt.Errorf("the provider's output is not the JSON expected: %v (it begins %q)", err, begin(text, 60))
+	return nil, fmt.Errorf("the provider's output is not the JSON expected: %v (it begins %q)", err, tools.CutUTF8(text, 60))
 }
 
 // truthy: what in an error field means "failed".
@@ -179,18 +180,7 @@ func bound(s string) string {
 	if len(s) <= maxMessage {
 		return s
 	}
-	return begin(s, maxMessage) + "…"
-}
-
-// begin is at most n bytes of s, cut at a rune boundary.
-func begin(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return tools.CutUTF8(s, maxMessage) + "…"
 }
 
 // tail is at most n bytes of the end of s, cut at a rune boundary.

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"toold/internal/tools"
 )
 
 func mustPath(t testing.TB, s string) path {
@@ -112,6 +114,6 @@ func TestSynthesisPromptFits(t *testing.T) {
 	got := synthesisPrompt("the question", answers, 30_000)
 	if len(got) > 30_000 || !utf8.ValidString(got) || !has(got, "## Question\n\nthe question", "## Answer from a",
 		"## Answer from b\n\nshort", "## Answer from c", "[… cut to fit the synthesis prompt]") {
-		t.Errorf("%d bytes:\n%s", len(got), begin(got, 600))
+		t.Errorf("%d bytes:\n%s", len(got), tools.CutUTF8(got, 600))
 	}
 }

@@ -165,14 +165,14 @@ func synthesisPrompt(question string, answers []Response, limit int) string {
 	const cut = "\n[… cut to fit the synthesis prompt]"
 	var b strings.Builder
 	b.WriteString(intro)
-	b.WriteString(begin(question, limit/2))
+	b.WriteString(tools.CutUTF8(question, limit/2))
 	share := (limit - b.Len()) / len(answers)
 	for _, a := range answers {
 		head := "\n\n## Answer from " + a.Tool + "\n\n"
 		room := share - len(head)
 		b.WriteString(head)
 		if len(a.Output) > room {
-			b.WriteString(begin(a.Output, max(room-len(cut), 0)) + cut)
+			b.WriteString(tools.CutUTF8(a.Output, max(room-len(cut), 0)) + cut)
 		} else {
 			b.WriteString(a.Output)
 		}
