@@ -52,9 +52,6 @@ type Set struct {
 // is, relative to the section ("tools[2]", "hosts.api.example.com").
 type ConfigError = problems.List
 
-// Problem is one of them.
-type Problem = problems.Problem
-
 // New validates cfg and builds its tools; every problem is reported (a
 // *ConfigError), each naming its tool.
 func New(cfg Config, opts Options) (*Set, error) {
