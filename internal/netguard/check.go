@@ -39,26 +39,14 @@ func (g *Guard) checkURL(u *url.URL) *RefusedError {
 	if u.Opaque != "" || u.Host == "" {
 		return refused(u.Redacted(), "", "the URL has no host")
 	}
-	if _, ok := g.passed.Load(u.Host); ok {
-		return nil
-	}
 	target := u.Redacted()
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return refused(target, "", "port %q is not a number from 1 to 65535", p)
 		}
 	}
-	if err := g.checkHost(target, u.Hostname()); err != nil {
-		return err
-	}
-	if g.npassed.Add(1) <= maxPassed { // the static verdict on a host never changes
-		g.passed.Store(u.Host, struct{}{})
-	}
-	return nil
+	return g.checkHost(target, u.Hostname())
 }
-
-// maxPassed bounds the hosts whose static check is remembered.
-const maxPassed = 1024
 
 // checkHost applies the static rules to a host (a name or an address
 // literal, without brackets or port).
@@ -165,7 +153,7 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 		return nil, err
 	}
 	name, _ := hostName(host)
-	d := net.Dialer{Timeout: g.dialTimeout, Control: func(_, addr string, _ syscall.RawConn) error {
+	d := net.Dialer{Timeout: dialTimeout, Control: func(_, addr string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(addr)
 		if err != nil {
 			return refused(address, addr, "cannot read the address being dialed")

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"time"
 
 	"toold/internal/netguard"
 )
@@ -18,7 +17,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	client := g.Client(30 * time.Second) // every request, redirect and connection checked
+	client := g.Client() // every request, redirect and connection checked; contexts bound them
 	_ = client
 
 	for _, raw := range []string{"https://api.example.com/v1", "https://169.254.169.254/latest/meta-data/",

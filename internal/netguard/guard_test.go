@@ -10,14 +10,17 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 )
 
 func okServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hop" {
+		switch r.URL.Path {
+		case "/hop":
 			http.Redirect(w, r, "/ok", http.StatusFound)
+			return
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
 			return
 		}
 		io.WriteString(w, "ok")
@@ -60,7 +63,7 @@ func TestAllowListAdmits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		g := newGuard(t, Policy{Allow: tt.allow, AllowHTTP: true, Resolver: dns.resolver()}, &firewall{})
-		body, err := get(t, g.Client(5*time.Second), tt.url)
+		body, err := get(t, testClient(g), tt.url)
 		if tt.ok && (err != nil || body != "ok") {
 			t.Errorf("allow %v, %s: %q %v", tt.allow, tt.url, body, err)
 		}
@@ -97,7 +100,7 @@ func TestMetadataNeedsItsExactAddress(t *testing.T) {
 }
 
 // TestSchemesAndRedirects: https only by default; every hop of a redirect is
-// checked, a downgrade to http included; NoRedirects hands back the 3xx.
+// checked, a downgrade to http included; a loop ends after five.
 func TestSchemesAndRedirects(t *testing.T) {
 	g := newGuard(t, Policy{}, &firewall{})
 	for _, raw := range []string{"http://example.com/", "ws://example.com/", "HTTPS://user@example.com/", "https:opaque", "https://example.com:99999/"} {
@@ -118,14 +121,10 @@ func TestSchemesAndRedirects(t *testing.T) {
 		t.Errorf("downgrade: %v", err)
 	}
 	srv := okServer(t)
-	none := newGuard(t, Policy{Allow: []string{"127.0.0.1"}, AllowHTTP: true, MaxRedirects: NoRedirects}, &firewall{})
-	resp, err := none.Client(5 * time.Second).Get(srv.URL + "/hop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound {
-		t.Errorf("NoRedirects: %d", resp.StatusCode)
+	loop := newGuard(t, Policy{Allow: []string{"127.0.0.1"}, AllowHTTP: true}, &firewall{})
+	if _, err := get(t, testClient(loop), srv.URL+"/loop"); !errors.Is(err, ErrRefused) ||
+		!strings.Contains(err.Error(), "more than 5 redirects") {
+		t.Errorf("redirect loop: %v", err)
 	}
 }
 

@@ -3,11 +3,13 @@ package netguard
 import (
 	"context"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -182,4 +184,12 @@ func newGuard(t *testing.T, p Policy, fw *firewall) *Guard {
 	}
 	g.firewall = fw.check
 	return g
+}
+
+// testClient is g's Client bounded in time, so a test that goes wrong
+// fails rather than hangs.
+func testClient(g *Guard) *http.Client {
+	c := g.Client()
+	c.Timeout = 5 * time.Second
+	return c
 }

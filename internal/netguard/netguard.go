@@ -37,8 +37,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"code.dny.dev/ssrf"
@@ -59,21 +57,16 @@ type Policy struct {
 	// proxy resolves names again, so rebinding between the two lookups is
 	// the proxy's to refuse.
 	Proxy string
-	// MaxRedirects bounds the redirects followed (default 5); NoRedirects
-	// follows none and hands the 3xx response to the caller.
-	MaxRedirects int
 	// Resolver looks names up (default net.DefaultResolver).
 	Resolver *net.Resolver
-	// DialTimeout bounds one connection attempt (default 10s); the
-	// caller's context bounds the whole request.
-	DialTimeout time.Duration
 }
 
-// NoRedirects as MaxRedirects: redirects are not followed.
-const NoRedirects = -1
+// maxRedirects bounds the redirects a Client follows.
+const maxRedirects = 5
 
-// DefaultMaxRedirects is the bound when a Policy sets none.
-const DefaultMaxRedirects = 5
+// dialTimeout bounds one connection attempt; the caller's context bounds
+// the whole request.
+const dialTimeout = 10 * time.Second
 
 // ErrRefused is wrapped by every refusal: errors.Is(err, ErrRefused) tells a
 // guarded refusal from a network failure, through *url.Error and
@@ -111,13 +104,8 @@ type Guard struct {
 	allowPrefixes []netip.Prefix
 	allowHTTP     bool
 	proxy         *url.URL
-	maxRedirects  int
 	resolver      *net.Resolver
-	dialTimeout   time.Duration
 	classes       *ssrf.Guardian
-	// passed remembers hosts (host[:port]) whose static check passed.
-	passed  sync.Map
-	npassed atomic.Int64
 	// firewall, set by tests only, sees every address the guard let
 	// through, just before the socket connects; an error stops it.
 	firewall func(netip.AddrPort) error
@@ -125,16 +113,9 @@ type Guard struct {
 
 // New checks p and builds its Guard.
 func New(p Policy) (*Guard, error) {
-	g := &Guard{allowNames: map[string]bool{}, allowHTTP: p.AllowHTTP, maxRedirects: p.MaxRedirects,
-		resolver: p.Resolver, dialTimeout: p.DialTimeout}
-	if g.maxRedirects == 0 {
-		g.maxRedirects = DefaultMaxRedirects
-	}
+	g := &Guard{allowNames: map[string]bool{}, allowHTTP: p.AllowHTTP, resolver: p.Resolver}
 	if g.resolver == nil {
 		g.resolver = net.DefaultResolver
-	}
-	if g.dialTimeout <= 0 {
-		g.dialTimeout = 10 * time.Second
 	}
 	var errs []error
 	for _, a := range p.Allow {
@@ -196,12 +177,12 @@ func splitFamilies(ps []netip.Prefix) (v4, v6 []netip.Prefix) {
 	return v4, v6
 }
 
-// RoundTripper returns a transport that checks every request's URL (scheme,
+// roundTripper returns a transport that checks every request's URL (scheme,
 // credentials, host) and dials through the guard. It keeps up to 16 idle
 // connections per host, tries HTTP/2 over TLS, and refuses response
 // headers over 64 KiB. Each call makes a new transport with its own
-// connection pool: make one per client and keep it.
-func (g *Guard) RoundTripper() http.RoundTripper {
+// connection pool.
+func (g *Guard) roundTripper() http.RoundTripper {
 	t := &http.Transport{
 		DialContext:            g.DialContext,
 		ForceAttemptHTTP2:      true,
@@ -218,21 +199,19 @@ func (g *Guard) RoundTripper() http.RoundTripper {
 	return &roundTripper{g: g, t: t}
 }
 
-// Client returns an HTTP client (with a new RoundTripper) that checks and
-// bounds redirects. timeout, when positive, bounds each request as
-// http.Client.Timeout does; a context deadline is usually the better bound.
-func (g *Guard) Client(timeout time.Duration) *http.Client {
-	return &http.Client{Transport: g.RoundTripper(), Timeout: timeout, CheckRedirect: g.CheckRedirect}
+// Client returns an HTTP client that checks every request and redirect
+// and follows at most five redirects. It sets no timeout: each request's
+// context bounds it. Each call makes a new transport with its own
+// connection pool: make one client and keep it.
+func (g *Guard) Client() *http.Client {
+	return &http.Client{Transport: g.roundTripper(), CheckRedirect: g.CheckRedirect}
 }
 
 // CheckRedirect is an http.Client's CheckRedirect: each hop's URL passes
-// CheckURL, and at most MaxRedirects are followed.
+// CheckURL, and at most five redirects are followed.
 func (g *Guard) CheckRedirect(req *http.Request, via []*http.Request) error {
-	if g.maxRedirects == NoRedirects {
-		return http.ErrUseLastResponse
-	}
-	if len(via) > g.maxRedirects {
-		return refused(req.URL.Redacted(), "", "more than %d redirects", g.maxRedirects)
+	if len(via) > maxRedirects {
+		return refused(req.URL.Redacted(), "", "more than %d redirects", maxRedirects)
 	}
 	if err := g.checkURL(req.URL); err != nil {
 		err.Reason = "redirect from " + via[len(via)-1].URL.Redacted() + ": " + err.Reason

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestSSRFRefusedWithoutConnecting: every way of naming this host, the
@@ -110,8 +109,8 @@ func TestSSRFRefusedWithoutConnecting(t *testing.T) {
 	}
 	fw := &firewall{}
 	g := newGuard(t, Policy{Allow: []string{"redirector.test", "allowed.test"}, AllowHTTP: true,
-		Resolver: dns.resolver(), MaxRedirects: 3}, fw)
-	client := g.Client(5 * time.Second)
+		Resolver: dns.resolver()}, fw)
+	client := testClient(g)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			resp, err := client.Get(c.url)
@@ -168,7 +167,7 @@ func TestProxyEnvironmentIgnored(t *testing.T) {
 	dns := startDNS(t, map[string][]string{"public.test": {"8.8.8.8"}})
 	fw := &firewall{}
 	g := newGuard(t, Policy{Allow: []string{"127.0.0.1"}, AllowHTTP: true, Resolver: dns.resolver()}, fw)
-	client := g.Client(5 * time.Second)
+	client := testClient(g)
 	if resp, err := client.Get("http://public.test/x"); err == nil {
 		resp.Body.Close()
 		t.Fatal("fetched through something")
@@ -199,7 +198,7 @@ func TestConfiguredProxy(t *testing.T) {
 	t.Cleanup(proxy.Close)
 	dns := startDNS(t, map[string][]string{"public.test": {"8.8.8.8"}, "private.test": {"10.9.8.7"}})
 	g := newGuard(t, Policy{Proxy: proxy.URL, AllowHTTP: true, Resolver: dns.resolver()}, &firewall{})
-	client := g.Client(5 * time.Second)
+	client := testClient(g)
 	resp, err := client.Get("http://public.test/x?y=1")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -25,10 +24,11 @@ type ProcessSpec struct {
 	// workspace).
 	Dir     string
 	Sandbox Sandbox
-	// StderrTail is how much of the last stderr output Stderr keeps
-	// (default 8 KiB).
-	StderrTail int
 }
+
+// stderrTail is how much of a process's last stderr output Stderr keeps:
+// enough for the error that ended it, for logs and messages.
+const stderrTail = 8 << 10
 
 // Process is a started ProcessSpec. Its stdin and stdout are the caller's
 // to use; Stop ends it and its whole process tree.
@@ -36,7 +36,6 @@ type Process struct {
 	Stdin  io.WriteCloser
 	Stdout io.ReadCloser
 
-	cmd  *exec.Cmd
 	k    *killer
 	tmp  string
 	sb   *sandbox
@@ -45,7 +44,6 @@ type Process struct {
 
 	mu   sync.Mutex
 	tail []byte
-	max  int
 	stop sync.Once
 }
 
@@ -71,11 +69,7 @@ func (s *Set) Start(spec ProcessSpec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := &Process{Stdin: l.pipes.inW, Stdout: l.pipes.outR, cmd: l.cmd, tmp: l.tmp, sb: sb, done: make(chan struct{}),
-		k: l.k, max: spec.StderrTail}
-	if pr.max <= 0 {
-		pr.max = 8 << 10
-	}
+	pr := &Process{Stdin: l.pipes.inW, Stdout: l.pipes.outR, k: l.k, tmp: l.tmp, sb: sb, done: make(chan struct{})}
 	go pr.collectStderr(l.pipes.errR)
 	go func() {
 		pr.err = l.cmd.Wait()
@@ -97,9 +91,6 @@ func (p *Process) Err() error {
 	}
 }
 
-// Pid is the process id (the group's leader).
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
 // Stderr returns the end of what the process wrote to stderr, for logs and
 // error messages.
 func (p *Process) Stderr() string {
@@ -116,7 +107,7 @@ func (p *Process) collectStderr(r *os.File) {
 		if n > 0 {
 			p.mu.Lock()
 			p.tail = append(p.tail, buf[:n]...)
-			if over := len(p.tail) - p.max; over > 0 {
+			if over := len(p.tail) - stderrTail; over > 0 {
 				p.tail = append(p.tail[:0], p.tail[over:]...)
 			}
 			p.mu.Unlock()
@@ -139,11 +130,9 @@ func (p *Process) Stop(grace time.Duration) {
 		case <-time.After(grace):
 			p.k.stop(p.sb.grace, p.done)
 		}
-		// Descendants may outlive the leader; the group goes with it.
-		_ = unix.Kill(-p.k.pgid, unix.SIGKILL)
-		if p.k.sweep {
-			p.k.sweepMarked()
-		}
+		// Descendants may outlive the leader, and fork while the group is
+		// signalled: kill repeats until the group is empty, as for a run.
+		p.k.kill(unix.SIGKILL)
 		_ = p.Stdout.Close()
 		_ = os.RemoveAll(p.tmp)
 	})

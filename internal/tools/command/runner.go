@@ -51,6 +51,11 @@ func (s *Set) Runner(c Sandbox) (*Runner, error) {
 // Containment describes the sandbox, as discovery shows a command tool's.
 func (r *Runner) Containment() string { return r.sb.describe() }
 
+// MaxOutputBytes is the cap on each of a run's stdout and stderr: the
+// Sandbox's, else the commands section's, else the default. A caller
+// reporting a truncated run names this rather than recomputing it.
+func (r *Runner) MaxOutputBytes() int { return r.sb.maxOut }
+
 // LookPath finds a program as a run would: an absolute path that is
 // executable, or a bare name on the sandbox's PATH.
 func (r *Runner) LookPath(program string) (string, error) {

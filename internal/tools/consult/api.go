@@ -47,13 +47,11 @@ func newAPIProvider(s *spec, hs *httpapi.Set) (*apiProvider, error) {
 	chat.Name, chat.Description = "consult."+s.name, "Chat completions of the consultation provider "+s.name+"."
 	chat.Parameters = map[string]any{"type": "object", "required": []any{"model", "messages"},
 		"properties": map[string]any{"model": map[string]any{"type": "string"}, "messages": map[string]any{"type": "array"}}}
-	chat.Request = httpapi.RequestConfig{Method: http.MethodPost, URL: base + "/chat/completions",
-		Headers: map[string]string{"Accept": "application/json"}, Body: body}
+	chat.Request = httpapi.RequestConfig{Method: http.MethodPost, URL: base + "/chat/completions", Body: body}
 	chat.Retry = cfg.Retry
 	models := common
 	models.Name, models.Description = "consult."+s.name+".models", "The models list of the consultation provider "+s.name+"."
-	models.Request = httpapi.RequestConfig{Method: http.MethodGet, URL: base + "/models",
-		Headers: map[string]string{"Accept": "application/json"}}
+	models.Request = httpapi.RequestConfig{Method: http.MethodGet, URL: base + "/models"}
 	models.Retry = httpapi.RetryConfig{Attempts: 1} // a check, not a consultation
 	var err error
 	if a.chat, err = hs.Declare(chat); err != nil {

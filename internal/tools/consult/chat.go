@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"toold/internal/strictjson"
+	"toold/internal/tools"
 )
 
 // chatAnswer is what an OpenAI-compatible chat completion answered.
@@ -28,7 +29,7 @@ var errChatFailed = errors.New("the API reported a failure")
 func parseChat(body []byte) (chatAnswer, error) {
 	doc, err := strictjson.Decode(body, maxJSONDepth)
 	if err != nil {
-		return chatAnswer{}, fmt.Errorf("the API's answer is not JSON: %v (it begins %q)", err, begin(string(body), 60))
+		return chatAnswer{}, fmt.Errorf("the API's answer is not JSON: %v (it begins %q)", err, tools.CutUTF8(string(body), 60))
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
@@ -118,7 +119,7 @@ func modelIDs(body []byte, max int) ([]string, error) {
 	for _, d := range data {
 		if m, ok := d.(map[string]any); ok {
 			if id, ok := m["id"].(string); ok && id != "" && len(ids) < max {
-				ids = append(ids, begin(id, 200))
+				ids = append(ids, tools.CutUTF8(id, 200))
 			}
 		}
 	}

@@ -88,19 +88,26 @@ func known(name string, names []string) string {
 	return " (providers: " + strings.Join(names, ", ") + ")"
 }
 
+// providerKind is a provider's kind: the one it sets, else api when it
+// has a base_url, else cli. consult_providers shows a disabled provider's
+// by the same rule.
+func providerKind(pc ProviderConfig) string {
+	switch {
+	case pc.Kind != "":
+		return pc.Kind
+	case pc.BaseURL != "":
+		return "api"
+	}
+	return "cli"
+}
+
 // resolve applies the preset and the defaults to one provider.
 func resolve(name string, pc ProviderConfig, probs *ConfigError) *spec {
 	at := "providers." + name
 	if !providerName.MatchString(name) {
 		probs.Add(at, "a provider name is 1-32 letters, digits, - and _, starting with a letter or digit")
 	}
-	s := &spec{name: name, kind: pc.Kind}
-	if s.kind == "" {
-		s.kind = "cli"
-		if pc.BaseURL != "" {
-			s.kind = "api"
-		}
-	}
+	s := &spec{name: name, kind: providerKind(pc)}
 	preset := pc.Preset
 	if _, ok := presets[name]; ok && preset == "" && s.kind == "cli" {
 		preset = name

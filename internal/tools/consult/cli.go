@@ -16,7 +16,6 @@ import (
 type cliProvider struct {
 	s      *spec
 	runner *command.Runner
-	maxOut int
 }
 
 // stderrTail is how much of a CLI's stderr a response keeps.
@@ -113,7 +112,8 @@ func (c *cliProvider) read(res *command.Result, timeout time.Duration) outcome {
 		return outcome{status: StatusTimeout, err: fmt.Sprintf("no answer within %v; the CLI was stopped", timeout.Round(time.Millisecond))}
 	case res.Truncated:
 		return outcome{status: StatusInvalidOutput, err: fmt.Sprintf("the CLI wrote more than %d bytes on %s, the cap "+
-			"(sandbox.max_output_bytes); it was stopped", c.maxOut, strings.Join(res.TruncatedStreams, " and "))}
+			"(sandbox.max_output_bytes, else commands.max_output_bytes); it was stopped", c.runner.MaxOutputBytes(),
+			strings.Join(res.TruncatedStreams, " and "))}
 	case res.Signal != "":
 		return outcome{status: StatusError, err: withStderr("the CLI was killed by "+res.Signal, res.Stderr)}
 	}
@@ -166,7 +166,7 @@ func (c *cliProvider) probe(ctx context.Context, timeout time.Duration) availabi
 			out = strings.TrimSpace(res.Stderr)
 		}
 		first, _, _ := strings.Cut(out, "\n")
-		a.Version = begin(strings.TrimSpace(first), 200)
+		a.Version = tools.CutUTF8(strings.TrimSpace(first), 200)
 	}
 	return a
 }

@@ -148,8 +148,9 @@ type Sandbox struct {
 	// CPU time, unlimited unless set: node and python reserve far more
 	// than they use, and the timeout bounds the run.
 	Rlimits command.Rlimits `yaml:"rlimits"`
-	// MaxOutputBytes caps stdout and stderr each (default 1 MiB); a CLI
-	// that writes more is stopped and answered invalid_output.
+	// MaxOutputBytes caps stdout and stderr each (default the commands
+	// section's max_output_bytes, else 1 MiB); a CLI that writes more is
+	// stopped and answered invalid_output.
 	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
 }
 

@@ -95,11 +95,7 @@ func build(sp *spec, opts Options) (asker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	maxOut := sp.cfg.Sandbox.MaxOutputBytes
-	if maxOut <= 0 {
-		maxOut = command.DefaultMaxOutputBytes
-	}
-	return &cliProvider{s: sp, runner: r, maxOut: maxOut}, nil
+	return &cliProvider{s: sp, runner: r}, nil
 }
 
 // Tools returns consult, consult_many and consult_providers, or nothing

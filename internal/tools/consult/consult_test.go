@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"toold/internal/dispatch"
+	"toold/internal/tools"
+	"toold/internal/tools/command"
 )
 
 // statusCase is one provider behaviour and the response it must give.
@@ -85,6 +87,15 @@ func TestStatuses(t *testing.T) {
 			checkStatus(t, r, tc)
 		})
 	}
+}
+
+// TestOutputCapOfCommands: a CLI provider without a cap of its own has
+// the commands section's, and says so when it floods past it.
+func TestOutputCapOfCommands(t *testing.T) {
+	e := newEnv(t)
+	e.commands = command.Config{MaxOutputBytes: 4096}
+	r := e.build(Config{Providers: map[string]ProviderConfig{"flood": e.cli("flood", "flood")}})
+	checkStatus(t, r, statusCase{"flood", StatusInvalidOutput, "", "more than 4096 bytes on stdout", nil})
 }
 
 func checkStatus(t *testing.T, r *rig, tc statusCase) {
@@ -284,11 +295,11 @@ func TestBadInput(t *testing.T) {
 	} {
 		env := r.call(tc.tool, tc.args, nil)
 		if env.Status != dispatch.StatusRejected || env.Error == nil || len(env.Error.Fields) == 0 {
-			t.Errorf("%s %s: %s %+v", tc.tool, begin(tc.args, 80), env.Status, env.Error)
+			t.Errorf("%s %s: %s %+v", tc.tool, tools.CutUTF8(tc.args, 80), env.Status, env.Error)
 			continue
 		}
 		if env.Error.Fields[0].Pointer != tc.pointer || !strings.Contains(env.Error.Message, tc.say) {
-			t.Errorf("%s %s: %+v", tc.tool, begin(tc.args, 80), env.Error)
+			t.Errorf("%s %s: %+v", tc.tool, tools.CutUTF8(tc.args, 80), env.Error)
 		}
 	}
 	if e.recorded("gem", "prompt") != "" || e.recorded("cod", "prompt") != "" {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"toold/internal/strictjson"
+	"toold/internal/tools"
 )
 
 // path is where a JSON document holds a value: object keys and array
@@ -60,8 +61,6 @@ type reading struct {
 	answer  string
 	failed  string
 	problem string
-	// lastLine: the JSON was the last line of stdout, after other text.
-	lastLine bool
 }
 
 // maxJSONDepth bounds the nesting of a CLI's JSON output.
@@ -76,11 +75,11 @@ func readOutput(stdout, format string, answer, errs path) reading {
 		}
 		return reading{problem: "the provider printed no answer"}
 	}
-	doc, lastLine, err := decodeDoc(stdout)
+	doc, err := decodeDoc(stdout)
 	if err != nil {
 		return reading{problem: err.Error()}
 	}
-	r := reading{lastLine: lastLine}
+	var r reading
 	av, found := answer.lookup(doc)
 	if ev, ok := errs.lookup(doc); ok && len(errs) > 0 && truthy(ev) {
 		r.failed = errorMessage(ev, av)
@@ -102,21 +101,21 @@ func readOutput(stdout, format string, answer, errs path) reading {
 // decodeDoc parses stdout as one JSON value, or else its last non-empty
 // line as one (a CLI that prints a notice before its JSON, or JSON lines
 // whose last is the result).
-func decodeDoc(stdout string) (any, bool, error) {
+func decodeDoc(stdout string) (any, error) {
 	text := strings.TrimSpace(stdout)
 	if text == "" {
-		return nil, false, errors.New("the provider printed nothing; JSON was expected")
+		return nil, errors.New("the provider printed nothing; JSON was expected")
 	}
 	doc, err := strictjson.Decode([]byte(text), maxJSONDepth)
 	if err == nil {
-		return doc, false, nil
+		return doc, nil
 	}
 	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
 		if doc, lerr := strictjson.Decode([]byte(strings.TrimSpace(text[i+1:])), maxJSONDepth); lerr == nil {
-			return doc, true, nil
+			return doc, nil
 		}
 	}
-	return nil, false, fmt.Errorf("the provider's output is not the JSON expected: %v (it begins %q)", err, begin(text, 60))
+	return nil, fmt.Errorf("the provider's output is not the JSON expected: %v (it begins %q)", err, tools.CutUTF8(text, 60))
 }
 
 // truthy: what in an error field means "failed".
@@ -181,18 +180,7 @@ func bound(s string) string {
 	if len(s) <= maxMessage {
 		return s
 	}
-	return begin(s, maxMessage) + "…"
-}
-
-// begin is at most n bytes of s, cut at a rune boundary.
-func begin(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return tools.CutUTF8(s, maxMessage) + "…"
 }
 
 // tail is at most n bytes of the end of s, cut at a rune boundary.

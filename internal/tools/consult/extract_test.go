@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"toold/internal/tools"
 )
 
 func mustPath(t testing.TB, s string) path {
@@ -39,9 +41,9 @@ func TestReadOutput(t *testing.T) {
 		{"not text", `{"response": {"text": "x"}}`, "json", "response", "", reading{problem: "the provider's JSON holds an object at response, not text"}},
 		{"empty answer", `{"response": "  "}`, "json", "response", "", reading{problem: "the provider's answer at response is empty"}},
 		{"notice before the JSON", "Loaded cached credentials.\n{\"response\": \"hi\"}\n", "json", "response", "",
-			reading{answer: "hi", lastLine: true}},
+			reading{answer: "hi"}},
 		{"json lines", "{\"type\":\"init\"}\n{\"type\":\"result\",\"result\":\"done\"}", "json", "result", "",
-			reading{answer: "done", lastLine: true}},
+			reading{answer: "done"}},
 		{"garbage", "<html>oops</html>", "json", "response", "",
 			reading{problem: `the provider's output is not the JSON expected: `}},
 		{"duplicate keys", `{"response": "a", "response": "b"}`, "json", "response", "",
@@ -112,6 +114,6 @@ func TestSynthesisPromptFits(t *testing.T) {
 	got := synthesisPrompt("the question", answers, 30_000)
 	if len(got) > 30_000 || !utf8.ValidString(got) || !has(got, "## Question\n\nthe question", "## Answer from a",
 		"## Answer from b\n\nshort", "## Answer from c", "[… cut to fit the synthesis prompt]") {
-		t.Errorf("%d bytes:\n%s", len(got), begin(got, 600))
+		t.Errorf("%d bytes:\n%s", len(got), tools.CutUTF8(got, 600))
 	}
 }

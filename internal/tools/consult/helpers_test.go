@@ -37,6 +37,9 @@ type env struct {
 	// containment of the CLI providers (default none: every machine has
 	// it; TestStatusesInEveryContainment runs the others).
 	containment string
+	// commands is the command section the CLI providers' sandbox is
+	// resolved under (default empty).
+	commands command.Config
 }
 
 func newEnv(t *testing.T) *env {
@@ -116,7 +119,7 @@ func (e *env) build(cfg Config) *rig {
 func (e *env) tryBuild(cfg Config) (*rig, error) {
 	t := e.t
 	ws := sharedDir(t, 0o755)
-	cs, err := command.New(command.Config{}, ws, zaptest.NewLogger(t))
+	cs, err := command.New(e.commands, ws, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

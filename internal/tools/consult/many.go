@@ -84,12 +84,8 @@ func (s *Set) consultMany(ctx context.Context, call *tools.Call, in manyIn) (Mul
 // chosen is the providers a call names, or every available one.
 func (s *Set) chosen(ctx context.Context, names []string) ([]*provider, error) {
 	var ps []*provider
-	for i, n := range names {
-		p := s.providers[n]
-		if p == nil {
-			return nil, s.unknown(fmt.Sprintf("/providers/%d", i), n)
-		}
-		ps = append(ps, p)
+	for _, n := range names { // the schema's enum admits only enabled providers
+		ps = append(ps, s.providers[n])
 	}
 	if len(ps) > 0 {
 		return ps, nil
@@ -169,14 +165,14 @@ func synthesisPrompt(question string, answers []Response, limit int) string {
 	const cut = "\n[… cut to fit the synthesis prompt]"
 	var b strings.Builder
 	b.WriteString(intro)
-	b.WriteString(begin(question, limit/2))
+	b.WriteString(tools.CutUTF8(question, limit/2))
 	share := (limit - b.Len()) / len(answers)
 	for _, a := range answers {
 		head := "\n\n## Answer from " + a.Tool + "\n\n"
 		room := share - len(head)
 		b.WriteString(head)
 		if len(a.Output) > room {
-			b.WriteString(begin(a.Output, max(room-len(cut), 0)) + cut)
+			b.WriteString(tools.CutUTF8(a.Output, max(room-len(cut), 0)) + cut)
 		} else {
 			b.WriteString(a.Output)
 		}

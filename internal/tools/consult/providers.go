@@ -78,7 +78,7 @@ func (s *Set) listProviders(ctx context.Context, _ *tools.Call, in providersIn) 
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.Providers)) {
 		if s.providers[name] == nil {
-			out.Providers = append(out.Providers, providerInfo{Name: name, Kind: kindOfConfig(s.cfg.Providers[name]),
+			out.Providers = append(out.Providers, providerInfo{Name: name, Kind: providerKind(s.cfg.Providers[name]),
 				Detail: strPtr("disabled in the configuration"), Models: nonNil(s.cfg.Providers[name].Models)})
 		}
 	}
@@ -101,17 +101,6 @@ func (s *Set) info(p *provider, a availability) providerInfo {
 		}
 	}
 	return in
-}
-
-// kindOfConfig is the kind of a provider that was not built (disabled).
-func kindOfConfig(pc ProviderConfig) string {
-	switch {
-	case pc.Kind != "":
-		return pc.Kind
-	case pc.BaseURL != "":
-		return "api"
-	}
-	return "cli"
 }
 
 // nonNil lists nothing as [], not null.

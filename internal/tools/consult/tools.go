@@ -3,7 +3,6 @@ package consult
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -55,7 +54,7 @@ func (s *Set) consult(ctx context.Context, call *tools.Call, in consultIn) (Resp
 		return Response{}, err
 	}
 	meta := map[string]any{"operation": operation(in.Operation)}
-	p := s.providers[in.Provider]
+	p := s.providers[in.Provider] // the schema's enum admits only enabled providers
 	if in.Provider == "" {
 		var skipped []map[string]any
 		var by string
@@ -67,8 +66,6 @@ func (s *Set) consult(ctx context.Context, call *tools.Call, in consultIn) (Resp
 		if len(skipped) > 0 {
 			meta["route_skipped"] = skipped
 		}
-	} else if p == nil {
-		return Response{}, s.unknown("/provider", in.Provider)
 	}
 	model, err := p.model(in.Model, in.FailureType)
 	if err != nil {
@@ -85,12 +82,6 @@ func operation(op string) string {
 		return "consultation"
 	}
 	return op
-}
-
-// unknown refuses a provider that is not enabled (the schema's enum
-// catches it first through the pipeline).
-func (s *Set) unknown(pointer, name string) error {
-	return fieldError(pointer, fmt.Sprintf("%q is not an enabled provider%s", name, known(name, s.names())))
 }
 
 // failureTypes lists the routing table's failure types for the model.

@@ -210,6 +210,6 @@ func clipLine(line []byte) string {
 	if len(line) <= maxLineText {
 		return string(line)
 	}
-	cut := cutUTF8(line, maxLineText)
+	cut := tools.CutUTF8(line, maxLineText)
 	return fmt.Sprintf("%s [... %d more bytes]", cut, len(line)-len(cut))
 }

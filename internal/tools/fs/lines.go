@@ -83,14 +83,3 @@ func appendNumbered(dst []byte, n int, line []byte) []byte {
 	dst = append(dst, line...)
 	return append(dst, '\n')
 }
-
-// cutUTF8 shortens s to at most n bytes without splitting a character.
-func cutUTF8(s []byte, n int) []byte {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}

@@ -168,7 +168,7 @@ func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent,
 			c.Truncated = true
 			if room := budget - numberedLen(n, 0); c.StartLine == 0 && room > 0 {
 				// A single huge line (minified code): show its start rather than nothing.
-				out = appendNumbered(out, n, cutUTF8(line, room))
+				out = appendNumbered(out, n, tools.CutUTF8(line, room))
 				c.StartLine, c.EndLine = n, n
 				notes = append(notes, fmt.Sprintf("line %d is %d bytes, more than the %d-byte read cap; only its start is shown", n, len(line), budget))
 			}

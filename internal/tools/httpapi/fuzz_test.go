@@ -29,7 +29,9 @@ func FuzzParseRetryAfter(f *testing.F) {
 
 // FuzzUpstreamAnswer: whatever an API answers (status, content type,
 // body), the tool turns it into a result or a typed error without a panic;
-// messages are valid UTF-8 and bounded; the kind follows the status.
+// messages are valid UTF-8 and bounded; the kind follows the status. The
+// body is also sent as Retry-After, so a 403 with a body is a rate limit
+// and one without is refused credentials.
 func FuzzUpstreamAnswer(f *testing.F) {
 	f.Add(200, "application/json", `{"a":[1,2,{"b":null}]}`)
 	f.Add(200, "text/html", "<html>")
@@ -38,6 +40,9 @@ func FuzzUpstreamAnswer(f *testing.F) {
 	f.Add(503, "text/plain", strings.Repeat("é", 400))
 	f.Add(200, "application/json", "{\"a\":\"\xff\"}")
 	f.Add(301, "application/json", `null`)
+	f.Add(403, "application/json", "")                                   // refused credentials
+	f.Add(403, "text/plain", "60")                                       // a rate limit that says when
+	f.Add(403, "application/json", `{"message":"secondary rate limit"}`) // one that does not say readably
 	s, err := tryBuild(nil, `
 tools:
   - {name: t, description: T., request: {url: "https://api.example.com/x"}, response: {jq: '.. | numbers'}}
@@ -51,7 +56,9 @@ tools:
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, code int, ct, body string) {
-		code = 100 + abs(code)%500
+		if code < 100 || code > 599 { // a seed's status is kept as written
+			code = 100 + abs(code)%500
+		}
 		ans := &answer{status: code, header: http.Header{"Content-Type": {ct}, "Retry-After": {body}}, body: []byte(body)}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -76,10 +83,10 @@ tools:
 		}
 		want := map[int]tools.Kind{2: tools.SystemError, 4: tools.UserError, 5: tools.SystemError}[code/100]
 		switch {
-		case code == 401 || (code == 403 && te.Kind == tools.PermissionError):
-			want = tools.PermissionError
-		case code == 429 || code == 403:
+		case code == 429 || (code == 403 && body != ""): // a 403 with Retry-After is a rate limit
 			want = tools.OverloadError
+		case code == 401 || code == 403:
+			want = tools.PermissionError
 		case code < 200 || (code >= 300 && code < 400) || code == 408: // 408: the API gave up waiting, like a 5xx
 			want = tools.SystemError
 		}

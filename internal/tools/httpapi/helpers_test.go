@@ -175,11 +175,13 @@ func call(t testing.TB, s *Set, name, args string, timeout time.Duration) (any, 
 	return nil, nil, nil
 }
 
-// pipeline serves the Set's tools (and others) through dispatch, as toold
-// does: validation, sanitizers, bulkheads, deadlines, fallbacks.
-func pipeline(t testing.TB, s *Set, extra ...tools.Tool) *dispatch.Dispatcher {
+// pipeline serves the Set's tools through dispatch, as toold does:
+// validation, sanitizers, bulkheads, deadlines, fallbacks. configure, when
+// given, adjusts the dispatcher's options (a logger to observe, say)
+// before it is built.
+func pipeline(t testing.TB, s *Set, configure ...func(*dispatch.Options)) *dispatch.Dispatcher {
 	t.Helper()
-	reg, err := registry.New(registry.Options{}, append(s.Tools(), extra...)...)
+	reg, err := registry.New(registry.Options{}, s.Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +189,11 @@ func pipeline(t testing.TB, s *Set, extra ...tools.Tool) *dispatch.Dispatcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{})})
+	opts := dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{})}
+	for _, c := range configure {
+		c(&opts)
+	}
+	d, err := dispatch.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

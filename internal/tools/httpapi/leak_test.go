@@ -14,9 +14,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"toold/internal/dispatch"
-	"toold/internal/limits"
-	"toold/internal/registry"
-	"toold/internal/sanitize"
 )
 
 // echo answers with what it received: an API that echoes the request,
@@ -57,8 +54,9 @@ tools:
     allow_http: true
 `
 	}
+	logged := func(o *dispatch.Options) { o.Logger, o.StuckAfter = log, time.Second }
 	s, _, _ := build(t, u, decl(u.URL))
-	d := pipelineWithLog(t, s, log)
+	d := pipeline(t, s, logged)
 	for _, name := range []string{"bearer", "query"} {
 		for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusInternalServerError} {
 			u.set(echo(code))
@@ -76,7 +74,7 @@ tools:
 	gone := "http://" + ln.Addr().String()
 	ln.Close()
 	s, _, _ = build(t, nil, decl(gone))
-	d = pipelineWithLog(t, s, log)
+	d = pipeline(t, s, logged)
 	for _, name := range []string{"bearer", "query"} {
 		env := d.Execute(context.Background(), &dispatch.Request{Tool: name, Body: []byte(`{}`), RequestID: "leak"})
 		if out := string(env.AppendJSON(nil)); leaks(out, token, key) || env.Error == nil || env.Error.Code != "upstream_unreachable" {
@@ -103,19 +101,4 @@ func leaks(s string, secrets ...string) bool {
 		}
 	}
 	return false
-}
-
-func pipelineWithLog(t *testing.T, s *Set, log *zap.Logger) *dispatch.Dispatcher {
-	t.Helper()
-	reg, err := registry.New(registry.Options{}, s.Tools()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	san, _ := sanitize.New(sanitize.Config{}, nil)
-	d, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Sanitizer: san,
-		Limiter: limits.New(limits.Options{}), Logger: log, StuckAfter: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

@@ -5,9 +5,9 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"toold/internal/strictjson"
+	"toold/internal/tools"
 )
 
 // maxMessage bounds how much of an API's own error message reaches the
@@ -79,11 +79,7 @@ func oneLine(s string) string {
 	if len(s) <= maxMessage {
 		return s
 	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return tools.CutUTF8(s, maxMessage) + "…"
 }
 
 // snippet shows how a body that should have been JSON begins.

@@ -52,9 +52,6 @@ type Set struct {
 // is, relative to the section ("tools[2]", "hosts.api.example.com").
 type ConfigError = problems.List
 
-// Problem is one of them.
-type Problem = problems.Problem
-
 // New validates cfg and builds its tools; every problem is reported (a
 // *ConfigError), each naming its tool.
 func New(cfg Config, opts Options) (*Set, error) {
@@ -184,7 +181,7 @@ func (s *Set) declare(tc ToolConfig) (*tool, error) {
 	if t.jq, err = compileJQ(tc.Response.JQ); err != nil {
 		return nil, err
 	}
-	t.client = guard.Client(0)
+	t.client = guard.Client()
 	t.client.CheckRedirect = sameHost(guard)
 	t.host = s.hostFor(req.url.base.Host)
 	t.spec, err = spec(tc, sc.raw, req.method)

@@ -96,7 +96,7 @@ func New(cfgs []Config, opts Options) (*Manager, error) {
 			}
 			// No overall timeout: a stream may stay open; every call
 			// has its own deadline.
-			s.http = withHeaders(g.Client(0), c.Headers)
+			s.http = withHeaders(g.Client(), c.Headers)
 		}
 		m.servers = append(m.servers, s)
 	}
