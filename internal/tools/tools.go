@@ -27,12 +27,6 @@ type Tool interface {
 	Execute(ctx context.Context, call *Call) (any, error)
 }
 
-// Closer is an optional capability: a tool holding resources (open roots,
-// connections, child processes) implements it and is closed at shutdown.
-type Closer interface {
-	Close() error
-}
-
 // Category groups tools by how they run; it selects default limits and
 // latency targets (see DefaultLimits).
 type Category string
