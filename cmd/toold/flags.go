@@ -53,13 +53,16 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 		fs.PrintDefaults()
 	}
 	if err := envDefaults(fs, o, lookupEnv); err != nil {
+		fmt.Fprintln(stderr, "toold:", err)
 		return nil, err
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, err // the flag package has printed it
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q (flags start with -)", fs.Args())
+		err := fmt.Errorf("unexpected arguments %q (flags start with -)", fs.Args())
+		fmt.Fprintln(stderr, "toold:", err)
+		return nil, err
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	return o, nil

@@ -406,3 +406,27 @@ func TestSettingFlagsApply(t *testing.T) {
 		t.Errorf("environment not applied: listen %q, grace %v", c.Listen, c.Server.DrainGrace)
 	}
 }
+
+// TestBadSettingsSayWhy: a setting toold refuses at start is named on
+// stderr, whether it came as a flag, a variable or a stray argument.
+func TestBadSettingsSayWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"variable", nil, map[string]string{"TOOLD_DRAIN_GRACE": "bogus"}, "TOOLD_DRAIN_GRACE"},
+		{"flag", []string{"-drain-grace", "bogus"}, nil, "drain-grace"},
+		{"argument", []string{"serve"}, nil, "unexpected arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr strings.Builder
+			err := run(context.Background(), tc.args, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok },
+				strings.NewReader(""), io.Discard, &stderr)
+			if err == nil || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("err %v, stderr %q: want it to name %s", err, stderr.String(), tc.want)
+			}
+		})
+	}
+}
