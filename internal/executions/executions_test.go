@@ -81,6 +81,18 @@ func (r *replica) start(t *testing.T) {
 	}
 }
 
+// waitFor polls cond for up to 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func waitStatus(t *testing.T, r *replica, id string, want dispatch.Status) *executions.Record {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -173,7 +185,9 @@ func TestSubmitRefusesWhenStoreDown(t *testing.T) {
 }
 
 // TestSubmitRefusesWhenStoreFull: a store out of space refuses with 507
-// store_full, and what it refused is not there.
+// store_full, and what it refused is not there: not listed, and gone from
+// the store once the store has room again (here: the operator purges the
+// work queue, which takes no space to do).
 func TestSubmitRefusesWhenStoreFull(t *testing.T) {
 	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), Name: "full",
 		EventsMaxBytes: 1 << 20, AuditMaxBytes: 1 << 20, MaxStore: 2<<20 + 256<<10})
@@ -181,10 +195,12 @@ func TestSubmitRefusesWhenStoreFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
 	r := newReplica(t, st, slow{name: "slow", runs: &atomic.Int64{}})
 	big := []byte(`{"ms":1,"pad":"` + strings.Repeat("x", 60<<10) + `"}`)
-	for i := 0; i < 100; i++ {
-		rec, refusal, err := r.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: big, Caller: "k"})
+	accepted := 0
+	for ; accepted < 100; accepted++ {
+		rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "slow", Body: big, Caller: "k"})
 		if refusal != nil {
 			t.Fatalf("refused: %+v", refusal.Error)
 		}
@@ -193,12 +209,29 @@ func TestSubmitRefusesWhenStoreFull(t *testing.T) {
 		}
 		te, ok := tools.AsError(err)
 		if !ok || te.Code != "store_full" {
-			t.Fatalf("submit %d into a full store: %v", i, err)
+			t.Fatalf("submit %d into a full store: %v", accepted, err)
 		}
 		if rec != nil {
 			t.Errorf("a refused submit returned a record")
 		}
-		return
+		break
 	}
-	t.Fatal("100 submits of 60 KiB fitted in 256 KiB")
+	if accepted == 100 {
+		t.Fatal("100 submits of 60 KiB fitted in 256 KiB")
+	}
+	if page, err := r.svc.List(ctx, "k", executions.Filter{}, "", 100); err != nil || len(page.Executions) != accepted {
+		t.Fatalf("%d accepted, %d listed (%v)", accepted, len(page.Executions), err)
+	}
+	work, err := st.JetStream().Stream(ctx, state.WorkStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := work.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.start(t)
+	waitFor(t, "the refused record to leave the store", func() bool {
+		keys, err := st.Executions.Keys(ctx, ">")
+		return err == nil && len(keys) == accepted
+	})
 }

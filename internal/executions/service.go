@@ -82,6 +82,10 @@ type Service struct {
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	subs     []*nats.Subscription // cancel and done notices
+	// orphans are records of submits the caller was told failed, whose
+	// removal the store refused too (it was full): hidden from List here,
+	// and removed by the sweeper once the store takes writes again.
+	orphans map[string]bool
 
 	wmu     sync.Mutex
 	waiters map[string][]chan struct{} // clients waiting here for an execution's end
@@ -105,7 +109,7 @@ func New(o Options) (*Service, error) {
 		o.Logger = zap.NewNop()
 	}
 	s := &Service{opts: o, st: o.Store, disp: o.Dispatcher, rec: o.Recorder, log: o.Logger, m: newMetrics(o.Registerer),
-		running: map[string]*run{}, idle: make(chan struct{}), waiters: map[string][]chan struct{}{}}
+		running: map[string]*run{}, idle: make(chan struct{}), waiters: map[string][]chan struct{}{}, orphans: map[string]bool{}}
 	if o.Store != nil {
 		s.name = o.Store.Name()
 	}

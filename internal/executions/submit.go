@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,14 +141,58 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 }
 
 // takeBack removes a record the caller is told was not accepted, trying
-// for a short while only: a store that just refused a write may refuse
-// this one too, and then the record expires with the retention.
+// for a short while only. A store that just refused a write (it is full)
+// refuses the removal too, which is a write as well: the record is then an
+// orphan, hidden from List and removed by sweepOrphans later.
 func (s *Service) takeBack(ctx context.Context, key string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := s.st.Executions.Delete(ctx, key); err != nil && !errors.Is(err, state.ErrNotFound) {
-		s.log.Warn("executions: a record that was not accepted could not be removed; it will expire", zap.String("key", key))
+	if err := s.st.Executions.Delete(ctx, key); err == nil || errors.Is(err, state.ErrNotFound) {
+		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.orphans) >= maxOrphans {
+		s.log.Warn("executions: a record that was not accepted could not be removed; it stays until the retention ends", zap.String("key", key))
+		return
+	}
+	s.orphans[key] = true
+}
+
+// maxOrphans bounds the records remembered for removal; past it, a record
+// a full store would not let go of stays until the retention.
+const maxOrphans = 10_000
+
+// sweepOrphans removes the orphans every interval until ctx ends.
+func (s *Service) sweepOrphans(ctx context.Context, interval time.Duration) {
+	defer s.wg.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		keys := slices.Collect(maps.Keys(s.orphans))
+		s.mu.Unlock()
+		for _, key := range keys {
+			err := s.st.Executions.Delete(ctx, key)
+			if err != nil && !errors.Is(err, state.ErrNotFound) {
+				break // still full (or down): next time
+			}
+			s.mu.Lock()
+			delete(s.orphans, key)
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *Service) orphan(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.orphans[key]
 }
 
 // errNoExecution answers an id that is unknown to the caller, whether it
@@ -332,7 +377,7 @@ func (s *Service) List(ctx context.Context, caller string, f Filter, cursor stri
 	}
 	ids := make([]string, 0, len(keys))
 	for _, k := range keys {
-		if _, id, ok := strings.Cut(k, "."); ok && (cursor == "" || id < cursor) {
+		if _, id, ok := strings.Cut(k, "."); ok && (cursor == "" || id < cursor) && !s.orphan(k) {
 			ids = append(ids, id)
 		}
 	}

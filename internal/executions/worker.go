@@ -59,6 +59,8 @@ func (s *Service) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go s.work(wctx, cons)
 	}
+	s.wg.Add(1)
+	go s.sweepOrphans(wctx, s.opts.Heartbeat)
 	return nil
 }
 
