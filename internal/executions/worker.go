@@ -377,10 +377,10 @@ func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev 
 					zap.String("execution_id", r.ID), zap.String("dropped", string(status)))
 				return
 			}
-			if cur.CancelRequested && env.Error != nil && env.Error.Code == "cancelled" {
-				done.Status = dispatch.StatusCancelled
-			}
-			rev = nrev // a cancellation request arrived: keep it in the final record
+			// The record changed under the run (a cancellation request):
+			// the outcome stands, written over the new revision. A run the
+			// request stopped already ended cancelled (see execute).
+			rev = nrev
 			continue
 		}
 		if attempt >= 50 || s.st.Conn().IsClosed() {
