@@ -277,8 +277,6 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 	if more {
 		page.Next = last.String()
 	}
-	if s.opts.Recorder != nil {
-		s.opts.Recorder.Admin(principal(r).Name, "read_audit", after.String(), info(r).id)
-	}
+	s.auditAction(r, "read_audit", after.String())
 	writeJSON(w, http.StatusOK, page)
 }

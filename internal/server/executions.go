@@ -200,16 +200,17 @@ func (s *Server) recordReply(r *http.Request, rec *executions.Record, wait time.
 }
 
 // withBody admits a request that starts work (none while draining) and
-// reads its body, then calls h; the work is counted until h returns.
-func (s *Server) withBody(w http.ResponseWriter, r *http.Request, h func(body []byte)) {
+// reads its body, then calls h; the work is counted until h returns. A
+// refusal names tool, when the route names one.
+func (s *Server) withBody(w http.ResponseWriter, r *http.Request, tool string, h func(body []byte)) {
 	if !s.admit() {
-		s.refuse(w, r, "", dispatch.StatusRejected, drainingError())
+		s.refuse(w, r, tool, dispatch.StatusRejected, drainingError())
 		return
 	}
 	defer s.done()
 	body, terr := s.readBody(r)
 	if terr != nil {
-		s.refuse(w, r, "", dispatch.StatusRejected, terr)
+		s.refuse(w, r, tool, dispatch.StatusRejected, terr)
 		return
 	}
 	h(body)
@@ -217,7 +218,7 @@ func (s *Server) withBody(w http.ResponseWriter, r *http.Request, h func(body []
 
 // submitExecution is POST /executions: {tool, arguments}, always async.
 func (s *Server) submitExecution(w http.ResponseWriter, r *http.Request) {
-	s.withBody(w, r, func(body []byte) { s.submitBody(w, r, body) })
+	s.withBody(w, r, "", func(body []byte) { s.submitBody(w, r, body) })
 }
 
 func (s *Server) submitBody(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -362,7 +363,7 @@ func statusList() string {
 // batch is POST /batch: the calls run now (one document of every envelope
 // and the counts), or, with Prefer: respond-async, as one execution.
 func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
-	s.withBody(w, r, func(body []byte) { s.batchBody(w, r, body) })
+	s.withBody(w, r, "", func(body []byte) { s.batchBody(w, r, body) })
 }
 
 func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) {

@@ -104,18 +104,12 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
+	info(r).tool = name
+	s.withBody(w, r, name, func(body []byte) { s.executeBody(w, r, name, body) })
+}
+
+func (s *Server) executeBody(w http.ResponseWriter, r *http.Request, name string, body []byte) {
 	ri := info(r)
-	ri.tool = name
-	if !s.admit() {
-		s.refuse(w, r, name, dispatch.StatusRejected, drainingError())
-		return
-	}
-	defer s.done()
-	body, terr := s.readBody(r)
-	if terr != nil {
-		s.refuse(w, r, name, dispatch.StatusRejected, terr)
-		return
-	}
 	req, terr := s.pipelineRequest(r, name, body)
 	if terr != nil {
 		s.refuse(w, r, name, dispatch.StatusRejected, terr)
@@ -143,7 +137,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		ri.errType = string(env.Error.Type)
 	}
 	switch {
-	case env.Status == dispatch.StatusWaiting && stream.opened:
+	case env.Status == dispatch.StatusWaiting && stream.out != nil:
 		s.streamParked(r, stream, req, env)
 	case env.Status == dispatch.StatusWaiting: // an approval: the tool never started
 		s.send(w, r, s.parked(r, req, env))

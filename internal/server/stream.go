@@ -24,9 +24,8 @@ import (
 // with its HTTP status, so clients need not parse a stream to see a 400.
 type eventStream struct {
 	w      http.ResponseWriter
-	mu     sync.Mutex // guards out, opened and closed
+	mu     sync.Mutex // guards out and closed
 	out    *sse       // once opened
-	opened bool
 	closed bool
 }
 
@@ -40,7 +39,7 @@ func newEventStream(w http.ResponseWriter) *eventStream { return &eventStream{w:
 func (s *eventStream) open(requestID, tool string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.out, s.opened = openSSE(s.w), true
+	s.out = openSSE(s.w)
 	s.write("start", map[string]any{"request_id": requestID, "tool": tool, "started_at": time.Now().UTC()})
 }
 
@@ -49,7 +48,7 @@ func (s *eventStream) open(requestID, tool string) {
 func (s *eventStream) output(c tools.Chunk) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.opened && !s.closed {
+	if s.out != nil && !s.closed {
 		s.write("output", c)
 	}
 }
@@ -59,7 +58,7 @@ func (s *eventStream) output(c tools.Chunk) {
 func (s *eventStream) finish(env *dispatch.Envelope) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.opened {
+	if s.out == nil {
 		return false
 	}
 	name := "end"

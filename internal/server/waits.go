@@ -48,7 +48,7 @@ func (s *Server) streamParked(r *http.Request, stream *eventStream, req *dispatc
 // input, {"result": ...} for a subtask. The next step runs on any replica;
 // Prefer: wait=N waits for it to end or pause again.
 func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) {
-	s.withBody(w, r, func(body []byte) {
+	s.withBody(w, r, "", func(body []byte) {
 		id := chi.URLParam(r, "id")
 		kind, value, terr := parseResume(body, s.opts.Dispatcher.MaxDepth())
 		var pref preference
@@ -86,7 +86,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 // decideApproval is POST /approvals/{id}: {"approve": true|false,
 // "reason": "..."} from a key with the approve role.
 func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
-	s.withBody(w, r, func(body []byte) {
+	s.withBody(w, r, "", func(body []byte) {
 		id := chi.URLParam(r, "id")
 		approve, reason, terr := parseDecision(body)
 		if terr != nil {
