@@ -33,10 +33,7 @@ func (s *Service) Approvals(ctx context.Context) ([]PendingApproval, error) {
 	if s.st == nil {
 		return nil, errNoStore
 	}
-	keys, err := s.st.Waits.Keys(ctx, openKey(">"))
-	if errors.Is(err, state.ErrNotFound) {
-		keys, err = nil, nil
-	}
+	keys, err := s.st.Waits.Keys(ctx, openKey(">")) // none: nil, nil
 	if err != nil {
 		return nil, StoreError(err)
 	}
