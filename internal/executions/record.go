@@ -1,6 +1,7 @@
 package executions
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -22,7 +23,12 @@ type Record struct {
 	Caller string `json:"caller"`
 	// Kind is "call" (one tool) or "batch".
 	Kind string `json:"kind"`
+	// Tool is the tool whose step runs next: the one called, or the
+	// fallback that paused in its place.
 	Tool string `json:"tool,omitempty"`
+	// CalledAs is the tool the caller called, when a fallback paused in
+	// its place (Tool is then the fallback); see Called.
+	CalledAs string `json:"called_as,omitempty"`
 	// Arguments are kept only until the execution ends (a replica that
 	// takes it over needs them); the final record drops them.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
@@ -58,6 +64,10 @@ type Record struct {
 	StartedAt time.Time      `json:"started_at,omitzero"`
 	UpdatedAt time.Time      `json:"updated_at"`
 }
+
+// Called is the tool the caller called, which a client repeating the call
+// names.
+func (r *Record) Called() string { return cmp.Or(r.CalledAs, r.Tool) }
 
 // Wait is what a waiting execution waits for. State is the tool's own and
 // never shown; the rest is.

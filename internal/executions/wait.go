@@ -78,8 +78,10 @@ func (s *Service) waitOf(env *dispatch.Envelope, now time.Time) *Wait {
 // every later step runs confirmed.
 func (s *Service) waiting(r *Record, env *dispatch.Envelope) *Record {
 	next := *r
-	if env.Tool != "" {
-		next.Tool = env.Tool // a fallback that paused: its step is the one to resume
+	if env.Tool != "" && env.Tool != r.Tool {
+		// A fallback that paused: its step is the one to resume, and the
+		// call is still the one the caller made.
+		next.CalledAs, next.Tool = r.Called(), env.Tool
 	}
 	now := time.Now().UTC()
 	next.Status, next.Wait, next.Resume, next.UpdatedAt = dispatch.StatusWaiting, s.waitOf(env, now), nil, now

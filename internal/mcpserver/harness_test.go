@@ -81,7 +81,7 @@ func newBenchHarness(b *testing.B) http.Handler {
 func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 	tb.Helper()
 	slow := &slowTool{started: make(chan struct{}, 8), ended: make(chan error, 8)}
-	ts := append([]tools.Tool{diag.Echo(), diag.Sleep(), slow, streamTool{}, dangerTool{}, failTool{}, approvedTool{}},
+	ts := append([]tools.Tool{diag.Echo(), diag.Sleep(), slow, streamTool{}, dangerTool{}, failTool{}, approvedTool{}, askFirstTool{}},
 		await.Tools(await.Options{})...)
 	reg, err := registry.New(registry.Options{}, ts...)
 	if err != nil {
@@ -235,6 +235,19 @@ func (failTool) Spec() tools.Spec {
 
 func (failTool) Execute(context.Context, *tools.Call) (any, error) {
 	return nil, tools.NewUserError("the thing is missing").WithSuggestion("create it first")
+}
+
+// askFirstTool is always down, and falls back to request_user_input.
+type askFirstTool struct{}
+
+func (askFirstTool) Spec() tools.Spec {
+	return tools.Spec{Name: "ask_first", Description: "Down; its fallback asks the user.", Category: tools.Direct,
+		Fallback:   []string{"request_user_input"},
+		Parameters: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}`)}
+}
+
+func (askFirstTool) Execute(context.Context, *tools.Call) (any, error) {
+	return nil, tools.Errorf(tools.SystemError, "the service is down").WithCode("upstream_unavailable")
 }
 
 // approvedTool waits for a person's approval before it runs.

@@ -169,8 +169,8 @@ func (s *Server) resumed(ctx context.Context, req *mcp.CallToolRequest, caller, 
 		return nil, fmt.Errorf("no executions to resume")
 	}
 	rec, err := ex.Get(ctx, caller, id)
-	if err == nil && rec.Tool != req.Params.Name {
-		err = tools.Errorf(tools.ValidationError, "the request state names an execution of %q, not of %q", rec.Tool, req.Params.Name).
+	if err == nil && rec.Called() != req.Params.Name {
+		err = tools.Errorf(tools.ValidationError, "the request state names an execution of %q, not of %q", rec.Called(), req.Params.Name).
 			WithCode("invalid_json").WithSuggestion("repeat the call as it was, with the request state you were given")
 	}
 	if err != nil {

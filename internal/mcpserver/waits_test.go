@@ -41,6 +41,12 @@ func TestWaitsOverMCP(t *testing.T) {
 		!strings.Contains(sampled, `"pkg":"fs"`) {
 		t.Fatalf("a subtask over sampling: %v %s (sampled %q)", err, text(res), sampled)
 	}
+	// A fallback that asks: the client repeats the call it made, named as
+	// it called it, and the fallback's answer is the result.
+	res, err = callTool(t, cs, "ask_first", map[string]any{"prompt": "Which shape?"}, nil)
+	if err != nil || res.IsError || asked != "Which shape?" || structured(t, res)["answer"] != "blue" {
+		t.Fatalf("a fallback's input over elicitation: %v %s (asked %q)", err, text(res), asked)
+	}
 	// An approval cannot be asked of the caller's user: it is described.
 	res, err = callTool(t, cs, "guarded", map[string]any{}, nil)
 	if err != nil || !res.IsError || !strings.Contains(text(res), "approval") {
