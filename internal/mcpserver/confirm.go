@@ -67,12 +67,21 @@ func confirmationResult(req *mcp.CallToolRequest, env *dispatch.Envelope, hasOut
 	return res
 }
 
-func canElicit(req *mcp.CallToolRequest) bool {
+// roundTrips is what a client can be asked in a multi-round-trip request:
+// its capabilities when it speaks 2026-07-28 or later, else nil.
+func roundTrips(req *mcp.CallToolRequest) *mcp.ClientCapabilities {
 	if req.Session == nil {
-		return false
+		return nil
 	}
-	ip := req.Session.InitializeParams()
-	return ip != nil && ip.ProtocolVersion >= multiRoundTrip && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+	if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion >= multiRoundTrip {
+		return ip.Capabilities
+	}
+	return nil
+}
+
+func canElicit(req *mcp.CallToolRequest) bool {
+	caps := roundTrips(req)
+	return caps != nil && caps.Elicitation != nil
 }
 
 // declined answers a call whose user said no.

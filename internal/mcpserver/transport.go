@@ -276,16 +276,13 @@ func (f *inflight) cancelAll(cause error) {
 // cancel cancels the caller's call with that id. Two clients of one key
 // may use the same ids; when the id names more than one call, none is
 // cancelled: cancelling the wrong call is worse than letting one finish.
-func (f *inflight) cancel(caller, id string) bool {
+func (f *inflight) cancel(caller, id string) {
 	if id == "" {
-		return false
+		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	list := f.calls[callKey{caller, id}]
-	if len(list) != 1 {
-		return false
+	if list := f.calls[callKey{caller, id}]; len(list) == 1 {
+		list[0].cancel(context.Canceled)
 	}
-	list[0].cancel(context.Canceled)
-	return true
 }

@@ -81,24 +81,21 @@ type inputReq struct {
 // input, a sampling request for a subtask; nil where the client cannot
 // answer it (an older protocol, no such capability, an approval).
 func (s *Server) inputRequest(req *mcp.CallToolRequest, w *dispatch.Waiting) *inputReq {
-	if req.Session == nil || w == nil {
-		return nil
-	}
-	ip := req.Session.InitializeParams()
-	if ip == nil || ip.ProtocolVersion < multiRoundTrip || ip.Capabilities == nil {
+	caps := roundTrips(req)
+	if caps == nil || w == nil {
 		return nil
 	}
 	switch w.For {
 	case tools.WaitInput:
 		var in tools.InputRequest
-		if ip.Capabilities.Elicitation == nil || json.Unmarshal(w.Request, &in) != nil {
+		if caps.Elicitation == nil || json.Unmarshal(w.Request, &in) != nil {
 			return nil
 		}
 		schema, _ := elicitSchema(in)
 		return &inputReq{inputAnswer, &mcp.ElicitParams{Mode: "form", Message: in.Prompt, RequestedSchema: schema}}
 	case tools.WaitSubtask:
 		var st tools.SubtaskRequest
-		if ip.Capabilities.Sampling == nil || json.Unmarshal(w.Request, &st) != nil {
+		if caps.Sampling == nil || json.Unmarshal(w.Request, &st) != nil {
 			return nil
 		}
 		return &inputReq{inputSubtask, &mcp.CreateMessageParams{MaxTokens: 4096,
