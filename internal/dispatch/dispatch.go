@@ -445,11 +445,7 @@ func summarize(fields []tools.FieldError) string {
 		if i > 0 {
 			s += "; "
 		}
-		ptr := f.Pointer
-		if ptr == "" {
-			ptr = "(the arguments)"
-		}
-		s += ptr + " " + f.Message
+		s += f.String()
 	}
 	return s
 }

@@ -64,11 +64,7 @@ func describe(e *dispatch.ErrorBody) string {
 		fmt.Fprintf(&b, "\nWhat to do: %s", e.Suggestion)
 	}
 	for _, f := range e.Fields {
-		ptr := f.Pointer
-		if ptr == "" {
-			ptr = "(the arguments)"
-		}
-		fmt.Fprintf(&b, "\n- %s %s", ptr, f.Message)
+		fmt.Fprintf(&b, "\n- %s", f)
 	}
 	if len(e.Example) > 0 {
 		fmt.Fprintf(&b, "\nA valid call: %s", e.Example)

@@ -50,6 +50,15 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// String is the field's problem as a sentence names it: its pointer (the
+// empty pointer is the arguments as a whole) and the message.
+func (f FieldError) String() string {
+	if f.Pointer == "" {
+		return "(the arguments) " + f.Message
+	}
+	return f.Pointer + " " + f.Message
+}
+
 func (e *Error) Error() string {
 	msg := string(e.Kind) + ": " + e.Message
 	if e.Err != nil {
