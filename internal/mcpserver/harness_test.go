@@ -214,7 +214,7 @@ var dangerRuns = struct {
 }{}
 
 func (dangerTool) Spec() tools.Spec {
-	return tools.Spec{Name: "danger", Description: "Deletes a thing.", Category: tools.Direct, RequiresConfirmation: true,
+	return tools.Spec{Name: "danger", Description: "Deletes a thing.", Category: tools.Direct, Confirmation: tools.ConfirmToken,
 		Parameters: json.RawMessage(`{"type":"object","properties":{"what":{"type":"string"}},"required":["what"]}`)}
 }
 

@@ -28,7 +28,7 @@ func (r *Registry) checkFallbacks() []error {
 				fail("a tool cannot be its own fallback")
 			case !ok:
 				fail("no such tool is registered (disabled or misspelt?)")
-			case fb.Spec.RequiresConfirmation:
+			case fb.Spec.Confirmation.Required():
 				fail("it requires confirmation, which a fallback cannot ask for")
 			default:
 				if err := compatible(e, fb); err != nil {

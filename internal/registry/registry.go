@@ -161,13 +161,10 @@ func resolveConfirmation(spec *tools.Spec, override string) error {
 		spec.Confirmation = tools.ConfirmNone
 	case override != "":
 		spec.Confirmation = tools.Confirmation(override)
-	case spec.Confirmation == tools.ConfirmNone && spec.RequiresConfirmation:
-		spec.Confirmation = tools.ConfirmToken
 	}
 	if !spec.Confirmation.Valid() {
 		return fmt.Errorf("confirmation %q is not one of none, token, human", spec.Confirmation)
 	}
-	spec.RequiresConfirmation = spec.Confirmation != tools.ConfirmNone
 	return nil
 }
 

@@ -169,7 +169,7 @@ func TestExampleBuiltFromSchema(t *testing.T) {
 
 func goldenRegistry(t *testing.T) *Registry {
 	confirm := rawTool{tools.Spec{Name: "delete_everything", Description: "Deletes things.", Category: tools.SystemCommand,
-		Instructions: "Only when the user asked for it.", RequiresConfirmation: true, Containment: "namespaces",
+		Instructions: "Only when the user asked for it.", Confirmation: tools.ConfirmToken, Containment: "namespaces",
 		Parameters: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"what":{"type":"string","description":"What to delete.","default":"tmp"}}}`)}}
 	weatherParams := `{"type":"object","properties":{"city":{"type":"string","description":"City name."}},"required":["city"],"additionalProperties":false}`
 	weather := upstreamTool{rawTool{tools.Spec{Name: "weather", Description: "Current weather of a city, from an API.",
@@ -258,7 +258,7 @@ func withFallback(t rawTool, fb ...string) rawTool {
 func TestFallbacksChecked(t *testing.T) {
 	obj := `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}`
 	confirmed := tool("confirmed", obj)
-	confirmed.spec.RequiresConfirmation = true
+	confirmed.spec.Confirmation = tools.ConfirmToken
 	tests := []struct {
 		name  string
 		tools []tools.Tool

@@ -120,7 +120,7 @@ func (e *Entry) Item() Item {
 	s, l := e.Spec, e.Spec.Limits
 	it := Item{Name: s.Name, Description: s.Description, Instructions: s.Instructions, Returns: s.Returns,
 		Category: string(s.Category), Parameters: s.Parameters, Output: s.Output,
-		RequiresConfirmation: s.RequiresConfirmation, Confirmation: string(s.Confirmation), Containment: s.Containment, Title: s.Title,
+		RequiresConfirmation: s.Confirmation.Required(), Confirmation: string(s.Confirmation), Containment: s.Containment, Title: s.Title,
 		Effects: EffectsItem(s.Effects), Source: s.Source,
 		Limits:  LimitsItem{ms(l.Timeout), ms(l.QueueWait), l.MaxInFlight, l.Queue(), ms(l.WaitTimeout)},
 		Targets: TargetsItem{ms(l.Target), ms(l.Max)}}
@@ -243,7 +243,7 @@ func (e *Entry) MCP() MCPTool {
 		Annotations: MCPAnnotations{ReadOnlyHint: s.Effects.ReadOnly, IdempotentHint: s.Effects.Idempotent,
 			OpenWorldHint: s.Effects.OpenWorld}}
 	if !s.Effects.ReadOnly {
-		d := s.Effects.Destructive || s.RequiresConfirmation
+		d := s.Effects.Destructive || s.Confirmation.Required()
 		t.Annotations.DestructiveHint = &d
 	}
 	if e.ObjectOutput() {

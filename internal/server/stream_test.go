@@ -148,7 +148,7 @@ func TestStreamDisconnectCancels(t *testing.T) {
 type confirmTool struct{ runs chan string }
 
 func (confirmTool) Spec() tools.Spec {
-	return tools.Spec{Name: "dangerous", Description: "Needs confirmation.", Category: tools.Direct, RequiresConfirmation: true,
+	return tools.Spec{Name: "dangerous", Description: "Needs confirmation.", Category: tools.Direct, Confirmation: tools.ConfirmToken,
 		Parameters: json.RawMessage(`{"type":"object","properties":{"target":{"type":"string"},"force":{"type":"boolean"}}}`)}
 }
 

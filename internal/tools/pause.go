@@ -107,6 +107,18 @@ const (
 	ConfirmHuman Confirmation = "human"
 )
 
+// Required reports whether a call must be confirmed before it runs.
+func (c Confirmation) Required() bool { return c != ConfirmNone }
+
+// ConfirmedIf is the mode of a declared tool's requires_confirmation: a
+// token when set, none otherwise.
+func ConfirmedIf(required bool) Confirmation {
+	if required {
+		return ConfirmToken
+	}
+	return ConfirmNone
+}
+
 // Valid reports whether c is a known mode.
 func (c Confirmation) Valid() bool {
 	return c == ConfirmNone || c == ConfirmToken || c == ConfirmHuman

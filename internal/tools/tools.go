@@ -76,12 +76,11 @@ type Spec struct {
 	OutputDerived bool
 	// Examples are argument sets shown to models; each must validate.
 	Examples []Example
-	// RequiresConfirmation marks a dangerous tool: a caller must confirm
-	// each call before it runs. Confirmation says how; a tool that sets
-	// only RequiresConfirmation gets ConfirmToken (the registry resolves
-	// the two together).
-	RequiresConfirmation bool
-	Confirmation         Confirmation
+	// Confirmation marks a dangerous tool, and says how each call is
+	// confirmed before it runs (a token its host repeats, or a person's
+	// approval); ConfirmNone, the zero value, runs calls at once. The
+	// operator may override it (tools.<name>.confirmation).
+	Confirmation Confirmation
 	// Limits override the category defaults; zero fields inherit.
 	Limits Limits
 	// Containment names how the tool is isolated from the host (for tools

@@ -74,7 +74,7 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 		output: tc.Output, sb: sb, defaults: defaults}
 	d.spec = tools.Spec{Name: tc.Name, Description: tc.Description, Instructions: tc.Instructions,
 		Returns: returnsText, Category: tools.SystemCommand, Parameters: params, Output: resultSchema(),
-		Examples: examples, RequiresConfirmation: tc.RequiresConfirmation, Limits: tc.Limits.Limits(),
+		Examples: examples, Confirmation: tools.ConfirmedIf(tc.RequiresConfirmation), Limits: tc.Limits.Limits(),
 		Containment: sb.describe(), Effects: commandEffects(tc, sb.network)}
 	return d, nil
 }

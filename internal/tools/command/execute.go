@@ -84,15 +84,14 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 			". Pass the command as an array of arguments (preferred) or as one string split like a shell would, " +
 			"but without pipes, redirections, variables or globs. Options (arguments starting with -) must be on the " +
 			"program's allow-list; operands that look like options are protected with --. Every call needs confirmation.",
-		Returns:              returnsText,
-		Category:             tools.SystemCommand,
-		Parameters:           execParameters(t.maxTimeout),
-		Output:               resultSchema(),
-		RequiresConfirmation: true,
-		Confirmation:         execConfirmation(c.Confirmation),
-		Effects:              tools.Effects{Destructive: true, OpenWorld: sb.network},
-		Limits:               c.Limits.Limits(),
-		Containment:          sb.describe(),
+		Returns:      returnsText,
+		Category:     tools.SystemCommand,
+		Parameters:   execParameters(t.maxTimeout),
+		Output:       resultSchema(),
+		Confirmation: execConfirmation(c.Confirmation),
+		Effects:      tools.Effects{Destructive: true, OpenWorld: sb.network},
+		Limits:       c.Limits.Limits(),
+		Containment:  sb.describe(),
 		Examples: []tools.Example{{Description: "list a directory",
 			Arguments: json.RawMessage(`{"command":["` + names[0] + `"],"cwd":"."}`)}},
 	}

@@ -53,7 +53,7 @@ func TestExecuteCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			ex := tool(t, s, ExecuteCommandName)
-			if !ex.Spec().RequiresConfirmation {
+			if !ex.Spec().Confirmation.Required() {
 				t.Error("execute_command must require confirmation")
 			}
 			cases := []struct {

@@ -241,7 +241,7 @@ func compileJQ(expr string) (*gojq.Code, error) {
 // spec is the tool as the registry and models see it.
 func spec(tc ToolConfig, params json.RawMessage, method string) (tools.Spec, error) {
 	sp := tools.Spec{Name: tc.Name, Title: tc.Title, Description: tc.Description, Instructions: tc.Instructions,
-		Category: tools.ExternalAPI, Parameters: params, RequiresConfirmation: tc.RequiresConfirmation,
+		Category: tools.ExternalAPI, Parameters: params, Confirmation: tools.ConfirmedIf(tc.RequiresConfirmation),
 		Limits: tc.Limits.Limits(), Fallback: tc.Fallback, Effects: effects(method, tc)}
 	if tc.Response.Output != nil {
 		out, err := json.Marshal(tc.Response.Output)
