@@ -56,7 +56,7 @@ func newDispatcher(tb testing.TB, obs []Observer, ts ...tools.Tool) *Dispatcher 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := New(Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{}),
+	d, err := New(Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: limits.New(limits.Options{}),
 		Observers: obs, StuckAfter: 30 * time.Millisecond})
 	if err != nil {
 		tb.Fatal(err)

@@ -37,7 +37,7 @@ func BenchmarkRecorder(b *testing.B) {
 				b.Cleanup(rec.Close)
 				obs = append(obs, rec)
 			}
-			d, _ := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{}),
+			d, _ := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: limits.New(limits.Options{}),
 				Observers: obs})
 			ctx := context.Background()
 			b.ReportAllocs()

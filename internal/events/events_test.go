@@ -39,7 +39,7 @@ func newReplica(t *testing.T, st *state.Store) *replica {
 	metrics := prometheus.NewRegistry()
 	rec := events.NewRecorder(events.Options{Store: st, Audit: true, FlushInterval: 5 * time.Millisecond, Registerer: metrics})
 	go rec.Run()
-	d, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{}),
+	d, err := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: limits.New(limits.Options{}),
 		Observers: []dispatch.Observer{rec}})
 	if err != nil {
 		t.Fatal(err)

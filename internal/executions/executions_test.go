@@ -61,7 +61,7 @@ func newReplica(t testing.TB, st *state.Store, ts ...tools.Tool) *replica {
 	rec := events.NewRecorder(events.Options{Store: st, FlushInterval: 5 * time.Millisecond})
 	go rec.Run()
 	t.Cleanup(rec.Close)
-	d, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{}),
+	d, err := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: limits.New(limits.Options{}),
 		Observers: []dispatch.Observer{rec}})
 	if err != nil {
 		t.Fatal(err)

@@ -30,9 +30,6 @@ func NewLive(r *Registry, opts Options) *Live {
 	return l
 }
 
-// Static serves r and nothing else (tests, tools that never change).
-func Static(r *Registry) *Live { return NewLive(r, Options{}) }
-
 // Load returns the current snapshot.
 func (l *Live) Load() *Registry { return l.cur.Load() }
 

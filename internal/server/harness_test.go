@@ -99,7 +99,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Cleanup(rec.Close)
 		observers = append(observers, rec)
 	}
-	disp, err := dispatch.New(dispatch.Options{Registry: registry.Static(reg), Limiter: lim, Sanitizer: san,
+	disp, err := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Limiter: lim, Sanitizer: san,
 		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers, MaxDepth: o.maxDepth})
 	if err != nil {
 		t.Fatal(err)

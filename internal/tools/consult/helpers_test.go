@@ -143,7 +143,7 @@ func (e *env) tryBuild(cfg Config) (*rig, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.disp, err = dispatch.New(dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{})})
+	r.disp, err = dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: limits.New(limits.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}

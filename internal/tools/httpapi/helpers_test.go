@@ -189,7 +189,7 @@ func pipeline(t testing.TB, s *Set, configure ...func(*dispatch.Options)) *dispa
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := dispatch.Options{Registry: registry.Static(reg), Sanitizer: san, Limiter: limits.New(limits.Options{})}
+	opts := dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: limits.New(limits.Options{})}
 	for _, c := range configure {
 		c(&opts)
 	}
