@@ -21,7 +21,13 @@
 # cannot publish. Give it a config with a non-loopback listen address and
 # auth keys (deploy/base/toold.yaml), e.g.
 #   docker run -p 8080:8080 -v $PWD/deploy/base/toold.yaml:/etc/toold/toold.yaml:ro \
-#     -e TOOLD_AGENT_KEY_SHA256=<sha256> toold:dev -config /etc/toold/toold.yaml
+#     -e TOOLD_AGENT_KEY_SHA256=<sha256> -e TOOLD_NATS_PASSWORD=<password> \
+#     toold:dev -config /etc/toold/toold.yaml -nats-url nats://<nats-host>:4222
+# That config keeps the shared state in a three-node NATS cluster with
+# JetStream (deploy/nats; state.nats.replicas: 3) as user toold: -nats-url
+# names one the container reaches. POD_NAME may stay unset (the replica is
+# then named after the container's host name). deploy/documented_test.go
+# checks the config with exactly the variables this example sets.
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
@@ -51,8 +57,9 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 # root) nor, usually, bwrap (needs user namespaces), so it falls back to
 # "none": rlimits, a process group, a clean environment. The pod is then
 # the sandbox: read-only root, dropped capabilities, and a NetworkPolicy
-# whose egress is DNS only. Add packages here only for the tools you
-# enable: each one is more for an agent-driven command to use.
+# whose egress is DNS and the NATS cluster's client port (4222) only. Add
+# packages here only for the tools you enable: each one is more for an
+# agent-driven command to use.
 FROM debian:bookworm-slim AS tools
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates \

@@ -19,12 +19,13 @@ import (
 	kustomize "sigs.k8s.io/kustomize/api/types"
 )
 
-// kustomization decodes deploy/base/kustomization.yaml strictly.
-func kustomization(t testing.TB) *kustomize.Kustomization {
+// kustomization decodes the kustomization.yaml of a directory of deploy/
+// ("base", "nats") strictly.
+func kustomization(t testing.TB, dir string) *kustomize.Kustomization {
 	t.Helper()
 	var k kustomize.Kustomization
-	if err := decodeStrict(readRepoFile(t, "deploy", "base", "kustomization.yaml"), &k); err != nil {
-		t.Fatalf("deploy/base/kustomization.yaml: %v", err)
+	if err := decodeStrict(readRepoFile(t, "deploy", dir, "kustomization.yaml"), &k); err != nil {
+		t.Fatalf("deploy/%s/kustomization.yaml: %v", dir, err)
 	}
 	return &k
 }
@@ -33,16 +34,13 @@ func kustomization(t testing.TB) *kustomize.Kustomization {
 // applied; one listed but missing breaks `kubectl apply -k`.
 func TestKustomizationListsEveryFile(t *testing.T) {
 	for _, dir := range []string{"base", "nats"} {
-		listsEveryFile(t, "deploy", dir)
+		listsEveryFile(t, dir)
 	}
 }
 
-func listsEveryFile(t *testing.T, dir ...string) {
+func listsEveryFile(t *testing.T, dir string) {
 	t.Helper()
-	var k kustomize.Kustomization
-	if err := decodeStrict(readRepoFile(t, append(dir, "kustomization.yaml")...), &k); err != nil {
-		t.Fatalf("%s/kustomization.yaml: %v", filepath.Join(dir...), err)
-	}
+	k := kustomization(t, dir)
 	listed := []string{"kustomization.yaml"}
 	listed = append(listed, k.Resources...)
 	for _, g := range k.ConfigMapGenerator {
@@ -54,7 +52,7 @@ func listsEveryFile(t *testing.T, dir ...string) {
 			listed = append(listed, file)
 		}
 	}
-	entries, err := os.ReadDir(repoPath(dir...))
+	entries, err := os.ReadDir(repoPath("deploy", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +63,7 @@ func listsEveryFile(t *testing.T, dir ...string) {
 	slices.Sort(listed)
 	slices.Sort(present)
 	if diff := cmp.Diff(present, listed); diff != "" {
-		t.Errorf("%s files (-present +listed in kustomization.yaml):\n%s", filepath.Join(dir...), diff)
+		t.Errorf("deploy/%s files (-present +listed in kustomization.yaml):\n%s", dir, diff)
 	}
 }
 
@@ -73,7 +71,7 @@ func listsEveryFile(t *testing.T, dir ...string) {
 // base's resources and every example.
 func TestManifestsDecodeStrictly(t *testing.T) {
 	var files []string
-	for _, r := range kustomization(t).Resources {
+	for _, r := range kustomization(t, "base").Resources {
 		files = append(files, filepath.Join("deploy", "base", r))
 	}
 	examples, err := filepath.Glob(repoPath("deploy", "examples", "*.yaml"))

@@ -38,20 +38,30 @@ import (
 	"time"
 )
 
+// scenarios names every scenario, as -only takes them.
+var scenarios = []string{"throughput", "overload", "memory", "executions", "mcp", "hosting"}
+
 type options struct {
 	round, overload time.Duration
 	rounds, conns   int
 	clients, queued int
-	only            string
-	skipExecutions  bool
+	only            []string // the scenarios to run
 	profile         string
 }
 
-func (o options) runs(scenario string) bool {
-	if scenario == "executions" && o.skipExecutions {
-		return false
+func (o options) runs(scenario string) bool { return slices.Contains(o.only, scenario) }
+
+// selected is what -only and -skip-executions leave to run: the scenarios
+// -only names (all without it), less executions with -skip-executions.
+func selected(only string, skipExecutions bool) []string {
+	s := scenarios
+	if only != "" {
+		s = strings.Split(only, ",")
 	}
-	return o.only == "" || slices.Contains(strings.Split(o.only, ","), scenario)
+	if skipExecutions {
+		s = slices.DeleteFunc(slices.Clone(s), func(x string) bool { return x == "executions" })
+	}
+	return s
 }
 
 func main() {
@@ -63,10 +73,11 @@ func main() {
 	flag.DurationVar(&o.overload, "overload", 10*time.Second, "length of the overload scenario")
 	flag.IntVar(&o.clients, "clients", 500, "concurrent clients of the overload scenario")
 	flag.IntVar(&o.queued, "queued", 1000, "callers to park in a queue for the memory figure")
-	flag.StringVar(&o.only, "only", "", "scenarios to run, comma-separated (default all): throughput,overload,memory,executions,mcp,hosting")
-	flag.BoolVar(&o.skipExecutions, "skip-executions", false, "leave out the state store and executions scenarios")
+	only := flag.String("only", "", "scenarios to run, comma-separated (default all): "+strings.Join(scenarios, ","))
+	skipExecutions := flag.Bool("skip-executions", false, "leave out the state store and executions scenarios (short for -only without executions)")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of toold with the store on (FILE) and off (FILE.off), taken during their first round")
 	flag.Parse()
+	o.only = selected(*only, *skipExecutions)
 	switch *role {
 	case "bare":
 		serveBare()

@@ -7,7 +7,6 @@ package metrics
 import (
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +18,8 @@ import (
 	"toold/internal/tools"
 )
 
-// Tools records per-tool metrics; safe for concurrent use.
+// Tools records per-tool metrics. Observe and Stuck are safe for
+// concurrent use; Register is not, see there.
 type Tools struct {
 	duration *prometheus.HistogramVec
 	phase    *prometheus.HistogramVec
@@ -30,7 +30,6 @@ type Tools struct {
 	// by its labels hashes them, several times per call otherwise. Tools
 	// come and go while serving, so the map is replaced, never changed.
 	byTool atomic.Pointer[map[string]*series]
-	mu     sync.Mutex // serializes Register
 }
 
 type series struct {
@@ -73,9 +72,12 @@ func New(reg prometheus.Registerer, r *registry.Registry) *Tools {
 
 // Register creates the series of every tool of r that has none yet (a
 // registry snapshot that gained tools); call it with each new snapshot.
+// Calls must not overlap (two would each clone the map and one's tools be
+// lost): New makes the first before m is shared, and registry.Live calls
+// its subscribers one at a time, under its own lock, so a Register
+// subscribed there needs no lock of its own. Observe and Stuck may run
+// meanwhile: they read the map through the atomic pointer.
 func (m *Tools) Register(r *registry.Registry) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	cur := *m.byTool.Load()
 	var next map[string]*series
 	for _, e := range r.Entries() {

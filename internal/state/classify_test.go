@@ -20,3 +20,29 @@ func TestClassifyWrongLastSequence(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyFull: the server's codes for a store out of room are ErrFull,
+// whatever their text; refusals that merely say "maximum" (a message too
+// large for the stream, too many consumers) are not: waiting for space
+// would not help them.
+func TestClassifyFull(t *testing.T) {
+	for _, tt := range []struct {
+		code jetstream.ErrorCode
+		desc string
+		full bool
+	}{
+		{10023, "insufficient resources", true},
+		{10047, "insufficient storage resources available", true},
+		{10077, "maximum bytes exceeded", true},
+		{10077, "maximum messages exceeded", true},
+		{10054, "message size exceeds maximum allowed", false},
+		{10026, "maximum consumers limit reached", false},
+	} {
+		cause := &jetstream.APIError{Code: 400, ErrorCode: tt.code, Description: tt.desc}
+		err := classify(cause)
+		var api *jetstream.APIError
+		if errors.Is(err, ErrFull) != tt.full || !errors.As(err, &api) || api.ErrorCode != tt.code {
+			t.Errorf("code %d %q: %v; want ErrFull %v, the cause kept", tt.code, tt.desc, err, tt.full)
+		}
+	}
+}

@@ -376,11 +376,11 @@ func classify(err error) error {
 			// tail) that another writer moved: contention, not a failure.
 			// Replicated streams report it with the second code.
 			return fmt.Errorf("%w: %w", ErrConflict, err)
-		case 10023 /* insufficient resources */, 10047 /* storage resources exceeded */, 10077 /* store failed */ :
+		case jetstream.ErrorCode(server.JSInsufficientResourcesErr), jetstream.ErrorCode(server.JSStorageResourcesExceededErr),
+			// A write refused by a stream at its limits (maximum bytes or
+			// messages exceeded, with discard new).
+			jetstream.ErrorCode(server.JSStreamStoreFailedF):
 			return fmt.Errorf("%w: %w", ErrFull, err)
-		}
-		if strings.Contains(api.Description, "maximum") {
-			return fmt.Errorf("%w: %w", ErrFull, err) // maximum bytes or messages exceeded
 		}
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,24 +60,64 @@ func OpenPair(t testing.TB, opts state.Options) (a, b *state.Store) {
 	return a, b
 }
 
-// ServerBinary builds nats-server from the module's own dependency (once
-// per test binary) and returns its path.
+// ServerBinary builds nats-server from the module's own dependency and
+// returns its path. See buildServer for where it is kept.
 func ServerBinary() (string, error) { return buildServer() }
 
-var buildServer = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "toold-nats-server-")
+// natsServerModule is the nats-server toold embeds, the one the tests run.
+const natsServerModule = "github.com/nats-io/nats-server/v2"
+
+// buildServer returns a nats-server binary of the version go.mod requires,
+// kept in the user's cache directory (toold/nats-server-VERSION-OS_ARCH) so
+// that it is built once per machine and version, not once per test binary
+// into a temporary directory nobody removes (24 MB each). It is built under
+// a temporary name beside its final one and renamed into place: test
+// binaries running at once may each build it, and none ever sees a half
+// written file (the temporary directory is on the same filesystem, so the
+// rename is atomic). A nats-server replaced by a local directory has no version
+// to key it by, so it is rebuilt (once per test binary) onto one name.
+var buildServer = sync.OnceValues(cachedServer)
+
+func cachedServer() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f",
+		"{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}", natsServerModule).Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", natsServerModule, err)
+	}
+	version := strings.TrimSpace(string(out))
+	cached := version != ""
+	if !cached {
+		version = "local"
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "toold")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, fmt.Sprintf("nats-server-%s-%s_%s", version, runtime.GOOS, runtime.GOARCH))
+	if fi, err := os.Stat(bin); cached && err == nil && fi.Mode().IsRegular() {
+		return bin, nil
+	}
+	tmp, err := os.MkdirTemp(dir, ".build-")
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "nats-server")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput()
+	defer os.RemoveAll(tmp)
+	built := filepath.Join(tmp, "nats-server")
+	out, err = exec.CommandContext(ctx, "go", "build", "-o", built, natsServerModule).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("building nats-server: %v\n%s", err, out)
 	}
+	if err := os.Rename(built, bin); err != nil {
+		return "", err
+	}
 	return bin, nil
-})
+}
 
 // Server is a nats-server process with JetStream on loopback.
 type Server struct {

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+// -skip-executions is -only less executions, whatever -only says.
+func TestSelected(t *testing.T) {
+	for _, tt := range []struct {
+		only string
+		skip bool
+		want []string
+	}{
+		{"", true, []string{"throughput", "overload", "memory", "mcp", "hosting"}},
+		{"", false, []string{"throughput", "overload", "memory", "executions", "mcp", "hosting"}}, // untouched by the one before
+		{"throughput,executions", false, []string{"throughput", "executions"}},
+		{"throughput,executions", true, []string{"throughput"}},
+	} {
+		if got := selected(tt.only, tt.skip); !slices.Equal(got, tt.want) {
+			t.Errorf("-only %q -skip-executions=%v: %v, want %v", tt.only, tt.skip, got, tt.want)
+		}
+	}
+}
