@@ -118,7 +118,7 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	lim := limits.New(limits.Options{Registerer: a.metrics, GlobalCap: cfg.Server.GlobalCap,
 		ServerCaps: upstream.ServerCaps(cfg.MCP.Servers)})
 	lim.Register(first.Entries()...)
-	toolMetrics := metrics.New(a.metrics, first)
+	toolMetrics := metrics.New(a.metrics, first, knownLimits(cfg, regOpts)...)
 	a.reg.Subscribe(func(r *registry.Registry) {
 		lim.Register(r.Entries()...)
 		toolMetrics.Register(r)
@@ -321,6 +321,26 @@ func registryOptions(cfg *config.Config) registry.Options {
 		}
 	}
 	return o
+}
+
+// knownLimits are the limits the configuration gives tools that join
+// while toold serves: each category's, and each upstream server's and its
+// tools' (validated already; see config.checkServerLimits).
+func knownLimits(cfg *config.Config, o registry.Options) []tools.Limits {
+	var out []tools.Limits
+	for _, c := range tools.Categories {
+		l, _ := o.ResolveLimits(c, tools.Limits{})
+		out = append(out, l)
+	}
+	for _, srv := range cfg.MCP.Servers {
+		l, _ := o.ResolveLimits(tools.MCP, srv.Limits.Limits())
+		out = append(out, l)
+		for _, tl := range srv.ToolLimits {
+			l, _ := o.ResolveLimits(tools.MCP, tl.Limits().Merge(srv.Limits.Limits()))
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func keys(cfg *config.Config) []auth.Key {

@@ -5,8 +5,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"toold/internal/config"
+	"toold/internal/metrics"
+	"toold/internal/tools"
+	"toold/internal/tools/upstream"
 )
 
 // TestConfigHTTPHostsOfConsultProviders: the http section's hosts apply to
@@ -29,5 +36,21 @@ func TestConfigHTTPHostsOfConsultProviders(t *testing.T) {
 	err, out := check("http:\n  hosts: {api.openai.co: {rate: {per_second: 1}}}\n" + provider)
 	if err == nil || !strings.Contains(out, "http.hosts.api.openai.co: no HTTP tool calls this host (hosts: api.openai.com)") {
 		t.Errorf("a host nobody calls: %v\n%s", err, out)
+	}
+}
+
+// TestKnownLimitsReachTheBuckets: the limits the configuration gives tools
+// that join later (a category's, an upstream server's and its tools') are
+// bucket edges from the start, so their "above target" is exact too.
+func TestKnownLimitsReachTheBuckets(t *testing.T) {
+	cfg := config.Default()
+	cfg.Categories = map[string]config.Limits{"mcp": {Target: 1700 * time.Millisecond}}
+	cfg.MCP.Servers = []upstream.Config{{Name: "up", Limits: tools.LimitsConfig{Max: 2300 * time.Millisecond},
+		ToolLimits: map[string]tools.LimitsConfig{"slow": {Target: 4200 * time.Millisecond, Max: 6 * time.Second, Timeout: 8 * time.Second}}}}
+	b := metrics.Buckets(nil, knownLimits(cfg, registryOptions(cfg))...)
+	for _, want := range []float64{1.7, 2.3, 4.2, 6, 8} {
+		if !slices.Contains(b, want) {
+			t.Errorf("buckets %v lack %v", b, want)
+		}
 	}
 }

@@ -44,16 +44,18 @@ type series struct {
 var _ dispatch.Observer = (*Tools)(nil)
 
 // New registers the tool metrics for the registry's tools on reg (tools
-// added later get theirs through Register). The
-// duration histogram's buckets include every target, max and timeout of the
-// design's table and of every registered tool, so "above target" is exact
-// at a bucket boundary rather than interpolated.
-func New(reg prometheus.Registerer, r *registry.Registry) *Tools {
+// added later get theirs through Register). The duration histogram's
+// buckets include every target, max and timeout of the design's table, of
+// every registered tool, and of known: the limits tools added later will
+// have, as far as the configuration says (its categories, its upstream
+// servers). A histogram's buckets are fixed once it exists, and "above
+// target" is exact only at a bucket boundary.
+func New(reg prometheus.Registerer, r *registry.Registry, known ...tools.Limits) *Tools {
 	f := promauto.With(reg)
 	m := &Tools{
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "toold_tool_execution_duration_seconds",
 			Help:    "Duration of tool calls from acceptance to envelope, by tool, category and outcome status.",
-			Buckets: Buckets(r)}, []string{"tool", "category", "status"}),
+			Buckets: Buckets(r, known...)}, []string{"tool", "category", "status"}),
 		phase: f.NewHistogramVec(prometheus.HistogramOpts{Name: "toold_tool_phase_duration_seconds",
 			Help:    "Time spent in each pipeline phase (queue, execute, sanitize), by tool.",
 			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 2, 5, 10, 30, 60, 120}}, []string{"tool", "phase"}),
@@ -141,8 +143,8 @@ func (m *Tools) Stuck(e *registry.Entry, delta int) {
 }
 
 // Buckets returns the histogram buckets: a fine base for fast tools plus
-// every documented bound.
-func Buckets(r *registry.Registry) []float64 {
+// every documented bound (see New).
+func Buckets(r *registry.Registry, known ...tools.Limits) []float64 {
 	b := []float64{.001, .0025, .005, .01, .025, .05, .1, .25}
 	add := func(l tools.Limits) {
 		for _, d := range []time.Duration{l.Target, l.Max, l.Timeout} {
@@ -153,6 +155,9 @@ func Buckets(r *registry.Registry) []float64 {
 	}
 	for _, c := range tools.Categories {
 		add(tools.DefaultLimits(c))
+	}
+	for _, l := range known {
+		add(l)
 	}
 	if r != nil {
 		for _, e := range r.Entries() {

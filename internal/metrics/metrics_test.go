@@ -71,6 +71,11 @@ func TestBucketsHoldEveryBound(t *testing.T) {
 	if !slices.IsSorted(b) {
 		t.Errorf("buckets not sorted: %v", b)
 	}
+	// Limits tools added later will have (a configured category, an
+	// upstream server) are edges too.
+	if b := Buckets(registryOf(t), tools.Limits{Target: 1700 * time.Millisecond, Max: 7 * time.Second}); !slices.Contains(b, 1.7) || !slices.Contains(b, 7.0) {
+		t.Errorf("buckets %v lack the known 1.7s and 7s", b)
+	}
 }
 
 // TestRegisterLaterTools: a tool that joins the registry while serving (an
