@@ -204,13 +204,13 @@ func authKeys(keys ...string) []auth.Key {
 // the response: a call that answers after it, and a stream that lasts
 // several times as long, both arrive whole.
 func TestWriteTimeoutBoundsEachWrite(t *testing.T) {
-	const window = 300 * time.Millisecond
+	const window = 500 * time.Millisecond
 	st := streamTool{cancelled: make(chan struct{})}
 	h := newHarness(t, harnessOpts{tools: append(testTools(), st), writeTimeout: window})
-	if r := h.exec("sleep", `{"ms":800}`, nil); r.status != 200 || r.env.Status != "success" {
+	if r := h.exec("sleep", `{"ms":1200}`, nil); r.status != 200 || r.env.Status != "success" {
 		t.Fatalf("a call longer than the write timeout: %d %s", r.status, r.body)
 	}
-	chunks := make([]string, 12)
+	chunks := make([]string, 16)
 	for i := range chunks {
 		chunks[i] = "x\n"
 	}
