@@ -1,4 +1,4 @@
-module toold
+module github.com/toold/toold
 
 go 1.26.0
 

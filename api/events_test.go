@@ -14,9 +14,9 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"toold/api"
-	"toold/internal/apitest"
-	"toold/internal/events"
+	"github.com/toold/toold/api"
+	"github.com/toold/toold/internal/apitest"
+	"github.com/toold/toold/internal/events"
 )
 
 // eventTypes reads the event types from the events package's source: every

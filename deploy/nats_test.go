@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"toold/internal/state/statetest"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // The Secret (deploy/examples/nats-secret.yaml) both sides read.

@@ -28,7 +28,7 @@ import (
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 
-	"toold/internal/config"
+	"github.com/toold/toold/internal/config"
 )
 
 // deployedConfig returns the toold config the Deployment runs: the file its

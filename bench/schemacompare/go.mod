@@ -1,4 +1,4 @@
-module toold/bench/schemacompare
+module github.com/toold/toold/bench/schemacompare
 
 go 1.26
 

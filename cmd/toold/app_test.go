@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/config"
-	"toold/internal/metrics"
-	"toold/internal/tools"
-	"toold/internal/tools/upstream"
+	"github.com/toold/toold/internal/config"
+	"github.com/toold/toold/internal/metrics"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/upstream"
 )
 
 // TestConfigHTTPHostsOfConsultProviders: the http section's hosts apply to

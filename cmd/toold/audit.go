@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"toold/internal/events"
+	"github.com/toold/toold/internal/events"
 )
 
 // runAudit is `toold audit verify|export`: it reads the audit log from the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/state"
+	"github.com/toold/toold/internal/state"
 )
 
 // TestAuditCommands: every call of a run leaves an audit record; `toold

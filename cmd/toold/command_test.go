@@ -15,8 +15,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"toold/internal/config"
-	"toold/internal/tools/command"
+	"github.com/toold/toold/internal/config"
+	"github.com/toold/toold/internal/tools/command"
 )
 
 // TestForkBombWhileServing runs a fork bomb through toold itself and polls

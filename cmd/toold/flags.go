@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"toold/internal/config"
+	"github.com/toold/toold/internal/config"
 )
 
 // options are the command line, after TOOLD_* environment defaults.

@@ -17,8 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
-	"toold/internal/apitest"
-	"toold/internal/config"
+	"github.com/toold/toold/internal/apitest"
+	"github.com/toold/toold/internal/config"
 )
 
 // instance is a toold started by run() in this process, on loopback port 0.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toold/internal/state/statetest"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // interop is the npm project of the MCP peers (test/mcp): the official

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/apitest"
-	"toold/internal/state/statetest"
+	"github.com/toold/toold/internal/apitest"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // replicaConfig is two real toold processes' config on one external NATS:

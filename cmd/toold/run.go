@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/net/netutil"
 
-	"toold/internal/auth"
-	"toold/internal/config"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/config"
 )
 
 // run is the whole program; main only turns its error into an exit code.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toold/internal/auth"
+	"github.com/toold/toold/internal/auth"
 )
 
 // Keys of the waits tests: an agent that calls, a person who approves, and

@@ -20,7 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"toold/api"
+	"github.com/toold/toold/api"
 )
 
 type contract struct {

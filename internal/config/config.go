@@ -7,12 +7,12 @@ import (
 	_ "embed"
 	"time"
 
-	"toold/internal/sanitize"
-	"toold/internal/tools"
-	"toold/internal/tools/command"
-	"toold/internal/tools/consult"
-	"toold/internal/tools/httpapi"
-	"toold/internal/tools/upstream"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/command"
+	"github.com/toold/toold/internal/tools/consult"
+	"github.com/toold/toold/internal/tools/httpapi"
+	"github.com/toold/toold/internal/tools/upstream"
 )
 
 // Config is toold's configuration.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"toold/internal/auth"
-	"toold/internal/problems"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/problems"
+	"github.com/toold/toold/internal/tools"
 )
 
 func env(m map[string]string) func(string) (string, bool) {

@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	suggestpkg "toold/internal/suggest"
+	suggestpkg "github.com/toold/toold/internal/suggest"
 )
 
 // Problem is one thing wrong with a configuration.

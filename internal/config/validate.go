@@ -12,11 +12,11 @@ import (
 
 	"github.com/go-playground/validator/v10"
 
-	"toold/internal/auth"
-	"toold/internal/registry"
-	"toold/internal/sanitize"
-	"toold/internal/tools"
-	"toold/internal/tools/upstream"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/upstream"
 )
 
 // Validate checks the configuration as toold will run it (after flags are

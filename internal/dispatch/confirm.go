@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // confirmed passes calls of tools that need no confirmation, calls that

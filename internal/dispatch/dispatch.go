@@ -19,11 +19,11 @@ import (
 
 	"go.uber.org/zap"
 
-	"toold/internal/confirm"
-	"toold/internal/registry"
-	"toold/internal/sanitize"
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/confirm"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Request is one call as a transport received it.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"toold/internal/strictjson"
+	"github.com/toold/toold/internal/strictjson"
 )
 
 // AppendJSON appends the envelope's JSON to dst. It writes the JSON value

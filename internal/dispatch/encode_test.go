@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"toold/internal/sanitize"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
 )
 
 // plain has the envelope's fields without its MarshalJSON: what

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"toold/internal/sanitize"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Status is the envelope's outcome.

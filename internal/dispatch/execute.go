@@ -10,10 +10,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"toold/internal/registry"
-	"toold/internal/sanitize"
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // codeInvalidOutput marks a result the caller cannot use (status

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"toold/internal/registry"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/tools"
 )
 
 // fallsBack reports whether a failure is one another tool may get past: a

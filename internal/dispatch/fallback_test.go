@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/registry"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/tools"
 )
 
 // scripted is a tool that answers with a fixed error (or its arguments),

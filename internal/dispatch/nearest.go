@@ -1,8 +1,8 @@
 package dispatch
 
 import (
-	"toold/internal/registry"
-	"toold/internal/suggest"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/suggest"
 )
 
 // nearest returns the tool name closest to name, among the tools the caller

@@ -13,7 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"toold/internal/state"
+	"github.com/toold/toold/internal/state"
 )
 
 // Record is one entry of the audit log: who did what, with which outcome.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"toold/internal/state"
+	"github.com/toold/toold/internal/state"
 )
 
 // ReadAudit calls yield with each audit line after the position `after`

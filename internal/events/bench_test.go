@@ -4,13 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"toold/internal/dispatch"
-	"toold/internal/events"
-	"toold/internal/limits"
-	"toold/internal/registry"
-	"toold/internal/sanitize"
-	"toold/internal/state/statetest"
-	"toold/internal/tools/diag"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/limits"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/tools/diag"
 )
 
 // BenchmarkRecorder is the pipeline's echo call without and with the

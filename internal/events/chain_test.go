@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"toold/internal/state/statetest"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // TestChainContention: a replica whose view of the audit chain's tail is

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"toold/internal/strictjson"
+	"github.com/toold/toold/internal/strictjson"
 )
 
 // The flusher writes every event and record; these appenders write the

@@ -12,14 +12,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"toold/internal/dispatch"
-	"toold/internal/events"
-	"toold/internal/limits"
-	"toold/internal/registry"
-	"toold/internal/sanitize"
-	"toold/internal/state"
-	"toold/internal/state/statetest"
-	"toold/internal/tools/diag"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/limits"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/tools/diag"
 )
 
 // replica is a dispatcher whose recorder writes to st.

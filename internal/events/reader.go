@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"toold/internal/state"
+	"github.com/toold/toold/internal/state"
 )
 
 // Line is one line of a stream message with its position.

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.uber.org/zap"
 
-	"toold/internal/dispatch"
-	"toold/internal/registry"
-	"toold/internal/state"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/state"
 )
 
 // Options configure a Recorder.

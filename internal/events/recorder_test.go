@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"toold/internal/dispatch"
-	"toold/internal/state"
-	"toold/internal/state/statetest"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // downStore is a store whose server has gone: its connection is

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // FuzzCheckAnswer: an answer is accepted only as JSON that fits what the

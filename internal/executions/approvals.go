@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"toold/internal/dispatch"
-	"toold/internal/state"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/tools"
 )
 
 // PendingApproval is a call waiting for a person's approval, as approvers

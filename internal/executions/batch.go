@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"toold/internal/dispatch"
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // BatchRequest is the body of POST /batch.

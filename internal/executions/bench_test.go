@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"toold/internal/executions"
-	"toold/internal/state/statetest"
-	"toold/internal/tools/diag"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/tools/diag"
 )
 
 // BenchmarkAsyncEcho is one async echo execution from submit to its final

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/dispatch"
-	"toold/internal/events"
-	"toold/internal/executions"
-	"toold/internal/limits"
-	"toold/internal/registry"
-	"toold/internal/sanitize"
-	"toold/internal/state"
-	"toold/internal/state/statetest"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/limits"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/tools"
 )
 
 // slow sleeps ms milliseconds (or until cancelled) and counts its runs.

@@ -8,9 +8,9 @@ import (
 	"errors"
 	"time"
 
-	"toold/internal/events"
-	"toold/internal/state"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Idempotency keys (the IETF httpapi Idempotency-Key draft) and the

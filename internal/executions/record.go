@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"time"
 
-	"toold/internal/dispatch"
-	"toold/internal/sanitize"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Record is an execution as the store holds it: a key of the executions

@@ -27,10 +27,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.uber.org/zap"
 
-	"toold/internal/dispatch"
-	"toold/internal/events"
-	"toold/internal/state"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Options configure a Service.

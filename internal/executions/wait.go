@@ -12,12 +12,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"toold/internal/dispatch"
-	"toold/internal/events"
-	"toold/internal/registry"
-	"toold/internal/state"
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // A call pauses when its tool waits for a subtask or an input, or when the

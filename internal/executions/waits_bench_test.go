@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/dispatch"
-	"toold/internal/executions"
-	"toold/internal/state/statetest"
-	"toold/internal/tools/await"
-	"toold/internal/tools/diag"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/tools/await"
+	"github.com/toold/toold/internal/tools/diag"
 )
 
 // BenchmarkPauseResume measures what a pause-and-resume round trip adds to

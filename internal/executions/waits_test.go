@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/dispatch"
-	"toold/internal/executions"
-	"toold/internal/state"
-	"toold/internal/state/statetest"
-	"toold/internal/tools"
-	"toold/internal/tools/await"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/await"
 )
 
 // TestEndedWaitsReleaseTheirTimers: a waiting execution's timer is a work

@@ -12,10 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"toold/internal/dispatch"
-	"toold/internal/events"
-	"toold/internal/state"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/tools"
 )
 
 // consumerName is the durable consumer every replica's workers share: the

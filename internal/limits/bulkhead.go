@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // bulkhead is one tool's semaphore with a bounded FIFO queue. A freed slot is

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/apitest"
+	"github.com/toold/toold/internal/apitest"
 )
 
 // post sends a raw body to /mcp through the contract checker.

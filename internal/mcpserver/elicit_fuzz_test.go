@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // FuzzElicitSchema: whatever schema a caller gave request_user_input, the

@@ -21,11 +21,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"toold/internal/auth"
-	"toold/internal/dispatch"
-	"toold/internal/executions"
-	"toold/internal/registry"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Options configure a Server.
@@ -206,7 +206,7 @@ func progress(ctx context.Context, ss *mcp.ServerSession, token any) func(tools.
 		defer mu.Unlock()
 		n++
 		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n),
-			Message: c.Data, Meta: mcp.Meta{"toold/stream": c.Stream}})
+			Message: c.Data, Meta: mcp.Meta{"github.com/toold/toold/stream": c.Stream}})
 	}
 }
 

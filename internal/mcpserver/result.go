@@ -7,21 +7,21 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toold/internal/dispatch"
+	"github.com/toold/toold/internal/dispatch"
 )
 
 // Meta keys toold reads and writes in MCP's _meta.
 const (
 	// MetaEnvelope carries the envelope's bookkeeping on every result:
 	// request id, status, duration, timing and what the sanitizer did.
-	MetaEnvelope = "toold/envelope"
+	MetaEnvelope = "github.com/toold/toold/envelope"
 	// MetaError carries the envelope's error on every failed result.
-	MetaError = "toold/error"
+	MetaError = "github.com/toold/toold/error"
 	// MetaConfirmToken carries a confirmation token: in a result that asks
 	// for confirmation, and in the _meta of the call that repeats it.
-	MetaConfirmToken = "toold/confirm_token"
+	MetaConfirmToken = "github.com/toold/toold/confirm_token"
 	// MetaConfirmExpires says until when the token is valid (RFC 3339).
-	MetaConfirmExpires = "toold/confirm_expires_at"
+	MetaConfirmExpires = "github.com/toold/toold/confirm_expires_at"
 )
 
 // envelopeMeta is the envelope without data and error, which the result

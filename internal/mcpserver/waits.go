@@ -9,9 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toold/internal/dispatch"
-	"toold/internal/executions"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/tools"
 )
 
 // A call whose tool pauses becomes a waiting execution, kept by the
@@ -39,7 +39,7 @@ const (
 
 // MetaWaiting carries a waiting call's execution, what it waits for, and
 // where to resume it.
-const MetaWaiting = "toold/waiting"
+const MetaWaiting = "github.com/toold/toold/waiting"
 
 // resumeWait is how long a retry that resumed an execution waits for its
 // next step before it answers with where to follow it.

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"toold/internal/dispatch"
-	"toold/internal/registry"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Tools records per-tool metrics. Observe and Stuck are safe for

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"toold/internal/netguard"
+	"github.com/toold/toold/internal/netguard"
 )
 
 // Every outbound client takes its HTTP client (or, for another protocol,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"toold/internal/strictjson"
+	"github.com/toold/toold/internal/strictjson"
 )
 
 // checkFallbacks refuses, at start, fallbacks that could not work: a name

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Live is the set of tools toold serves while it changes: upstream MCP

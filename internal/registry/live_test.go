@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 func sourced(source, name string) rawTool {

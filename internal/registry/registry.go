@@ -12,8 +12,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Options adjust the tools as the operator configured them.

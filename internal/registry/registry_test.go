@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"toold/internal/strictjson"
-	"toold/internal/tools"
-	"toold/internal/tools/diag"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/diag"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -12,9 +12,9 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"toold/internal/strictjson"
-	"toold/internal/suggest"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/suggest"
+	"github.com/toold/toold/internal/tools"
 )
 
 // compile compiles one schema of a tool with draft 2020-12 as the default

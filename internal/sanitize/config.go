@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Config is the sanitization policy, embedded in toold's YAML config as

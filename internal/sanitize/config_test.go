@@ -9,7 +9,7 @@ import (
 	"github.com/go-playground/validator/v10"
 	"go.yaml.in/yaml/v3"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // exampleYAML is the README's example block: it must decode strictly and

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 var commandSpec = &tools.Spec{Name: "run_command", Category: tools.SystemCommand}

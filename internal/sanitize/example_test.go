@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"toold/internal/sanitize"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
 )
 
 func ExampleSanitizer_Output() {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Run each for a while with, e.g.:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Input sanitizes validated arguments in place, string by string: size

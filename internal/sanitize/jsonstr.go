@@ -1,7 +1,7 @@
 package sanitize
 
 import (
-	"toold/internal/strictjson"
+	"github.com/toold/toold/internal/strictjson"
 
 	"unicode/utf16"
 	"unicode/utf8"

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // outWalker walks a JSON document iteratively (nesting costs a stack

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 func output(t *testing.T, s *Sanitizer, spec *tools.Spec, data string) (string, Report) {

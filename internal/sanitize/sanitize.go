@@ -26,7 +26,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Report says what a sanitizer changed; it is the envelope's "sanitized".

@@ -5,7 +5,7 @@ import (
 	"io"
 	"sync"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // StreamRedactor is an io.Writer that sanitizes a byte stream (a command's

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // streamAll writes text in the given pieces and flushes.

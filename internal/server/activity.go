@@ -11,10 +11,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"toold/internal/dispatch"
-	"toold/internal/events"
-	"toold/internal/executions"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/tools"
 )
 
 // keepAlive is how often an idle stream sends a comment, so proxies and

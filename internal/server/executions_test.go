@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/apitest"
-	"toold/internal/auth"
-	"toold/internal/dispatch"
-	"toold/internal/executions"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/apitest"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/tools"
 )
 
 // storeHarness is a harness on an embedded store with the counter tool and

@@ -12,9 +12,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"toold/internal/dispatch"
-	"toold/internal/registry"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/tools"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -4,10 +4,10 @@ import (
 	"net/http"
 	"time"
 
-	"toold/internal/auth"
-	"toold/internal/dispatch"
-	"toold/internal/mcpserver"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/mcpserver"
+	"github.com/toold/toold/internal/tools"
 )
 
 // mcp guards the MCP endpoint exactly as the REST routes are guarded —

@@ -14,9 +14,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
-	"toold/internal/auth"
-	"toold/internal/dispatch"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/tools"
 )
 
 type ctxKey int

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // The parsers of untrusted headers and query parameters of the execution

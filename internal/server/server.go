@@ -16,11 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"toold/internal/auth"
-	"toold/internal/dispatch"
-	"toold/internal/events"
-	"toold/internal/executions"
-	"toold/internal/state"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/state"
 )
 
 // DefaultMaxBodyBytes caps a request body when none is configured.

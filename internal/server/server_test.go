@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"toold/internal/auth"
-	"toold/internal/dispatch"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/tools"
 )
 
 func TestExecuteSuccess(t *testing.T) {

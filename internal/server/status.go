@@ -3,8 +3,8 @@ package server
 import (
 	"net/http"
 
-	"toold/internal/dispatch"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/tools"
 )
 
 // StatusClientClosed is logged (never seen by the client, who has left) for

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"testing"
 
-	"toold/internal/dispatch"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/tools"
 )
 
 // TestStatusTable holds the one table from outcomes to HTTP statuses,

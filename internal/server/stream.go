@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"toold/internal/dispatch"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Server-sent events of a streamed execution. The names are the source

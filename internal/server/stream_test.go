@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/apitest"
-	"toold/internal/auth"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/apitest"
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/tools"
 )
 
 // streamTool emits its chunks one by one, delay apart, and reports whether

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // FuzzParseResume: a resumption body is accepted only as exactly one of

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"toold/internal/state"
-	"toold/internal/state/statetest"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 func TestEmbeddedCreatesBucketsAndStreams(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/go-cmp/cmp"
 
-	"toold/internal/strictjson"
+	"github.com/toold/toold/internal/strictjson"
 )
 
 type inner struct {

@@ -21,7 +21,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zricethezav/gitleaks/v8/detect"
 
-	"toold/internal/sanitize"
+	"github.com/toold/toold/internal/sanitize"
 )
 
 const testdata = "../testdata"

@@ -1,11 +1,11 @@
-module toold/internal/sanitize/gitleakscmp
+module github.com/toold/toold/internal/sanitize/gitleakscmp
 
 go 1.26.0
 
 require (
 	github.com/rs/zerolog v1.33.0
+	github.com/toold/toold v0.0.0
 	github.com/zricethezav/gitleaks/v8 v8.30.1
-	toold v0.0.0
 )
 
 require (
@@ -40,7 +40,7 @@ require (
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/hashicorp/hcl v1.0.0 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect
-	github.com/klauspost/compress v1.20.1 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/klauspost/pgzip v1.2.6 // indirect
 	github.com/leodido/go-urn v1.5.0 // indirect
 	github.com/lucasb-eyer/go-colorful v1.2.0 // indirect
@@ -91,4 +91,4 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-replace toold => ../../..
+replace github.com/toold/toold => ../../..

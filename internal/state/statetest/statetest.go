@@ -22,7 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"toold/internal/state"
+	"github.com/toold/toold/internal/state"
 )
 
 // Open opens an embedded store in a fresh temporary directory, closed when

@@ -14,8 +14,8 @@ import (
 	"encoding/json"
 	"slices"
 
-	"toold/internal/registry"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/tools"
 )
 
 // DefaultMaxDepth bounds how deep delegate calls nest.

@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Arg is one element of a declarative tool's argv. In YAML it is either a

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 func TestArgYAMLForms(t *testing.T) {

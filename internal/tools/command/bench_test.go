@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // BenchmarkTrue compares /bin/true run as a command tool, through its

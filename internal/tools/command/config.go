@@ -3,7 +3,7 @@ package command
 import (
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Config is the `commands:` section of toold's configuration. Zero values

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"strings"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // declared is a command tool from the configuration.

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
-	"toold/internal/registry"
+	"github.com/toold/toold/internal/registry"
 )
 
 // loadExample decodes testdata/example.yaml strictly, as toold's loader does.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // ExecuteCommandName is the general command tool's name.

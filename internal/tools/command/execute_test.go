@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 var gitRule = ProgramRule{Subcommands: []string{"log", "status"}, Options: []string{"--oneline", "--max-count="}, EndOfOptions: true}

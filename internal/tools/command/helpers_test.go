@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // modes are the containment modes the adversarial tests run under.

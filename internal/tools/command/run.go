@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Result is what every command tool returns. A command that ran to its end

@@ -3,7 +3,7 @@ package command
 import (
 	"strings"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // splitWords splits execute_command's string form into argv with POSIX

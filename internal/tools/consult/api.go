@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"toold/internal/tools"
-	"toold/internal/tools/httpapi"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/httpapi"
 )
 
 // apiProvider consults an OpenAI-compatible chat completions endpoint

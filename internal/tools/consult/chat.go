@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // chatAnswer is what an OpenAI-compatible chat completion answered.

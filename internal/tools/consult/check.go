@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"toold/internal/problems"
-	"toold/internal/suggest"
+	"github.com/toold/toold/internal/problems"
+	"github.com/toold/toold/internal/suggest"
 )
 
 // ConfigError lists every problem of a consult section, each at its path

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"toold/internal/tools"
-	"toold/internal/tools/command"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/command"
 )
 
 // cliProvider runs a CLI once per consultation in the command tools'

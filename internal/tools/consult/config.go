@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"time"
 
-	"toold/internal/tools/command"
-	"toold/internal/tools/httpapi"
+	"github.com/toold/toold/internal/tools/command"
+	"github.com/toold/toold/internal/tools/httpapi"
 )
 
 // Config is the `consult:` section of toold's configuration. The zero value

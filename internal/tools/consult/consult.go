@@ -11,9 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"toold/internal/tools"
-	"toold/internal/tools/command"
-	"toold/internal/tools/httpapi"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/command"
+	"github.com/toold/toold/internal/tools/httpapi"
 )
 
 // Options wire a Set into toold.

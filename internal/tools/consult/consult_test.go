@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/dispatch"
-	"toold/internal/tools"
-	"toold/internal/tools/command"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/command"
 )
 
 // statusCase is one provider behaviour and the response it must give.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/dispatch"
+	"github.com/toold/toold/internal/dispatch"
 )
 
 func (r *rig) providers(args string) map[string]providerInfo {

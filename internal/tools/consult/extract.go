@@ -8,8 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // path is where a JSON document holds a value: object keys and array

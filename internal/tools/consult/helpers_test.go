@@ -17,13 +17,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
-	"toold/internal/dispatch"
-	"toold/internal/limits"
-	"toold/internal/registry"
-	"toold/internal/sanitize"
-	"toold/internal/tools"
-	"toold/internal/tools/command"
-	"toold/internal/tools/httpapi"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/limits"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/command"
+	"github.com/toold/toold/internal/tools/httpapi"
 )
 
 // env is what a test's providers run against: testdata/fake-ai copied

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // manyIn is consult_many's arguments.

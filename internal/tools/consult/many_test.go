@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/dispatch"
+	"github.com/toold/toold/internal/dispatch"
 )
 
 // TestManyPartialFailure: providers run in parallel; a slow one (past its

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 type providersIn struct {

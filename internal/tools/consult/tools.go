@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // consultIn is consult's arguments.

@@ -8,7 +8,7 @@ import (
 	"context"
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // EchoIn is echo's arguments.

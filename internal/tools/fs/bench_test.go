@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // BenchmarkReadFile4KiB measures read_file on a 4 KiB text file through

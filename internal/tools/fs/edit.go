@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"unicode/utf8"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 type editArgs struct {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 const editSrc = "package main\n\nfunc main() {\n\tlog.Print(1)\n\tlog.Print(2)\n}\n"

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"sync"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Options bound what the tools read, return and write. Zero (or negative)

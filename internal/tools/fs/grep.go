@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"slices"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 type grepArgs struct {

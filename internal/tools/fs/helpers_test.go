@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // testWS is a workspace inside a parent temp dir whose sibling "outside"

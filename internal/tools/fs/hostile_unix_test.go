@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // hostileWS adds the traps: symlinks leading out of the workspace (relative

@@ -4,7 +4,7 @@ import (
 	"context"
 	iofs "io/fs"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 type listArgs struct {

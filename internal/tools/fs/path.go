@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
-	"toold/internal/suggest"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/suggest"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Linux's PATH_MAX and NAME_MAX: a longer path cannot name a real file, and

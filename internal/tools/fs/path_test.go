@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 func TestResolvePath(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 type readArgs struct {

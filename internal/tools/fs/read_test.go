@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 func TestReadFile(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // globSet is a validated set of doublestar patterns and the directories a

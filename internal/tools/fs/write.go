@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 type writeArgs struct {

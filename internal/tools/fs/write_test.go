@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 func TestWriteFile(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/dispatch"
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 const issueJSON = `{"number":42,"title":"Crash on start","state":"open","labels":[{"name":"bug"}],"user":{"login":"ada"},"comments":3}`
@@ -87,7 +87,7 @@ tools:
 			b.ReportMetric(float64(toolTime.Nanoseconds())/n/1000, "tool-µs/op")
 			b.ReportMetric(float64(tooldTime.Nanoseconds())/n/1000, "toold-µs/op")
 			b.ReportMetric(float64(toolTime)/float64(bareTime), "tool/bare")
-			b.ReportMetric(float64(tooldTime)/float64(bareTime), "toold/bare")
+			b.ReportMetric(float64(tooldTime)/float64(bareTime), "github.com/toold/toold/bare")
 		})
 	}
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"toold/internal/dispatch"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/tools"
 )
 
 // oneTool declares a tool "t" calling the loopback API; extra lines are

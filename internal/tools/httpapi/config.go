@@ -3,7 +3,7 @@ package httpapi
 import (
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Config is the `http:` section of toold's configuration: the HTTP API

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // TestDeclareUnlisted: a tool made with Declare is not listed, yet calls

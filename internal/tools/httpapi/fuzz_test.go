@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // FuzzParseRetryAfter: any header reads as a wait that is not negative, or

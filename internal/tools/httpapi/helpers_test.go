@@ -16,12 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.yaml.in/yaml/v3"
 
-	"toold/internal/dispatch"
-	"toold/internal/limits"
-	"toold/internal/registry"
-	"toold/internal/sanitize"
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/limits"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // upstream is a real HTTP API on loopback whose answers a test scripts.

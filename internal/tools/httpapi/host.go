@@ -10,7 +10,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/time/rate"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // host is one upstream host (host[:port]) and what every tool calling it

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"toold/internal/dispatch"
+	"github.com/toold/toold/internal/dispatch"
 )
 
 // echo answers with what it received: an API that echoes the request,

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // maxMessage bounds how much of an API's own error message reaches the

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // request is a compiled RequestConfig with its credential.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 const issuesYAML = `

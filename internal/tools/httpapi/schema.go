@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"toold/internal/suggest"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/suggest"
+	"github.com/toold/toold/internal/tools"
 )
 
 // schemaInfo is what building requests needs from a parameters schema:

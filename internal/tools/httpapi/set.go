@@ -17,9 +17,9 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"toold/internal/netguard"
-	"toold/internal/problems"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/netguard"
+	"github.com/toold/toold/internal/problems"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Options wire a Set into toold.

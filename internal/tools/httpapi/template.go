@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // text is a string with {name} placeholders ({+name} in a path keeps the

@@ -17,9 +17,9 @@ import (
 	"github.com/itchyny/gojq"
 	"golang.org/x/time/rate"
 
-	"toold/internal/netguard"
-	"toold/internal/strictjson"
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/netguard"
+	"github.com/toold/toold/internal/strictjson"
+	"github.com/toold/toold/internal/tools"
 )
 
 // tool is one declared HTTP API tool.

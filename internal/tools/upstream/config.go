@@ -9,9 +9,9 @@ import (
 	"regexp"
 	"time"
 
-	"toold/internal/netguard"
-	"toold/internal/tools"
-	"toold/internal/tools/command"
+	"github.com/toold/toold/internal/netguard"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/command"
 )
 
 // Config declares one upstream MCP server (an element of mcp.servers).

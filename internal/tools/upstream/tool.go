@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"toold/internal/tools"
+	"github.com/toold/toold/internal/tools"
 )
 
 // tool is one upstream tool served by toold.

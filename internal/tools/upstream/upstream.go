@@ -29,8 +29,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"toold/internal/tools"
-	"toold/internal/tools/command"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/command"
 )
 
 // Options are what the servers need from the rest of toold.

@@ -20,12 +20,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"toold/internal/dispatch"
-	"toold/internal/limits"
-	"toold/internal/registry"
-	"toold/internal/sanitize"
-	"toold/internal/tools"
-	"toold/internal/tools/command"
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/limits"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/command"
 )
 
 // rig is toold's pipeline over a live registry that upstream servers fill.
