@@ -206,7 +206,7 @@ func progress(ctx context.Context, ss *mcp.ServerSession, token any) func(tools.
 		defer mu.Unlock()
 		n++
 		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n),
-			Message: c.Data, Meta: mcp.Meta{"github.com/toold/toold/stream": c.Stream}})
+			Message: c.Data, Meta: mcp.Meta{"toold/stream": c.Stream}})
 	}
 }
 

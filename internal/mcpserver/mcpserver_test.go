@@ -93,7 +93,7 @@ func TestListAndCall(t *testing.T) {
 			if text(res) != `{"message":"hi","length":2}` {
 				t.Errorf("text = %q, want the same JSON", text(res))
 			}
-			env, _ := res.Meta["github.com/toold/toold/envelope"].(map[string]any)
+			env, _ := res.Meta["toold/envelope"].(map[string]any)
 			if env["status"] != "success" || env["request_id"] == "" {
 				t.Errorf("_meta envelope = %v", env)
 			}
@@ -284,16 +284,16 @@ func TestConfirmation(t *testing.T) {
 		if err != nil || !res.IsError || !strings.Contains(text(res), "confirmation_required") {
 			t.Fatalf("first call: %v %v", err, res)
 		}
-		tok, _ := res.Meta["github.com/toold/toold/confirm_token"].(string)
-		exp, _ := res.Meta["github.com/toold/toold/confirm_expires_at"].(string)
+		tok, _ := res.Meta["toold/confirm_token"].(string)
+		exp, _ := res.Meta["toold/confirm_expires_at"].(string)
 		if _, err := time.Parse(time.RFC3339, exp); tok == "" || err != nil {
 			t.Fatalf("no token in _meta: %v", res.Meta)
 		}
-		other, err := callTool(t, cs, "danger", map[string]any{"what": "y"}, mcp.Meta{"github.com/toold/toold/confirm_token": tok})
+		other, err := callTool(t, cs, "danger", map[string]any{"what": "y"}, mcp.Meta{"toold/confirm_token": tok})
 		if err != nil || !other.IsError {
 			t.Errorf("a token for other arguments ran the tool: %v %v", err, other)
 		}
-		res, err = callTool(t, cs, "danger", map[string]any{"what": "x"}, mcp.Meta{"github.com/toold/toold/confirm_token": tok})
+		res, err = callTool(t, cs, "danger", map[string]any{"what": "x"}, mcp.Meta{"toold/confirm_token": tok})
 		if err != nil || res.IsError {
 			t.Fatalf("confirmed call: %v %v", err, text(res))
 		}

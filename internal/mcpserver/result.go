@@ -14,14 +14,14 @@ import (
 const (
 	// MetaEnvelope carries the envelope's bookkeeping on every result:
 	// request id, status, duration, timing and what the sanitizer did.
-	MetaEnvelope = "github.com/toold/toold/envelope"
+	MetaEnvelope = "toold/envelope"
 	// MetaError carries the envelope's error on every failed result.
-	MetaError = "github.com/toold/toold/error"
+	MetaError = "toold/error"
 	// MetaConfirmToken carries a confirmation token: in a result that asks
 	// for confirmation, and in the _meta of the call that repeats it.
-	MetaConfirmToken = "github.com/toold/toold/confirm_token"
+	MetaConfirmToken = "toold/confirm_token"
 	// MetaConfirmExpires says until when the token is valid (RFC 3339).
-	MetaConfirmExpires = "github.com/toold/toold/confirm_expires_at"
+	MetaConfirmExpires = "toold/confirm_expires_at"
 )
 
 // envelopeMeta is the envelope without data and error, which the result

@@ -39,7 +39,7 @@ const (
 
 // MetaWaiting carries a waiting call's execution, what it waits for, and
 // where to resume it.
-const MetaWaiting = "github.com/toold/toold/waiting"
+const MetaWaiting = "toold/waiting"
 
 // resumeWait is how long a retry that resumed an execution waits for its
 // next step before it answers with where to follow it.

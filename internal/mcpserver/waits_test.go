@@ -64,7 +64,7 @@ func TestWaitsOverMCP(t *testing.T) {
 
 	old := h.client("2025-06-18", "", nil)
 	res, err = callTool(t, old, "request_user_input", map[string]any{"prompt": "Which colour?"}, nil)
-	w, _ := res.Meta["github.com/toold/toold/waiting"].(map[string]any)
+	w, _ := res.Meta["toold/waiting"].(map[string]any)
 	if err != nil || !res.IsError || w == nil || w["for"] != "input" || !strings.Contains(text(res), "POST /executions/") {
 		t.Fatalf("an older client is told where to resume: %v %s %v", err, text(res), res.Meta)
 	}

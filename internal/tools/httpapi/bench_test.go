@@ -87,7 +87,7 @@ tools:
 			b.ReportMetric(float64(toolTime.Nanoseconds())/n/1000, "tool-µs/op")
 			b.ReportMetric(float64(tooldTime.Nanoseconds())/n/1000, "toold-µs/op")
 			b.ReportMetric(float64(toolTime)/float64(bareTime), "tool/bare")
-			b.ReportMetric(float64(tooldTime)/float64(bareTime), "github.com/toold/toold/bare")
+			b.ReportMetric(float64(tooldTime)/float64(bareTime), "toold/bare")
 		})
 	}
 }
