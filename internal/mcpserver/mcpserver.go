@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/auth"
@@ -42,6 +43,9 @@ type Options struct {
 	// Executions keeps the calls that pause (nil or without a store:
 	// such calls are refused).
 	Executions *executions.Service
+	// Tracer, when set, gives every tools/call a span, a child of the
+	// client's when its _meta carries a traceparent; nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // Server is toold's MCP server; build it with New.
@@ -138,8 +142,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // handler runs one tools/call through the pipeline.
 func (s *Server) handler(name string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		start := time.Now()
+		if s.opts.Tracer != nil {
+			var span trace.Span
+			ctx, span = s.startSpan(ctx, req, name)
+			defer func() { endSpan(span, res, err) }()
+		}
 		p := caller(ctx)
 		ctx, done := s.calls.track(ctx, p.Name, rpcID(ctx))
 		defer done()
