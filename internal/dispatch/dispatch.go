@@ -437,7 +437,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
 	}
 	endPhase(vs, nil)
 	start := time.Now()
-	sctx, ss := d.phase(ctx, c, "sanitize", tracing.SanitizeStage.String("input"))
+	sctx, ss := d.sanitizePhase(ctx, c, "input")
 	clean, rep, err := d.opts.Sanitizer.Input(sctx, &c.entry.Spec, args)
 	endPhase(ss, err)
 	c.env.Timing.SanitizeMS += millis(time.Since(start))

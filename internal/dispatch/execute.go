@@ -202,7 +202,7 @@ func (d *Dispatcher) finish(ctx context.Context, c *call, o *outcome) {
 		}
 	}
 	start := time.Now()
-	sctx, ss := d.phase(ctx, c, "sanitize", tracing.SanitizeStage.String("output"))
+	sctx, ss := d.sanitizePhase(ctx, c, "output")
 	o.data, o.report, err = d.opts.Sanitizer.Output(sctx, &e.Spec, data)
 	endPhase(ss, err)
 	o.sanitize = time.Since(start)

@@ -43,7 +43,7 @@ func (d *Dispatcher) startCall(ctx context.Context, c *call) context.Context {
 // endCall closes the call's span with its outcome: the status, the error's
 // type as error.type and the span's status, the sanitizer's counts, and the
 // payloads only for a tool whose operator asked for them — arguments as the
-// tool received them (sanitized), the result as the caller got it.
+// tool received them and the result as the caller got it, both redacted.
 func (d *Dispatcher) endCall(c *call) {
 	s := c.span
 	if s == nil {
@@ -55,11 +55,15 @@ func (d *Dispatcher) endCall(c *call) {
 	if c.entry != nil {
 		attrs = append(attrs, tracing.ToolCategory.String(string(c.entry.Spec.Category)))
 		if d.opts.TracePayloads != nil && d.opts.TracePayloads(c.entry.Spec.Name) && s.IsRecording() {
+			// Through the redactor, as the debug log: a tracing backend
+			// is no place for a secret, whatever the tool's policies let
+			// the caller see.
+			name := c.entry.Spec.Name
 			if c.args != nil {
-				attrs = append(attrs, tracing.GenAIToolArguments.String(string(c.args)))
+				attrs = append(attrs, tracing.GenAIToolArguments.String(string(d.opts.Sanitizer.RedactJSON(name, c.args))))
 			}
 			if env.Data != nil {
-				attrs = append(attrs, tracing.GenAIToolResult.String(string(env.Data)))
+				attrs = append(attrs, tracing.GenAIToolResult.String(string(d.opts.Sanitizer.RedactJSON(name, env.Data))))
 			}
 		}
 	}
@@ -73,12 +77,23 @@ func (d *Dispatcher) endCall(c *call) {
 
 // phase opens the span of one phase under the call's span; nil when the
 // call has none: tracing is off, or the steps run for Check, whose calls
-// are not executions (endPhase takes nil).
-func (d *Dispatcher) phase(ctx context.Context, c *call, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+// are not executions (endPhase takes nil). It takes no attributes: a
+// variadic argument would be built, and escape, on every call, traced or
+// not.
+func (d *Dispatcher) phase(ctx context.Context, c *call, name string) (context.Context, trace.Span) {
 	if c.span == nil {
 		return ctx, nil
 	}
-	return d.opts.Tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	return d.opts.Tracer.Start(ctx, name)
+}
+
+// sanitizePhase is the span of a sanitizer's pass, stage input or output.
+func (d *Dispatcher) sanitizePhase(ctx context.Context, c *call, stage string) (context.Context, trace.Span) {
+	ctx, s := d.phase(ctx, c, "sanitize")
+	if s != nil {
+		s.SetAttributes(tracing.SanitizeStage.String(stage))
+	}
+	return ctx, s
 }
 
 // endPhase closes a phase's span; err, when not nil, marks it failed.
