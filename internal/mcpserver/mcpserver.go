@@ -27,6 +27,7 @@ import (
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // Options configure a Server.
@@ -169,7 +170,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			dreq.Emit = progress(ctx, req.Session, tok)
 		}
 		env := s.opts.Dispatcher.Execute(ctx, dreq)
-		s.logCall(env, p.Name, start)
+		s.logCall(ctx, env, p.Name, start)
 		if env.Error != nil && (env.Error.Code == "forbidden" || env.Status == dispatch.StatusNotFound) {
 			// A key that may not use the tool sees it as absent, exactly
 			// as the SDK answers a tool that does not exist.
@@ -195,14 +196,14 @@ func (s *Server) hasOutputSchema(name string) bool {
 // logCall writes the call's line, with the fields of REST's access line:
 // over stdio there is no HTTP request to log, and over HTTP one request
 // may carry any call.
-func (s *Server) logCall(env *dispatch.Envelope, caller string, start time.Time) {
+func (s *Server) logCall(ctx context.Context, env *dispatch.Envelope, caller string, start time.Time) {
 	errType := ""
 	if env.Error != nil {
 		errType = string(env.Error.Type)
 	}
-	s.log.Info("mcp call", zap.String("tool", env.Tool), zap.String("outcome", string(env.Status)),
+	s.log.Info("mcp call", append(tracing.LogFields(ctx), zap.String("tool", env.Tool), zap.String("outcome", string(env.Status)),
 		zap.String("error_type", errType), zap.String("request_id", env.RequestID), zap.String("caller", caller),
-		zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+		zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))...)
 }
 
 // progress turns streamed output into notifications/progress for a client
