@@ -360,7 +360,7 @@ func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-f",
-		`{{if .Module}}{{if eq .Module.Path "toold"}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}{{end}}`,
+		`{{if .Module}}{{if eq .Module.Path "github.com/toold/toold"}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}{{end}}`,
 		"./cmd/toold")
 	cmd.Dir = repoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // the files the Dockerfile's build compiles
