@@ -42,6 +42,7 @@ import (
 	"github.com/toold/toold/internal/tools/fs"
 	"github.com/toold/toold/internal/tools/httpapi"
 	"github.com/toold/toold/internal/tools/upstream"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // defaultDrainGrace is how long accepted calls may finish after SIGTERM.
@@ -74,12 +75,14 @@ type app struct {
 	// -check-config, which starts nothing).
 	store *state.Store
 	exec  *executions.Service
+	// tracing is nil when tracing is off.
+	tracing *tracing.Tracing
 }
 
 // build wires every package from the configuration; it is the only place
 // that knows them all. It listens on nothing, so -check-config uses it too
 // (withState false: the store is neither started nor reached).
-func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
+func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool), withState bool) (*app, error) {
 	a := &app{cfg: cfg, log: log, grace: cmp.Or(cfg.Server.DrainGrace, defaultDrainGrace), metrics: prometheus.NewRegistry()}
 	ok := false
 	defer func() {
@@ -89,6 +92,9 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	}()
 	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfoCollector())
+	if err := a.startTracing(env); err != nil {
+		return nil, err
+	}
 	// Before the tools: the consultation tools redact with it what leaves
 	// toold without passing the pipeline (answers sent for synthesis).
 	san, err := sanitize.New(cfg.Sanitize, a.metrics)
@@ -142,20 +148,21 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	disp, err := dispatch.New(dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
 		Confirm:   confirm.New([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL),
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
-		Observers: observers})
+		Observers: observers, Tracer: a.tracing.Tracer(), TracePayloads: tracePayloads(cfg)})
 	if err != nil {
 		return nil, err
 	}
 	ec := cfg.Executions
 	a.exec, err = executions.New(executions.Options{Store: a.store, Dispatcher: disp, Recorder: rec, Workers: ec.Workers,
 		Heartbeat: ec.Heartbeat, MaxAttempts: ec.MaxAttempts, BatchMax: ec.BatchMax, MaxWait: ec.MaxWait,
-		IdempotencyWait: ec.IdempotencyWait, Allows: keyring.Allows, Logger: log.Named("executions"), Registerer: a.metrics})
+		IdempotencyWait: ec.IdempotencyWait, Allows: keyring.Allows, Logger: log.Named("executions"), Registerer: a.metrics,
+		Tracer: a.tracing.Tracer()})
 	if err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, func() error { a.exec.Close(); return nil })
 	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
-		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Executions: a.exec})
+		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Executions: a.exec, Tracer: a.tracing.Tracer()})
 	var mcpHandler http.Handler
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()
@@ -166,7 +173,7 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 		Executions: a.exec, Store: a.store, Recorder: rec,
 		// Without keys there is one identity, the local user's: the agent
 		// and the person approving are told apart only by keys.
-		SelfApproval: cfg.Approvals.SelfApproval || !keyring.Enabled()})
+		SelfApproval: cfg.Approvals.SelfApproval || !keyring.Enabled(), Tracer: a.tracing.Tracer()})
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +384,10 @@ func (a *app) httpServers() (*http.Server, *http.Server) {
 		return apiSrv, nil
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{Registry: a.metrics}))
+	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{Registry: a.metrics,
+		// OpenMetrics when the scraper asks for it: the format that carries
+		// the histograms' exemplars (trace ids, with tracing on).
+		EnableOpenMetrics: true}))
 	if p := a.cfg.Server.Pprof; p == nil || *p {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

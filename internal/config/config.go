@@ -13,6 +13,7 @@ import (
 	"github.com/toold/toold/internal/tools/consult"
 	"github.com/toold/toold/internal/tools/httpapi"
 	"github.com/toold/toold/internal/tools/upstream"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // Config is toold's configuration.
@@ -58,6 +59,10 @@ type Config struct {
 	Approvals ApprovalsConfig `yaml:"approvals"`
 	// Delegate bounds the delegate tool's nesting of subtasks.
 	Delegate DelegateConfig `yaml:"delegate"`
+	// Tracing exports OpenTelemetry traces of every call (off by
+	// default); the standard OTEL_* variables override it (see
+	// internal/tracing).
+	Tracing tracing.Config `yaml:"tracing"`
 }
 
 // DelegateConfig bounds delegate.
@@ -236,6 +241,10 @@ type Tool struct {
 	// user and repeats the call with a token) or human (the call waits for
 	// an approver, POST /approvals/{id}).
 	Confirmation string `yaml:"confirmation" validate:"omitempty,oneof=none token human"`
+	// TracePayloads puts the call's arguments and result, as sanitized,
+	// on its span (gen_ai.tool.call.arguments and .result). Off, spans
+	// never carry them.
+	TracePayloads bool `yaml:"trace_payloads"`
 }
 
 // FSConfig bounds the file tools; zero fields take the tools' defaults.

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/confirm"
@@ -24,6 +25,7 @@ import (
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // Request is one call as a transport received it.
@@ -132,6 +134,12 @@ type Options struct {
 	// StuckAfter is how long a tool may outlive its cancelled context
 	// before it counts as stuck (default 1s).
 	StuckAfter time.Duration
+	// Tracer, when set, gives every call a span (see trace.go); nil is
+	// tracing off, at no cost.
+	Tracer trace.Tracer
+	// TracePayloads reports whether a tool's spans may carry its
+	// (sanitized) arguments and result; nil allows none.
+	TracePayloads func(tool string) bool
 }
 
 // Dispatcher runs calls through the pipeline; safe for concurrent use.
@@ -184,6 +192,16 @@ type call struct {
 	args  json.RawMessage // what the tool receives
 	tree  any             // the same, decoded
 	info  *CallInfo       // for the call observers, once built
+	span  trace.Span      // the call's span; nil with tracing off
+}
+
+// logFields are the fields that tie a log line about the call to its
+// trace; none with tracing off.
+func (c *call) logFields() []zap.Field {
+	if c.span == nil {
+		return nil
+	}
+	return tracing.LogFields(trace.ContextWithSpan(context.Background(), c.span))
 }
 
 func newCall(req *Request, start time.Time) *call {
@@ -227,6 +245,7 @@ func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, *registry.Entry) {
 	start := time.Now()
 	c := newCall(req, start)
+	ctx = d.startCall(ctx, c)
 	status, err := d.run(ctx, c)
 	var w *wait
 	switch {
@@ -238,6 +257,7 @@ func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, 
 		c.env.Status, c.env.Success = StatusSuccess, true
 	}
 	d.record(c, start)
+	d.endCall(c)
 	return c.env, c.entry
 }
 
@@ -338,9 +358,9 @@ func (d *Dispatcher) debugLog(c *call) {
 	if args == nil {
 		args = c.req.Body
 	}
-	ce.Write(zap.String("tool", name), zap.String("request_id", c.req.RequestID), zap.String("status", string(c.env.Status)),
+	ce.Write(append(c.logFields(), zap.String("tool", name), zap.String("request_id", c.req.RequestID), zap.String("status", string(c.env.Status)),
 		zap.ByteString("arguments", d.opts.Sanitizer.RedactJSON(name, args)),
-		zap.ByteString("result", d.opts.Sanitizer.RedactJSON(name, c.env.Data)))
+		zap.ByteString("result", d.opts.Sanitizer.RedactJSON(name, c.env.Data)))...)
 }
 
 func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
@@ -371,7 +391,9 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	queued := time.Now()
+	_, qs := d.phase(ctx, c, "queue")
 	release, err := d.opts.Limiter.Admit(ctx, entry)
+	endPhase(qs, err)
 	c.env.Timing.QueuedMS = millis(time.Since(queued))
 	if err != nil {
 		return d.admitFailure(ctx, err, timeout)
@@ -397,8 +419,10 @@ func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
 	if len(body) == 0 {
 		body = []byte("{}")
 	}
+	_, vs := d.phase(ctx, c, "validate")
 	args, err := strictjson.Decode(body, d.opts.MaxDepth)
 	if err != nil {
+		endPhase(vs, err)
 		return tools.Errorf(tools.ValidationError, "the arguments are not acceptable JSON: %v", err).
 			WithCode("invalid_json").WithSuggestion("send one JSON object of the tool's parameters, for example %s", c.entry.Example())
 	}
@@ -408,10 +432,14 @@ func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
 	if fields := c.entry.ValidateArgs(args); fields != nil {
 		e := tools.Errorf(tools.ValidationError, "%d argument problem(s): %s", len(fields), summarize(fields))
 		e.Fields = fields
+		endPhase(vs, e)
 		return e.WithSuggestion("fix the fields listed; error.example shows a valid call")
 	}
+	endPhase(vs, nil)
 	start := time.Now()
-	clean, rep, err := d.opts.Sanitizer.Input(ctx, &c.entry.Spec, args)
+	sctx, ss := d.sanitizePhase(ctx, c, "input")
+	clean, rep, err := d.opts.Sanitizer.Input(sctx, &c.entry.Spec, args)
+	endPhase(ss, err)
 	c.env.Timing.SanitizeMS += millis(time.Since(start))
 	c.env.Sanitized.Add(rep)
 	if err != nil {
@@ -484,7 +512,7 @@ func (d *Dispatcher) failure(c *call, status Status, err error) {
 		te = tools.Errorf(tools.SystemError, "the tool failed unexpectedly; the operator can find the cause in the logs under request id %s", c.req.RequestID).Wrap(err)
 	}
 	if te.Kind == tools.SystemError && te.Code != "cancelled" {
-		d.log.Error("tool system error", zap.String("tool", c.req.Tool), zap.String("request_id", c.req.RequestID), zap.Error(err))
+		d.log.Error("tool system error", append(c.logFields(), zap.String("tool", c.req.Tool), zap.String("request_id", c.req.RequestID), zap.Error(err))...)
 	}
 	c.env.fail(status, te)
 	var ch *confirmation

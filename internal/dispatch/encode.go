@@ -70,6 +70,10 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"waiting":`...)
 		dst = appendMarshal(dst, env.Waiting)
 	}
+	if env.TraceID != "" {
+		dst = append(dst, `,"trace_id":`...)
+		dst = strictjson.AppendString(dst, env.TraceID)
+	}
 	return append(dst, '}')
 }
 

@@ -32,6 +32,8 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			FallbackFrom: []FallbackStep{{Tool: "primary", Status: StatusTimeout, DurationMS: 10,
 				Error: &ErrorBody{Type: tools.SystemError, Code: "upstream_unavailable", Message: "down", Retryable: true, RetryAfterMS: 5}}}},
 		{RequestID: "r", Tool: "echo", Status: StatusPending, StartedAt: started, ExecutionID: "0195e\"x", Redundant: true},
+		{RequestID: "t", Tool: "echo", Status: StatusSuccess, Success: true, StartedAt: started,
+			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", TraceSampled: true},
 		{},
 	}
 	for i, env := range tests {

@@ -84,6 +84,13 @@ type Envelope struct {
 	FallbackFrom []FallbackStep `json:"fallback_from,omitempty"`
 	// Waiting says what a waiting call waits for.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// TraceID is the call's OpenTelemetry trace id, when tracing is on: a
+	// user pastes it into their tracing UI. The caller's own trace when it
+	// sent a traceparent.
+	TraceID string `json:"trace_id,omitempty"`
+	// TraceSampled says the call's spans are recorded, so a metric's
+	// exemplar may point at the trace; never encoded.
+	TraceSampled bool `json:"-"`
 	// Pause is the tool's pause, with its private state, for the
 	// executions service to store; never encoded.
 	Pause *tools.Pause `json:"-"`

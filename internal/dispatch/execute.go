@@ -14,6 +14,7 @@ import (
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // codeInvalidOutput marks a result the caller cannot use (status
@@ -54,13 +55,15 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 	done := make(chan outcome, 1)
 	start := time.Now()
 	entry := c.entry
+	tctx, es := d.phase(ctx, c, "execute")
 	d.workers.run(func() {
-		o := d.invoke(ctx, entry, tc)
+		o := d.invoke(tctx, entry, tc)
 		o.execute = time.Since(start)
+		endPhase(es, o.err)
 		release()
 		flush()
 		if o.err == nil {
-			d.finish(ctx, entry, &o)
+			d.finish(ctx, c, &o)
 		}
 		done <- o
 	})
@@ -82,7 +85,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		return StatusSuccess, nil
 	case <-ctx.Done():
 		c.env.Timing.ExecuteMS = millis(time.Since(start))
-		go d.watchStuck(c.entry, done)
+		go d.watchStuck(c, done)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return StatusTimeout, timeoutError(timeout, "while running")
 		}
@@ -94,8 +97,8 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 func (d *Dispatcher) invoke(ctx context.Context, e *registry.Entry, tc *tools.Call) (o outcome) {
 	defer func() {
 		if p := recover(); p != nil {
-			d.log.Error("tool panicked", zap.String("tool", e.Spec.Name), zap.String("request_id", tc.RequestID),
-				zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			d.log.Error("tool panicked", append(tracing.LogFields(ctx), zap.String("tool", e.Spec.Name), zap.String("request_id", tc.RequestID),
+				zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))...)
 			o = outcome{err: fmt.Errorf("panic: %v", p)}
 		}
 	}()
@@ -103,7 +106,8 @@ func (d *Dispatcher) invoke(ctx context.Context, e *registry.Entry, tc *tools.Ca
 	return outcome{result: r, err: err}
 }
 
-func (d *Dispatcher) watchStuck(e *registry.Entry, done <-chan outcome) {
+func (d *Dispatcher) watchStuck(c *call, done <-chan outcome) {
+	e := c.entry
 	t := time.NewTimer(d.opts.StuckAfter)
 	defer t.Stop()
 	select {
@@ -114,7 +118,7 @@ func (d *Dispatcher) watchStuck(e *registry.Entry, done <-chan outcome) {
 	for _, o := range d.opts.Observers {
 		o.Stuck(e, +1)
 	}
-	d.log.Warn("tool ignores its cancelled context and still holds its slot", zap.String("tool", e.Spec.Name))
+	d.log.Warn("tool ignores its cancelled context and still holds its slot", append(c.logFields(), zap.String("tool", e.Spec.Name))...)
 	<-done
 	for _, o := range d.opts.Observers {
 		o.Stuck(e, -1)
@@ -177,7 +181,8 @@ func (d *Dispatcher) paused(ctx context.Context, e *registry.Entry, p *tools.Pau
 // finish encodes the result, checks it against a declared output schema
 // and sanitizes it, into o. It runs on the worker and touches no shared
 // state: the caller may have been answered already.
-func (d *Dispatcher) finish(ctx context.Context, e *registry.Entry, o *outcome) {
+func (d *Dispatcher) finish(ctx context.Context, c *call, o *outcome) {
+	e := c.entry
 	data, err := encodeResult(o.result)
 	if err != nil {
 		o.status, o.err = StatusError, fmt.Errorf("encoding the result: %w", err)
@@ -197,7 +202,9 @@ func (d *Dispatcher) finish(ctx context.Context, e *registry.Entry, o *outcome) 
 		}
 	}
 	start := time.Now()
-	o.data, o.report, err = d.opts.Sanitizer.Output(ctx, &e.Spec, data)
+	sctx, ss := d.sanitizePhase(ctx, c, "output")
+	o.data, o.report, err = d.opts.Sanitizer.Output(sctx, &e.Spec, data)
+	endPhase(ss, err)
 	o.sanitize = time.Since(start)
 	if err != nil {
 		o.status, o.err = StatusError, err

@@ -13,6 +13,7 @@ import (
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // Record is an execution as the store holds it: a key of the executions
@@ -59,10 +60,14 @@ type Record struct {
 	// token, an approval): its later steps do not pass it again.
 	Confirmed bool `json:"confirmed,omitempty"`
 	// Lineage is where a subtask stands among subtasks (delegate).
-	Lineage   *tools.Lineage `json:"lineage,omitempty"`
-	CreatedAt time.Time      `json:"created_at"`
-	StartedAt time.Time      `json:"started_at,omitzero"`
-	UpdatedAt time.Time      `json:"updated_at"`
+	Lineage *tools.Lineage `json:"lineage,omitempty"`
+	// Trace is the span context of the request that made the execution
+	// (W3C traceparent, tracestate): every step the replicas run joins
+	// that caller's trace. Nil with tracing off.
+	Trace     tracing.Carrier `json:"trace,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	StartedAt time.Time       `json:"started_at,omitzero"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 // Called is the tool the caller called, which a client repeating the call

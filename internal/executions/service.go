@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/dispatch"
@@ -63,6 +64,9 @@ type Options struct {
 	Allows     func(caller, tool string) bool
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
+	// Tracer, when set, gives each run of an execution a span in the
+	// trace of the request that made it; nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // Service runs executions; safe for concurrent use.

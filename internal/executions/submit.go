@@ -16,6 +16,7 @@ import (
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // Call is one async call as a transport received it.
@@ -121,6 +122,9 @@ type work struct {
 // a waiting one's timer. If the queue refuses, the record is removed
 // again: the caller is told nothing was accepted.
 func (s *Service) accept(ctx context.Context, r *Record) error {
+	if r.Trace == nil {
+		r.Trace = tracing.FromContext(ctx)
+	}
 	key, body := r.key(), r.encode()
 	rev, err := s.st.Executions.Create(ctx, key, body)
 	if err != nil {

@@ -259,6 +259,7 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 		}
 	}()
 	stopBeat := s.heartbeat(ctx, rn, r)
+	ctx, span := s.startRun(ctx, r)
 	var env *dispatch.Envelope
 	if r.Kind == "batch" {
 		env = s.batchEnvelope(ctx, r)
@@ -268,6 +269,7 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 			ExecutionID: r.ID, Emit: s.emitter(r), Resume: r.Resume, Confirmed: r.Confirmed, Lineage: s.LineageFor(r.Caller)})
 	}
 	stopBeat()
+	endRun(span, env)
 	if env.Status == dispatch.StatusWaiting && ctx.Err() == nil {
 		s.pause(context.Background(), rn.delivery(), r, rev, env)
 		return

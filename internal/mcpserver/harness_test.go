@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/api"
@@ -54,6 +55,8 @@ type harnessOpts struct {
 	// store runs an embedded state store and the executions service, for
 	// the tools that pause.
 	store bool
+	// tracer traces the stack.
+	tracer trace.Tracer
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -105,11 +108,12 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 		tb.Cleanup(rec.Close)
 		observers = append(observers, rec)
 	}
-	disp, err := dispatch.New(dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san, Logger: log, Observers: observers})
+	disp, err := dispatch.New(dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san, Logger: log, Observers: observers, Tracer: o.tracer})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ex, err := executions.New(executions.Options{Store: st, Dispatcher: disp, Recorder: rec, Heartbeat: 100 * time.Millisecond, Workers: 4})
+	ex, err := executions.New(executions.Options{Store: st, Dispatcher: disp, Recorder: rec, Heartbeat: 100 * time.Millisecond, Workers: 4,
+		Tracer: o.tracer})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -127,10 +131,10 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 		tb.Fatal(err)
 	}
 	ms := mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: live, Logger: log, Version: "test", MaxBodyBytes: o.maxBody,
-		Executions: ex})
+		Executions: ex, Tracer: o.tracer})
 	srv, err := server.New(server.Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, MCP: ms.Handler(), Executions: ex, Store: st, Recorder: rec,
-		SelfApproval: true})
+		SelfApproval: true, Tracer: o.tracer})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/auth"
@@ -26,6 +27,7 @@ import (
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // Options configure a Server.
@@ -42,6 +44,9 @@ type Options struct {
 	// Executions keeps the calls that pause (nil or without a store:
 	// such calls are refused).
 	Executions *executions.Service
+	// Tracer, when set, gives every tools/call a span, a child of the
+	// client's when its _meta carries a traceparent; nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // Server is toold's MCP server; build it with New.
@@ -138,8 +143,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // handler runs one tools/call through the pipeline.
 func (s *Server) handler(name string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		start := time.Now()
+		if s.opts.Tracer != nil {
+			var span trace.Span
+			ctx, span = s.startSpan(ctx, req, name)
+			defer func() { endSpan(span, res, err) }()
+		}
 		p := caller(ctx)
 		ctx, done := s.calls.track(ctx, p.Name, rpcID(ctx))
 		defer done()
@@ -160,7 +170,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			dreq.Emit = progress(ctx, req.Session, tok)
 		}
 		env := s.opts.Dispatcher.Execute(ctx, dreq)
-		s.logCall(env, p.Name, start)
+		s.logCall(ctx, env, p.Name, start)
 		if env.Error != nil && (env.Error.Code == "forbidden" || env.Status == dispatch.StatusNotFound) {
 			// A key that may not use the tool sees it as absent, exactly
 			// as the SDK answers a tool that does not exist.
@@ -186,14 +196,14 @@ func (s *Server) hasOutputSchema(name string) bool {
 // logCall writes the call's line, with the fields of REST's access line:
 // over stdio there is no HTTP request to log, and over HTTP one request
 // may carry any call.
-func (s *Server) logCall(env *dispatch.Envelope, caller string, start time.Time) {
+func (s *Server) logCall(ctx context.Context, env *dispatch.Envelope, caller string, start time.Time) {
 	errType := ""
 	if env.Error != nil {
 		errType = string(env.Error.Type)
 	}
-	s.log.Info("mcp call", zap.String("tool", env.Tool), zap.String("outcome", string(env.Status)),
+	s.log.Info("mcp call", append(tracing.LogFields(ctx), zap.String("tool", env.Tool), zap.String("outcome", string(env.Status)),
 		zap.String("error_type", errType), zap.String("request_id", env.RequestID), zap.String("caller", caller),
-		zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+		zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))...)
 }
 
 // progress turns streamed output into notifications/progress for a client

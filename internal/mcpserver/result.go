@@ -27,8 +27,12 @@ const (
 // envelopeMeta is the envelope without data and error, which the result
 // carries in its own fields.
 func envelopeMeta(env *dispatch.Envelope) map[string]any {
-	return map[string]any{"request_id": env.RequestID, "status": env.Status, "duration_ms": env.DurationMS,
+	m := map[string]any{"request_id": env.RequestID, "status": env.Status, "duration_ms": env.DurationMS,
 		"timing": env.Timing, "started_at": env.StartedAt, "sanitized": env.Sanitized}
+	if env.TraceID != "" {
+		m["trace_id"] = env.TraceID
+	}
+	return m
 }
 
 // render turns an envelope into a tools/call result. A success is the data

@@ -121,18 +121,35 @@ func (m *Tools) Observe(e *registry.Entry, env *dispatch.Envelope) {
 	if !ok {
 		return // not from the registry these metrics were built for
 	}
-	s.duration[env.Status].Observe(env.DurationMS / 1000)
+	var ex prometheus.Labels // an exemplar: the trace of a recorded call
+	if env.TraceSampled && env.TraceID != "" {
+		ex = prometheus.Labels{"trace_id": env.TraceID}
+	}
+	observe(s.duration[env.Status], env.DurationMS/1000, ex)
 	s.calls[env.Status].Inc()
 	t := env.Timing
 	if t.QueuedMS > 0 || t.ExecuteMS > 0 { // it reached the bulkhead
-		s.queue.Observe(t.QueuedMS / 1000)
+		observe(s.queue, t.QueuedMS/1000, ex)
 	}
 	if t.ExecuteMS > 0 {
-		s.execute.Observe(t.ExecuteMS / 1000)
+		observe(s.execute, t.ExecuteMS/1000, ex)
 	}
 	if t.SanitizeMS > 0 {
-		s.sanitize.Observe(t.SanitizeMS / 1000)
+		observe(s.sanitize, t.SanitizeMS/1000, ex)
 	}
+}
+
+// observe records v, with the exemplar when there is one (a histogram
+// keeps the latest exemplar of each bucket; /metrics shows them in the
+// OpenMetrics format).
+func observe(o prometheus.Observer, v float64, exemplar prometheus.Labels) {
+	if exemplar != nil {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, exemplar)
+			return
+		}
+	}
+	o.Observe(v)
 }
 
 // Stuck moves the tool's stuck gauge.

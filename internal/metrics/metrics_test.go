@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -103,5 +104,38 @@ func TestRegisterLaterTools(t *testing.T) {
 	m.Observe(old, &dispatch.Envelope{Status: dispatch.StatusSuccess, DurationMS: 3})
 	if got := testutil.ToFloat64(m.calls.WithLabelValues("t", "success")); got != 1 {
 		t.Errorf("the first tool's series were lost: calls = %v", got)
+	}
+}
+
+// TestExemplars: a recorded (sampled) call leaves its trace id on the
+// duration bucket it fell in; an unsampled one leaves none.
+func TestExemplars(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r := registryOf(t)
+	m := New(reg, r)
+	e, _ := r.Lookup("t")
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	m.Observe(e, &dispatch.Envelope{Status: dispatch.StatusError, DurationMS: 3, TraceID: "0af7651916cd43dd8448eb211c80319c"})
+	m.Observe(e, &dispatch.Envelope{Status: dispatch.StatusSuccess, DurationMS: 12, TraceID: id, TraceSampled: true,
+		Timing: dispatch.Timing{ExecuteMS: 10}})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	for _, mf := range mfs {
+		for _, metric := range mf.GetMetric() {
+			for _, b := range metric.GetHistogram().GetBucket() {
+				if ex := b.GetExemplar(); ex != nil {
+					for _, l := range ex.GetLabel() {
+						found[mf.GetName()] = l.GetValue()
+					}
+				}
+			}
+		}
+	}
+	want := map[string]string{"toold_tool_execution_duration_seconds": id, "toold_tool_phase_duration_seconds": id}
+	if !maps.Equal(found, want) {
+		t.Errorf("exemplars %v, want %v", found, want)
 	}
 }

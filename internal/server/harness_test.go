@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -61,6 +62,8 @@ type harnessOpts struct {
 	writeTimeout time.Duration
 	// maxDepth bounds argument nesting (dispatch.Options.MaxDepth).
 	maxDepth int
+	// tracer traces the stack (dispatch, executions, server).
+	tracer trace.Tracer
 }
 
 // testTools are the tools most tests use: the diagnostics plus tools that
@@ -100,7 +103,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		observers = append(observers, rec)
 	}
 	disp, err := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Limiter: lim, Sanitizer: san,
-		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers, MaxDepth: o.maxDepth})
+		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers, MaxDepth: o.maxDepth, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +112,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	eo := executions.Options{Store: st, Dispatcher: disp, Recorder: rec, Logger: log, Heartbeat: 200 * time.Millisecond, Workers: 8,
-		Allows: kr.Allows}
+		Allows: kr.Allows, Tracer: o.tracer}
 	if o.exec != nil {
 		o.exec(&eo)
 	}
@@ -122,7 +125,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	t.Cleanup(ex.Close)
 	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
-		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec})
+		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 type ctxKey int
@@ -64,12 +66,17 @@ func (s *Server) frame(next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-ID", id)
 		ri := &reqInfo{id: id}
-		r = r.WithContext(context.WithValue(r.Context(), keyInfo, ri))
+		ctx := context.WithValue(r.Context(), keyInfo, ri)
+		var span trace.Span
+		if s.opts.Tracer != nil {
+			ctx, span = s.startSpan(ctx, r)
+		}
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w, window: s.opts.WriteTimeout}
 		if sw.window > 0 {
 			sw.rc = http.NewResponseController(w)
 		}
-		defer s.logRequest(sw, r, ri, start)
+		defer s.logRequest(sw, r, ri, start, span)
 		defer s.recoverPanic(sw, r, ri)
 		next.ServeHTTP(sw, r)
 	})
@@ -144,7 +151,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // logRequest writes the access log line: route pattern, status,
 // duration, request id, tool, outcome. Never arguments or outputs: those may
 // hold secrets, and the sanitizer is not the log's job.
-func (s *Server) logRequest(sw *statusWriter, r *http.Request, ri *reqInfo, start time.Time) {
+func (s *Server) logRequest(sw *statusWriter, r *http.Request, ri *reqInfo, start time.Time, span trace.Span) {
 	route := chi.RouteContext(r.Context()).RoutePattern()
 	if route == "" {
 		route = "unmatched"
@@ -155,11 +162,14 @@ func (s *Server) logRequest(sw *statusWriter, r *http.Request, ri *reqInfo, star
 	}
 	d := time.Since(start)
 	s.metrics.observe(r.Method, route, status, d)
-	s.log.Info("request",
+	if span != nil {
+		endSpan(span, r.Method, route, status, ri)
+	}
+	s.log.Info("request", append(tracing.LogFields(r.Context()),
 		zap.String("method", r.Method), zap.String("route", route), zap.Int("status", status),
 		zap.Float64("duration_ms", float64(d.Microseconds())/1000), zap.String("request_id", ri.id),
 		zap.String("tool", ri.tool), zap.String("outcome", ri.outcome), zap.String("error_type", ri.errType),
-		zap.String("caller", ri.caller))
+		zap.String("caller", ri.caller))...)
 }
 
 // recoverPanic turns a panic in toold's own code into a 500 envelope. (Tool
@@ -268,7 +278,7 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Request-ID, Toold-Timeout, Toold-Confirm, "+
-		"Prefer, Idempotency-Key, Toold-Turn, Last-Event-ID, Mcp-Protocol-Version, Mcp-Session-Id")
+		"Prefer, Idempotency-Key, Toold-Turn, Last-Event-ID, Mcp-Protocol-Version, Mcp-Session-Id, Traceparent, Tracestate")
 	h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After, Location, Preference-Applied, Idempotent-Replayed, "+
 		"Mcp-Session-Id, WWW-Authenticate")
 	h.Set("Access-Control-Max-Age", "600")
@@ -310,7 +320,9 @@ func unauthenticated(msg string) *tools.Error {
 
 // refuse answers with a failure envelope built outside the pipeline.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, tool string, status dispatch.Status, err *tools.Error) {
-	s.writeEnvelope(w, r, dispatch.Failure(info(r).id, tool, status, err))
+	env := dispatch.Failure(info(r).id, tool, status, err)
+	env.TraceID, env.TraceSampled = tracing.TraceID(r.Context())
+	s.writeEnvelope(w, r, env)
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/auth"
@@ -68,6 +69,9 @@ type Options struct {
 	// SelfApproval lets a key with the approve role decide on its own
 	// calls (approvals.self_approval; off by default).
 	SelfApproval bool
+	// Tracer, when set, gives every request a server span, parent of its
+	// calls' spans; nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // Server serves the API; build it with New, serve Handler.

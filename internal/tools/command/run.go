@@ -11,14 +11,18 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // Result is what every command tool returns. A command that ran to its end
@@ -84,8 +88,12 @@ const drainWait = 100 * time.Millisecond
 func (s *Set) run(ctx context.Context, call *tools.Call, sb *sandbox, req runReq) (*Result, runStats, error) {
 	start := time.Now()
 	var st runStats
-	l, err := s.launch(sb, req.argv, req.dir, req.stdin != nil)
+	// With tracing on, the process is a span and learns it as TRACEPARENT:
+	// an instrumented CLI's own spans join the call's trace.
+	ctx, span := tracing.StartClient(ctx, "exec "+filepath.Base(req.argv[0]), semconv.ProcessExecutableName(filepath.Base(req.argv[0])))
+	l, err := s.launch(sb, req.argv, req.dir, req.stdin != nil, tracing.Env(ctx)...)
 	if err != nil {
+		tracing.End(span, true, "start")
 		return nil, st, err
 	}
 	defer os.RemoveAll(l.tmp)
@@ -99,6 +107,7 @@ func (s *Set) run(ctx context.Context, call *tools.Call, sb *sandbox, req runReq
 		emit = call.Emit
 	}
 	res, err := supervise(ctx, l.cmd, l.pipes, sb, req, emit, l.k, &st)
+	endProcessSpan(span, res)
 	if res != nil {
 		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	}
@@ -120,13 +129,13 @@ type launched struct {
 // too unless the sandbox sets it), TOOLD_RUN_ID marking its processes, the
 // default PATH unless set, its own pipes (stdin: a pipe, else /dev/null),
 // and the sandbox's launcher. On failure nothing is left behind.
-func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool) (*launched, error) {
+func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEnv ...string) (*launched, error) {
 	runID := newRunID()
 	tmp, err := s.tempDir(sb)
 	if err != nil {
 		return nil, fmt.Errorf("creating the private temporary directory: %w", err)
 	}
-	env := append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+runID)
+	env := append(append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+runID), extraEnv...)
 	if !hasVar(env, "HOME") {
 		env = append(env, "HOME="+tmp)
 	}
@@ -451,4 +460,19 @@ func newRunID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// endProcessSpan closes a run's span with the process's exit code (-1:
+// killed by a signal, or stopped with the call). A non-zero exit is a
+// result, not a failure of the call, but it marks the span failed, as the
+// process conventions do.
+func endProcessSpan(span trace.Span, res *Result) {
+	if span == nil {
+		return
+	}
+	code := -1
+	if res != nil {
+		code = res.ExitCode
+	}
+	tracing.End(span, code != 0, strconv.Itoa(code), semconv.ProcessExitCode(code))
 }

@@ -10,16 +10,20 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/itchyny/gojq"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/toold/toold/internal/netguard"
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // tool is one declared HTTP API tool.
@@ -184,8 +188,15 @@ func (t *tool) attempt(ctx context.Context, b *built) (*answer, error) {
 		defer cancel()
 	}
 	// The header is shared by the attempts: net/http only reads it (a
-	// redirect copies it).
-	req := (&http.Request{Method: b.method, URL: b.url, Host: b.url.Host, Header: b.header,
+	// redirect copies it). With tracing on, each attempt is a client span
+	// and carries its own traceparent, in a copy.
+	header := b.header
+	ctx, span := t.clientSpan(ctx, b)
+	if span != nil {
+		header = header.Clone()
+		tracing.ToHeader(ctx, header)
+	}
+	req := (&http.Request{Method: b.method, URL: b.url, Host: b.url.Host, Header: header,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
 	if b.body != nil {
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(b.body)), int64(len(b.body))
@@ -193,10 +204,13 @@ func (t *tool) attempt(ctx context.Context, b *built) (*answer, error) {
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
+		tracing.End(span, true, "transport")
 		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxBytes)+1))
+	// A client span fails on 4xx and 5xx, as the HTTP conventions say.
+	tracing.End(span, err != nil || resp.StatusCode >= 400, strconv.Itoa(resp.StatusCode), semconv.HTTPResponseStatusCode(resp.StatusCode))
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +219,22 @@ func (t *tool) attempt(ctx context.Context, b *built) (*answer, error) {
 		ans.body = []byte(t.scrub.Replace(string(data)))
 	}
 	return ans, nil
+}
+
+// clientSpan opens an attempt's span: "{method}" with the HTTP client
+// conventions' attributes — the method, the server's address and port, the
+// tool. Never the full URL: a template may have put an argument or a key
+// in its query.
+func (t *tool) clientSpan(ctx context.Context, b *built) (context.Context, trace.Span) {
+	port, _ := strconv.Atoi(b.url.Port())
+	if port == 0 {
+		port = 80
+		if b.url.Scheme == "https" {
+			port = 443
+		}
+	}
+	return tracing.StartClient(ctx, b.method, semconv.HTTPRequestMethodKey.String(b.method),
+		semconv.ServerAddress(b.url.Hostname()), semconv.ServerPort(port), tracing.GenAIToolName.String(t.spec.Name))
 }
 
 // classify decides what an attempt's outcome means; nil is success.

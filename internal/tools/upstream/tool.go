@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
 )
 
 // tool is one upstream tool served by toold.
@@ -117,7 +118,17 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 			s.mu.Unlock()
 		}()
 	}
+	ctx, span := tracing.StartClient(ctx, "tools/call "+t.upstream, tracing.MCPMethodName.String("tools/call"),
+		tracing.GenAIToolName.String(t.upstream), tracing.GenAIOperationName.String(tracing.ExecuteToolValue),
+		tracing.UpstreamServer.String(s.cfg.Name))
+	if span != nil { // the server's spans join the call's trace (MCP's _meta convention)
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		tracing.ToMeta(ctx, params.Meta)
+	}
 	res, err := sess.CallTool(ctx, params)
+	tracing.End(span, err != nil || res.IsError, callErrorType(err, res))
 	if err != nil {
 		return nil, t.callError(ctx, sess, err)
 	}
@@ -132,6 +143,15 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	}
 	s.m.metrics.call(s.cfg.Name, "success")
 	return resultData(res)
+}
+
+// callErrorType is a failed call's error.type: tool_error for a result
+// with isError, as MCP's conventions say, jsonrpc_error otherwise.
+func callErrorType(err error, res *mcp.CallToolResult) string {
+	if err == nil && res != nil && res.IsError {
+		return "tool_error"
+	}
+	return "jsonrpc_error"
 }
 
 // codeRejectedByTransport is the SDK's code for a message its transport
