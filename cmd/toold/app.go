@@ -125,6 +125,10 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 	})
 	observers := []dispatch.Observer{toolMetrics}
 	var rec *events.Recorder
+	// Without a store, the gate's key and memory of used tokens last as
+	// long as this process; with one, the store remembers for every
+	// replica (see internal/confirm).
+	gate := confirm.New([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL)
 	if withState && cfg.State.Enabled {
 		if a.store, err = openState(cfg, log, a.metrics); err != nil {
 			return nil, err
@@ -137,10 +141,11 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 		rec = events.NewRecorder(eo)
 		go rec.Run()
 		a.closers = append(a.closers, func() error { rec.Close(); return nil })
+		gate = confirm.Shared([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL, a.store.SpentTokens())
 		observers = append(observers, rec)
 	}
 	disp, err := dispatch.New(dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
-		Confirm:   confirm.New([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL),
+		Confirm:   gate,
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
 		Observers: observers})
 	if err != nil {

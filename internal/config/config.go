@@ -196,9 +196,12 @@ type ServerConfig struct {
 	// (default true; turn it off where the metrics port is shared).
 	Pprof *bool `yaml:"pprof"`
 	// ConfirmSecret signs confirmation tokens. Replicas that share it
-	// accept each other's tokens; empty means a random secret per process
-	// (a token then works only on the replica that issued it). Give at
-	// least 32 characters, from a secret store: ${TOOLD_CONFIRM_SECRET}.
+	// and a state store accept each other's tokens, each once (the store
+	// records its use); empty means a random secret per process (a token
+	// then works only on the replica that issued it). Without a store the
+	// key is derived afresh in each process, so tokens end at a restart.
+	// Give at least 32 characters, from a secret store:
+	// ${TOOLD_CONFIRM_SECRET}.
 	ConfirmSecret string `yaml:"confirm_secret" validate:"omitempty,min=32"`
 }
 

@@ -8,11 +8,13 @@
 //
 // What lives here:
 //
-//	KV  toold_executions   one record per execution, kept for Retention
-//	KV  toold_idempotency  Idempotency-Key and Toold-Turn claims and answers
-//	    TOOLD_WORK         the queue of accepted async executions
-//	    TOOLD_EVENTS       activity and per-execution events (toold.events.>)
-//	    TOOLD_AUDIT        the hash-chained audit log (toold.audit)
+//	KV  toold_executions     one record per execution, kept for Retention
+//	KV  toold_idempotency    Idempotency-Key and Toold-Turn claims and answers
+//	KV  toold_confirmations  confirmation tokens already used, each kept until
+//	                         it expires (per-key TTL): no replica accepts one twice
+//	    TOOLD_WORK           the queue of accepted async executions
+//	    TOOLD_EVENTS         activity and per-execution events (toold.events.>)
+//	    TOOLD_AUDIT          the hash-chained audit log (toold.audit)
 package state
 
 import (
@@ -123,6 +125,8 @@ type Store struct {
 	Executions  *Bucket
 	Idempotency *Bucket
 	Waits       *Bucket
+	// confirmations holds used confirmation tokens (see SpentTokens).
+	confirmations *Bucket
 }
 
 // Open starts the embedded server (or connects to Options.URL) and creates
@@ -241,6 +245,9 @@ func (s *Store) provision(ctx context.Context) error {
 		return err
 	}
 	if s.Waits, err = kv(WaitsBucket, "toold executions that wait, by id", o.Retention); err != nil {
+		return err
+	}
+	if s.confirmations, err = s.confirmationsBucket(ctx); err != nil {
 		return err
 	}
 	streams := []jetstream.StreamConfig{
