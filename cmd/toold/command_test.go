@@ -143,7 +143,7 @@ func trueServer(b *testing.B, mode string) string {
 	cfg.Commands.Containment = mode
 	cfg.Commands.Rlimits.Processes = -1 // bwrap leaves zombies for PID 1; a tight uid limit would fill
 	cfg.Commands.Tools = append(cfg.Commands.Tools, trueTool())
-	a, err := build(cfg, zap.NewNop(), false)
+	a, err := build(cfg, zap.NewNop(), false, nil)
 	if err != nil {
 		b.Skipf("containment %s is not available here: %v", mode, err)
 	}

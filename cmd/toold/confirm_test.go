@@ -99,8 +99,10 @@ func TestConfirmationTokenReplay(t *testing.T) {
 	t.Run("on another replica", func(t *testing.T) {
 		ns := statetest.StartServer(t)
 		cfg := confirmConfig(t, "")
-		a := start(t, nil, "-config", cfg, "-workspace", workspace(t), "-nats-url", ns.URL)
-		b := start(t, nil, "-config", cfg, "-workspace", workspace(t), "-nats-url", ns.URL)
+		// Replicas of a shared store sign the audit log with one key.
+		env := map[string]string{"TOOLD_AUDIT_SIGNING_KEY": strings.Repeat("5a", 32)}
+		a := start(t, env, "-config", cfg, "-workspace", workspace(t), "-nats-url", ns.URL)
+		b := start(t, env, "-config", cfg, "-workspace", workspace(t), "-nats-url", ns.URL)
 		tok := spend(t, a)
 		refused(t, "replica B", b.confirmCall(tok))
 		// A token B issued and nobody used works on A: the replicas

@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if !withState {
 		log.Info("the state store is off for -stdio: set state.dir or state.nats.url to record executions and audit")
 	}
-	a, err := build(cfg, log, withState)
+	a, err := build(cfg, log, withState, lookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "toold: cannot start:\n%v\n", err)
 		return exitCode(2)
@@ -90,7 +90,7 @@ func checkConfig(o *options, lookupEnv func(string) (string, bool), stdout, stde
 	cfg, err := loadConfig(o, lookupEnv)
 	if err == nil {
 		var a *app
-		if a, err = build(cfg, zap.NewNop(), false); err == nil {
+		if a, err = build(cfg, zap.NewNop(), false, nil); err == nil {
 			a.close()
 		}
 	}

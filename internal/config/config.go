@@ -129,6 +129,23 @@ type AuditConfig struct {
 	// replaced secrets and personal data, so the hash cannot confirm a
 	// guessed secret.
 	RedactArguments bool `yaml:"redact_arguments"`
+	// SigningKeyFile holds the ed25519 private key the audit log is
+	// signed with (PKCS #8 PEM, or 64 hex digits). Else the variable
+	// TOOLD_AUDIT_SIGNING_KEY (read, then removed from the environment);
+	// else, for the embedded store only, a key toold makes once in
+	// state.dir/audit-signing.key. A shared store needs one of the first
+	// two, the same on every replica.
+	SigningKeyFile string `yaml:"signing_key_file"`
+	// TrustedKeys are more public keys whose signatures verify (and the
+	// replicas) accept: "ed25519:<hex>" or a file. Keep a rotated-out key
+	// here as long as records it signed are kept.
+	TrustedKeys []string `yaml:"trusted_keys" validate:"dive,required"`
+	// CheckpointInterval is how often the head of the audit chain is
+	// published outside the store (log line, metrics, CheckpointFile);
+	// default 1m.
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval" validate:"gte=0"`
+	// CheckpointFile, when set, gets one JSON line per checkpoint.
+	CheckpointFile string `yaml:"checkpoint_file"`
 }
 
 // ExecutionsConfig bounds async executions and batches.

@@ -14,7 +14,10 @@
 //	                         it expires (per-key TTL): no replica accepts one twice
 //	    TOOLD_WORK           the queue of accepted async executions
 //	    TOOLD_EVENTS         activity and per-execution events (toold.events.>)
-//	    TOOLD_AUDIT          the hash-chained audit log (toold.audit)
+//	    TOOLD_AUDIT          the signed, hash-chained audit log (toold.audit);
+//	                         no message can be deleted nor the stream purged
+//	                         (deny_delete, deny_purge: the server refuses to
+//	                         clear them on an existing stream)
 package state
 
 import (
@@ -262,9 +265,12 @@ func (s *Store) provision(ctx context.Context) error {
 		{Name: EventsStream, Description: "toold activity and execution events", Subjects: []string{EventsSubjects},
 			MaxAge: o.EventsMaxAge, MaxBytes: o.EventsMaxBytes, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 			Discard: jetstream.DiscardOld},
-		{Name: AuditStream, Description: "toold audit log, hash-chained", Subjects: []string{AuditSubject},
+		// Records leave only by the limits (age, bytes): a client of the
+		// store may not delete one or purge the log. The server refuses
+		// to clear either flag on an existing stream.
+		{Name: AuditStream, Description: "toold audit log, signed and hash-chained", Subjects: []string{AuditSubject},
 			MaxAge: o.AuditMaxAge, MaxBytes: o.AuditMaxBytes, Storage: jetstream.FileStorage, Replicas: o.Replicas,
-			Discard: jetstream.DiscardOld, DenyDelete: false},
+			Discard: jetstream.DiscardOld, DenyDelete: true, DenyPurge: true},
 	}
 	for _, sc := range streams {
 		st, err := s.js.CreateOrUpdateStream(ctx, sc)
