@@ -201,7 +201,7 @@ func (a *app) openState(lookupEnv func(string) (string, bool)) (*events.Recorder
 	}
 	a.closers = append(a.closers, a.store.Close)
 	if u := a.store.ClientURL(); u != "" {
-		log.Info("the embedded state store accepts NATS clients", zap.String("url", u))
+		log.Info("the embedded state store accepts NATS clients with credentials", zap.String("url", u))
 	}
 	if generate {
 		if signer, from, err = auditSigner(cfg, dir, lookupEnv, true); err != nil {
@@ -258,9 +258,12 @@ func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer) (
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return state.Open(ctx, state.Options{URL: sc.NATS.URL, Credentials: sc.NATS.Credentials, User: sc.NATS.User,
-		Password: sc.NATS.Password, Token: sc.NATS.Token, Dir: dir, Listen: sc.NATS.Listen, MaxStore: sc.MaxStoreBytes,
-		Replicas: sc.NATS.Replicas, Retention: sc.Retention, IdempotencyTTL: sc.IdempotencyTTL,
+	n := sc.NATS
+	return state.Open(ctx, state.Options{URL: n.URL, Credentials: n.Credentials, User: n.User,
+		Password: n.Password, Token: n.Token, NKeySeedFile: n.NKeySeedFile,
+		TLS: state.TLS{CAFile: n.TLS.CAFile, CertFile: n.TLS.CertFile, KeyFile: n.TLS.KeyFile},
+		Dir: dir, Listen: n.Listen, MaxStore: sc.MaxStoreBytes,
+		Replicas: n.Replicas, Retention: sc.Retention, IdempotencyTTL: sc.IdempotencyTTL,
 		EventsMaxAge: sc.Events.MaxAge, EventsMaxBytes: sc.Events.MaxBytes, AuditMaxAge: sc.Audit.MaxAge,
 		AuditMaxBytes: sc.Audit.MaxBytes, Name: name, Logger: log.Named("state"), Registerer: reg})
 }

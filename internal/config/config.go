@@ -102,16 +102,33 @@ type NATSConfig struct {
 	// URL of the external NATS server or cluster (nats://host:4222,
 	// comma-separated seeds); empty embeds a server.
 	URL string `yaml:"url"`
-	// Credentials is a .creds file; or User and Password; or Token.
-	Credentials string `yaml:"credentials"`
-	User        string `yaml:"user"`
-	Password    string `yaml:"password"`
-	Token       string `yaml:"token"`
+	// Credentials is a .creds file; or User and Password; or Token; or
+	// NKeySeedFile, a file holding an NKey user seed (SU...). For the
+	// embedded server with Listen they are what every client, toold
+	// included, must present.
+	Credentials  string `yaml:"credentials"`
+	User         string `yaml:"user"`
+	Password     string `yaml:"password"`
+	Token        string `yaml:"token"`
+	NKeySeedFile string `yaml:"nkey_seed_file"`
+	// TLS secures the connection: for an external NATS the CA of its
+	// servers and this replica's client certificate; for the embedded
+	// server's listener its certificate, and with ca_file the CA client
+	// certificates must be signed by.
+	TLS NATSTLS `yaml:"tls"`
 	// Listen makes the embedded server accept NATS clients on host:port
-	// (for the nats CLI or toold audit while toold runs).
+	// (other replicas, the nats CLI, toold audit while toold runs). It
+	// requires credentials, and TLS on a non-loopback address.
 	Listen string `yaml:"listen" validate:"omitempty,listen_addr"`
 	// Replicas of each stream in a clustered NATS (1, 3 or 5).
 	Replicas int `yaml:"replicas" validate:"gte=0,lte=5"`
+}
+
+// NATSTLS names certificate files (PEM).
+type NATSTLS struct {
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 // StreamLimits bound a stream.

@@ -18,6 +18,9 @@
 //	                         no message can be deleted nor the stream purged
 //	                         (deny_delete, deny_purge: the server refuses to
 //	                         clear them on an existing stream)
+//
+// The embedded server listens for network clients only when asked
+// (Listen), and then only with credentials (see auth.go).
 package state
 
 import (
@@ -64,14 +67,20 @@ type Options struct {
 	// empty embeds a server storing in Dir.
 	URL string
 	// Credentials is a NATS .creds file (JWT and NKey seed); User and
-	// Password, or Token, are the simpler alternatives.
+	// Password, Token, or an NKey seed file are the alternatives. For the
+	// embedded server with Listen they are what every client, this
+	// process included, must present.
 	Credentials    string
 	User, Password string
 	Token          string
-	Dir            string
+	NKeySeedFile   string
+	// TLS secures the connection (see TLS for each side's files).
+	TLS TLS
+	Dir string
 	// Listen, for the embedded server, also accepts NATS clients on this
-	// host:port (the nats CLI, toold audit while toold runs); empty
-	// accepts none: the embedded server has no network listener.
+	// host:port (other replicas, the nats CLI, toold audit while toold
+	// runs), and requires credentials then; empty accepts none: the
+	// embedded server has no network listener.
 	Listen string
 	// MaxStore bounds the embedded server's disk use (default: the events
 	// and audit limits plus 1 GiB).
@@ -210,14 +219,11 @@ func (s *Store) connect() (*nats.Conn, error) {
 			s.log.Warn("state: NATS error", zap.Error(err))
 		}),
 	}
-	switch {
-	case o.Credentials != "":
-		opts = append(opts, nats.UserCredentials(o.Credentials))
-	case o.User != "":
-		opts = append(opts, nats.UserInfo(o.User, o.Password))
-	case o.Token != "":
-		opts = append(opts, nats.Token(o.Token))
+	auth, err := o.clientAuth(s.embedded != nil)
+	if err != nil {
+		return nil, err
 	}
+	opts = append(opts, auth...)
 	if s.embedded != nil {
 		opts = append(opts, nats.InProcessServer(s.embedded))
 	}
