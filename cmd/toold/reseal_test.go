@@ -14,6 +14,7 @@ import (
 
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // auditRun starts toold on dir, makes calls calls (each flushed on its
@@ -77,34 +78,15 @@ func reseal(t *testing.T, lines [][]byte, edit func(i int, rec map[string]json.R
 }
 
 // rewriteAudit replaces the audit stream of the store in dir with lines,
-// as a client of the store can: it deletes the stream, creates it again
-// and publishes the lines.
+// as a client of the store can.
 func rewriteAudit(t *testing.T, dir string, lines [][]byte) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := state.Open(ctx, state.Options{Dir: dir})
+	st, err := state.Open(context.Background(), state.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	js := st.JetStream()
-	s, err := js.Stream(ctx, state.AuditStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := s.CachedInfo().Config
-	cfg.DenyDelete, cfg.DenyPurge = false, false
-	if err := js.DeleteStream(ctx, state.AuditStream); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range lines {
-		if _, err := js.Publish(ctx, state.AuditSubject, line); err != nil {
-			t.Fatal(err)
-		}
-	}
+	statetest.ReplaceStream(t, st, state.AuditStream, state.AuditSubject, lines)
 }
 
 // verifyStore runs `toold audit verify` on the store in dir.

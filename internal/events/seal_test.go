@@ -41,25 +41,7 @@ func auditLog(t *testing.T, st *state.Store) [][]byte {
 // lines, one message each.
 func rewriteAudit(t *testing.T, st *state.Store, edit func([][]byte) [][]byte) {
 	t.Helper()
-	ctx := context.Background()
-	lines := edit(auditLog(t, st))
-	js := st.JetStream()
-	s, err := js.Stream(ctx, state.AuditStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := s.CachedInfo().Config
-	if err := js.DeleteStream(ctx, state.AuditStream); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range lines {
-		if _, err := js.Publish(ctx, state.AuditSubject, line); err != nil {
-			t.Fatal(err)
-		}
-	}
+	statetest.ReplaceStream(t, st, state.AuditStream, state.AuditSubject, edit(auditLog(t, st)))
 }
 
 // reseal chains lines again after edit changed them, with SHA-256 as toold

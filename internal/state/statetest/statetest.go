@@ -103,6 +103,33 @@ func AnonymousConnect(t testing.TB, clientURL string) string {
 	return strings.TrimSpace(line)
 }
 
+// ReplaceStream does to a stream what a client of the store can even when
+// the stream refuses to delete messages (the audit log): delete the whole
+// stream, create it anew with its configuration (deny flags cleared), and
+// publish msgs to subject, one message each. Tests play attackers with it.
+func ReplaceStream(t testing.TB, st *state.Store, stream, subject string, msgs [][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	js := st.JetStream()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.DenyDelete, cfg.DenyPurge = false, false
+	if err := js.DeleteStream(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := js.Publish(ctx, subject, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // ServerBinary builds nats-server from the module's own dependency and
 // returns its path. See buildServer for where it is kept.
 func ServerBinary() (string, error) { return buildServer() }
