@@ -258,8 +258,43 @@ func TestTooldRefusedWithoutTheNATSPassword(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf("state: {nats: {url: %q, user: toold, password: wrong-password}}\n", nats.url)), 0o600)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, toolBin, "-config", cfg, "-workspace", dir, "-listen", "127.0.0.1:0", "-admin-listen", "off").CombinedOutput()
+	cmd := exec.CommandContext(ctx, toolBin, "-config", cfg, "-workspace", dir, "-listen", "127.0.0.1:0", "-admin-listen", "off")
+	// An audit key, so that what stops toold is the password, not the
+	// key it checks first.
+	cmd.Env = append(os.Environ(), "TOOLD_AUDIT_SIGNING_KEY="+strings.Repeat("11", 32))
+	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "cannot reach NATS") || !strings.Contains(strings.ToLower(string(out)), "authorization") {
 		t.Errorf("toold with a wrong NATS password: %v\n%s", err, out)
+	}
+}
+
+// TestAuditKeyPlaceholderRefused: the example Secret's audit key is a
+// placeholder toold refuses (so applying the example as it stands cannot
+// leave replicas signing with a key anyone can read here), and without any
+// key toold on the shared store refuses to start; both before NATS is
+// reached, and both say what to do.
+func TestAuditKeyPlaceholderRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("state: {nats: {url: \"nats://127.0.0.1:1\"}}\n"), 0o600)
+	placeholder := exampleSecrets(t)["toold-audit-key"]["signing-key"]
+	for _, tt := range []struct {
+		env, want string
+	}{
+		{"TOOLD_AUDIT_SIGNING_KEY=" + placeholder, "not an ed25519 private key"},
+		{"", "toold audit keygen"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, toolBin, "-config", cfg, "-workspace", dir, "-listen", "127.0.0.1:0", "-admin-listen", "off")
+		var env []string
+		if tt.env != "" {
+			env = append(env, tt.env)
+		}
+		cmd.Env = processEnv(env)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), tt.want) || strings.Contains(string(out), "cannot reach NATS") {
+			t.Errorf("toold with %q: %v\n%s", tt.env, err, out)
+		}
 	}
 }

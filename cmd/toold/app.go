@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -131,22 +132,19 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	})
 	observers := []dispatch.Observer{toolMetrics}
 	var rec *events.Recorder
+	// Without a store, the gate's key and memory of used tokens last as
+	// long as this process; with one, the store remembers for every
+	// replica (see internal/confirm).
+	gate := confirm.New([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL)
 	if withState && cfg.State.Enabled {
-		if a.store, err = openState(cfg, log, a.metrics); err != nil {
+		if rec, err = a.openState(env); err != nil {
 			return nil, err
 		}
-		a.closers = append(a.closers, a.store.Close)
-		eo := events.Options{Store: a.store, Audit: cfg.State.Audit.Enabled, Logger: log.Named("events"), Registerer: a.metrics}
-		if cfg.State.Audit.RedactArguments {
-			eo.RedactArguments = san.RedactJSON
-		}
-		rec = events.NewRecorder(eo)
-		go rec.Run()
-		a.closers = append(a.closers, func() error { rec.Close(); return nil })
+		gate = confirm.Shared([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL, a.store.SpentTokens())
 		observers = append(observers, rec)
 	}
 	disp, err := dispatch.New(dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
-		Confirm:   confirm.New([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL),
+		Confirm:   gate,
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
 		Observers: observers, Tracer: a.tracing.Tracer(), TracePayloads: tracePayloads(cfg)})
 	if err != nil {
@@ -183,17 +181,79 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	return a, nil
 }
 
+// openState opens the store the configuration names, and the recorder of
+// events and the audit log, signed and checkpointed, that writes to it.
+func (a *app) openState(lookupEnv func(string) (string, bool)) (*events.Recorder, error) {
+	cfg, log := a.cfg, a.log
+	audit := cfg.State.Audit.Enabled
+	var signer *events.Signer
+	var from string
+	dir, err := stateDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// A missing or malformed key fails here, before the store is reached;
+	// only a key toold makes itself waits for the store's directory.
+	generate := false
+	if audit {
+		signer, from, err = auditSigner(cfg, dir, lookupEnv, false)
+		generate = errors.Is(err, os.ErrNotExist) && from == filepath.Join(dir, generatedKey)
+		if err != nil && !generate {
+			return nil, err
+		}
+	}
+	if a.store, err = openState(cfg, log, a.metrics); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.store.Close)
+	if u := a.store.ClientURL(); u != "" {
+		log.Info("the embedded state store accepts NATS clients with credentials", zap.String("url", u))
+	}
+	if generate {
+		if signer, from, err = auditSigner(cfg, dir, lookupEnv, true); err != nil {
+			return nil, err
+		}
+	}
+	eo := events.Options{Store: a.store, Audit: audit, Signer: signer, Logger: log.Named("events"), Registerer: a.metrics}
+	if cfg.State.Audit.RedactArguments {
+		eo.RedactArguments = a.san.RedactJSON
+	}
+	rec := events.NewRecorder(eo)
+	if !audit {
+		go rec.Run()
+		a.closers = append(a.closers, func() error { rec.Close(); return nil })
+		return rec, nil
+	}
+	log.Info("the audit log is signed", zap.String("key_id", signer.KeyID()),
+		zap.String("public_key", events.MarshalPublicKey(signer.PublicKey())), zap.String("from", from))
+	cp, err := events.NewCheckpointer(events.CheckpointOptions{Head: rec.AuditHead, Interval: cfg.State.Audit.CheckpointInterval,
+		File: cfg.State.Audit.CheckpointFile, Logger: log.Named("audit"), Registerer: a.metrics})
+	if err != nil {
+		return nil, err
+	}
+	go rec.Run()
+	go cp.Run()
+	// The last checkpoint after the last records.
+	a.closers = append(a.closers, func() error { rec.Close(); cp.Close(); return nil })
+	return rec, nil
+}
+
+// stateDir is the embedded store's directory: state.dir, or the user's
+// state directory; empty for an external store.
+func stateDir(cfg *config.Config) (string, error) {
+	if cfg.State.Dir != "" || cfg.State.NATS.URL != "" {
+		return cfg.State.Dir, nil
+	}
+	return state.DefaultDir(os.LookupEnv)
+}
+
 // openState opens the store the configuration names: an external NATS, or
 // the embedded server in state.dir (the user's state directory by default).
 func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer) (*state.Store, error) {
 	sc := cfg.State
-	dir := sc.Dir
-	if dir == "" && sc.NATS.URL == "" {
-		d, err := state.DefaultDir(os.LookupEnv)
-		if err != nil {
-			return nil, err
-		}
-		dir = d
+	dir, err := stateDir(cfg)
+	if err != nil {
+		return nil, err
 	}
 	name := sc.Replica
 	if name == "" {
@@ -204,9 +264,12 @@ func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer) (
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return state.Open(ctx, state.Options{URL: sc.NATS.URL, Credentials: sc.NATS.Credentials, User: sc.NATS.User,
-		Password: sc.NATS.Password, Token: sc.NATS.Token, Dir: dir, Listen: sc.NATS.Listen, MaxStore: sc.MaxStoreBytes,
-		Replicas: sc.NATS.Replicas, Retention: sc.Retention, IdempotencyTTL: sc.IdempotencyTTL,
+	n := sc.NATS
+	return state.Open(ctx, state.Options{URL: n.URL, Credentials: n.Credentials, User: n.User,
+		Password: n.Password, Token: n.Token, NKeySeedFile: n.NKeySeedFile,
+		TLS: state.TLS{CAFile: n.TLS.CAFile, CertFile: n.TLS.CertFile, KeyFile: n.TLS.KeyFile},
+		Dir: dir, Listen: n.Listen, MaxStore: sc.MaxStoreBytes,
+		Replicas: n.Replicas, Retention: sc.Retention, IdempotencyTTL: sc.IdempotencyTTL,
 		EventsMaxAge: sc.Events.MaxAge, EventsMaxBytes: sc.Events.MaxBytes, AuditMaxAge: sc.Audit.MaxAge,
 		AuditMaxBytes: sc.Audit.MaxBytes, Name: name, Logger: log.Named("state"), Registerer: reg})
 }

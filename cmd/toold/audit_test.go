@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/toold/toold/internal/state"
 )
 
 // TestAuditCommands: every call of a run leaves an audit record; `toold
@@ -48,29 +46,23 @@ func TestAuditCommands(t *testing.T) {
 	}
 	tampered := filepath.Join(t.TempDir(), "tampered.jsonl")
 	os.WriteFile(tampered, bytes.Replace(data, []byte(`"caller":"anonymous"`), []byte(`"caller":"someone-else"`), 1), 0o600)
-	if out, err := audit("verify", "-file", tampered); err == nil || !strings.Contains(out, "altered") {
+	// An export is checked with the public key toold wrote beside the
+	// key it made in the store's directory.
+	pub := filepath.Join(dir, "audit-signing.pub")
+	if out, err := audit("verify", "-file", tampered, "-public-key", pub); err == nil || !strings.Contains(out, "altered") {
 		t.Errorf("an altered export passed: %v %s", err, out)
 	}
-	if out, err := audit("verify", "-file", export); err != nil {
+	if out, err := audit("verify", "-file", export, "-public-key", pub); err != nil {
 		t.Errorf("the intact export failed: %v %s", err, out)
 	}
-	// Remove one message from the middle of the store's log.
-	st, err := state.Open(context.Background(), state.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
+	if out, err := audit("verify", "-file", export, "-public-key", "ed25519:"+strings.Repeat("00", 32)); err == nil ||
+		!strings.Contains(out, "not given") {
+		t.Errorf("an export checked with another key passed: %v %s", err, out)
 	}
-	s, err := st.JetStream().Stream(context.Background(), state.AuditStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _ := s.Info(context.Background())
-	if info.State.Msgs < 3 {
-		t.Fatalf("the run's records went out in %d message(s); the test needs 3", info.State.Msgs)
-	}
-	if err := s.DeleteMsg(context.Background(), info.State.FirstSeq+1); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	// Remove one record from the middle of the store's log (the stream
+	// refuses to delete a message: a client of the store writes it anew).
+	lines := auditLines(t, dir)
+	rewriteAudit(t, dir, append(lines[:2:2], lines[3:]...))
 	if out, err := audit("verify", "-state-dir", dir); err == nil || !strings.Contains(out, "removed") {
 		t.Errorf("verify after a record was removed from the store: %v %s", err, out)
 	}

@@ -48,7 +48,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP, for hosts that launch servers as processes (logs go to stderr)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: toold [flags]\n       toold audit verify|export [-config FILE] [-state-dir DIR] [-nats-url URL] [-file F] [-o F]\n\n"+
+		fmt.Fprintf(stderr, "Usage: toold [flags]\n       toold audit verify|export|keygen|public-key [-config FILE] [-state-dir DIR] [-nats-url URL] ...\n\n"+
 			"Every setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
 		fs.PrintDefaults()
 	}

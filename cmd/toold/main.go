@@ -16,7 +16,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
+	// The audit key leaves the environment before anything else runs.
+	lookupEnv := withdrawEnv(os.LookupEnv, os.Unsetenv, auditKeyEnv)
+	err := run(ctx, os.Args[1:], lookupEnv, os.Stdin, os.Stdout, os.Stderr)
 	var ec exitCode
 	switch {
 	case errors.As(err, &ec):

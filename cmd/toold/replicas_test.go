@@ -120,6 +120,8 @@ func sseEvents(t *testing.T, url string, stop func(name, data string) bool) []st
 // executions to B (interrupted, or run again when idempotent); and a NATS
 // restart under load loses nothing accepted.
 func TestTwoReplicasOneNATS(t *testing.T) {
+	// The replicas (child processes) sign the audit log with one key.
+	t.Setenv("TOOLD_AUDIT_SIGNING_KEY", strings.Repeat("a5", 32))
 	ns := statetest.StartServer(t)
 	ws := sharedWorkspace(t) // readable by the uid commands run as
 	a := startProcess(t, replicaConfig(ns.URL, "replica-a"), "-workspace", ws)

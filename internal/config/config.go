@@ -107,16 +107,33 @@ type NATSConfig struct {
 	// URL of the external NATS server or cluster (nats://host:4222,
 	// comma-separated seeds); empty embeds a server.
 	URL string `yaml:"url"`
-	// Credentials is a .creds file; or User and Password; or Token.
-	Credentials string `yaml:"credentials"`
-	User        string `yaml:"user"`
-	Password    string `yaml:"password"`
-	Token       string `yaml:"token"`
+	// Credentials is a .creds file; or User and Password; or Token; or
+	// NKeySeedFile, a file holding an NKey user seed (SU...). For the
+	// embedded server with Listen they are what every client, toold
+	// included, must present.
+	Credentials  string `yaml:"credentials"`
+	User         string `yaml:"user"`
+	Password     string `yaml:"password"`
+	Token        string `yaml:"token"`
+	NKeySeedFile string `yaml:"nkey_seed_file"`
+	// TLS secures the connection: for an external NATS the CA of its
+	// servers and this replica's client certificate; for the embedded
+	// server's listener its certificate, and with ca_file the CA client
+	// certificates must be signed by.
+	TLS NATSTLS `yaml:"tls"`
 	// Listen makes the embedded server accept NATS clients on host:port
-	// (for the nats CLI or toold audit while toold runs).
+	// (other replicas, the nats CLI, toold audit while toold runs). It
+	// requires credentials, and TLS on a non-loopback address.
 	Listen string `yaml:"listen" validate:"omitempty,listen_addr"`
 	// Replicas of each stream in a clustered NATS (1, 3 or 5).
 	Replicas int `yaml:"replicas" validate:"gte=0,lte=5"`
+}
+
+// NATSTLS names certificate files (PEM).
+type NATSTLS struct {
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 // StreamLimits bound a stream.
@@ -134,6 +151,23 @@ type AuditConfig struct {
 	// replaced secrets and personal data, so the hash cannot confirm a
 	// guessed secret.
 	RedactArguments bool `yaml:"redact_arguments"`
+	// SigningKeyFile holds the ed25519 private key the audit log is
+	// signed with (PKCS #8 PEM, or 64 hex digits). Else the variable
+	// TOOLD_AUDIT_SIGNING_KEY (read, then removed from the environment);
+	// else, for the embedded store only, a key toold makes once in
+	// state.dir/audit-signing.key. A shared store needs one of the first
+	// two, the same on every replica.
+	SigningKeyFile string `yaml:"signing_key_file"`
+	// TrustedKeys are more public keys whose signatures verify (and the
+	// replicas) accept: "ed25519:<hex>" or a file. Keep a rotated-out key
+	// here as long as records it signed are kept.
+	TrustedKeys []string `yaml:"trusted_keys" validate:"dive,required"`
+	// CheckpointInterval is how often the head of the audit chain is
+	// published outside the store (log line, metrics, CheckpointFile);
+	// default 1m.
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval" validate:"gte=0"`
+	// CheckpointFile, when set, gets one JSON line per checkpoint.
+	CheckpointFile string `yaml:"checkpoint_file"`
 }
 
 // ExecutionsConfig bounds async executions and batches.
@@ -201,9 +235,12 @@ type ServerConfig struct {
 	// (default true; turn it off where the metrics port is shared).
 	Pprof *bool `yaml:"pprof"`
 	// ConfirmSecret signs confirmation tokens. Replicas that share it
-	// accept each other's tokens; empty means a random secret per process
-	// (a token then works only on the replica that issued it). Give at
-	// least 32 characters, from a secret store: ${TOOLD_CONFIRM_SECRET}.
+	// and a state store accept each other's tokens, each once (the store
+	// records its use); empty means a random secret per process (a token
+	// then works only on the replica that issued it). Without a store the
+	// key is derived afresh in each process, so tokens end at a restart.
+	// Give at least 32 characters, from a secret store:
+	// ${TOOLD_CONFIRM_SECRET}.
 	ConfirmSecret string `yaml:"confirm_secret" validate:"omitempty,min=32"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -384,5 +385,44 @@ func TestUpstreamLimitsRefused(t *testing.T) {
 	_, err := Load(write(t, "mcp:\n  servers:\n    - {name: a, command: x, limits: {timeout: 1ms}}\n"), env(nil))
 	if got := problemMap(t, err); !strings.Contains(got["mcp.servers[0]"], "limits: max 3s is above timeout 1ms") {
 		t.Errorf("impossible limits: %v", got)
+	}
+}
+
+// TestStateCredentials: a listening embedded store without credentials, with
+// a guessable one, or off loopback without TLS is refused with the path to
+// fix; an external store's credentials are not held to the listener's rules.
+func TestStateCredentials(t *testing.T) {
+	long := strings.Repeat("x", 32)
+	for _, tt := range []struct {
+		nats string
+		want string // a problem path, or "" for none
+	}{
+		{`{listen: "127.0.0.1:4222"}`, "state.nats.listen"},
+		{`{listen: "127.0.0.1:4222", token: short}`, "state.nats.token"},
+		{`{listen: "127.0.0.1:4222", user: u, password: short}`, "state.nats.password"},
+		{`{listen: "127.0.0.1:4222", token: ` + long + `}`, ""},
+		{`{listen: "127.0.0.1:4222", nkey_seed_file: /etc/toold/nats.nk}`, ""},
+		{`{listen: "127.0.0.1:4222", tls: {ca_file: ca.pem, cert_file: c.pem, key_file: k.pem}}`, ""},
+		{`{listen: "127.0.0.1:4222", tls: {cert_file: c.pem, key_file: k.pem}}`, "state.nats.listen"},
+		{`{listen: "0.0.0.0:4222", token: ` + long + `}`, "state.nats.tls"},
+		{`{listen: "127.0.0.1:4222", credentials: x.creds}`, "state.nats.credentials"},
+		{`{url: "nats://n:4222", token: t, user: u, password: p}`, "state.nats"},
+		{`{url: "nats://n:4222", token: short}`, ""},
+		{`{url: "nats://n:4222", tls: {cert_file: c.pem}}`, "state.nats.tls"},
+	} {
+		f := filepath.Join(t.TempDir(), "c.yaml")
+		os.WriteFile(f, []byte("state: {nats: "+tt.nats+"}\n"), 0o600)
+		_, err := Load(f, func(string) (string, bool) { return "", false })
+		var ce *Error
+		errors.As(err, &ce)
+		var paths []string
+		if ce != nil {
+			for _, p := range ce.Problems {
+				paths = append(paths, p.Path)
+			}
+		}
+		if (tt.want == "") != (err == nil) || tt.want != "" && !slices.Contains(paths, tt.want) {
+			t.Errorf("nats %s: %v, want a problem at %q", tt.nats, err, tt.want)
+		}
 	}
 }

@@ -78,6 +78,7 @@ func (c *Config) Validate() error {
 		c.checkServerLimits(probs, i, srv)
 	}
 	probs.addSection("consult", c.Consult.Check())
+	c.State.check(probs)
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {
 		probs.add("listen", "%q is not a loopback address and no auth keys are configured; "+
 			"add auth.keys, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)

@@ -1,13 +1,17 @@
 package confirm
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
 
+var ctx = context.Background()
+
 func TestTokens(t *testing.T) {
-	g := New([]byte("secret"), time.Minute)
+	g := Shared([]byte("secret"), time.Minute, newMemory())
 	args := []byte(`{"command":["rm","x"]}`)
 	tok, exp := g.Issue("alice", "execute_command", args)
 	if exp.Before(time.Now()) {
@@ -28,7 +32,7 @@ func TestTokens(t *testing.T) {
 		{"replayed", "alice", "execute_command", tok, args, ErrUsed},
 	}
 	for _, tt := range tests {
-		if err := g.Check(tt.caller, tt.tool, tt.args, tt.token); !errors.Is(err, tt.want) {
+		if err := g.Check(ctx, tt.caller, tt.tool, tt.args, tt.token); !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
 	}
@@ -40,31 +44,75 @@ func TestExpiry(t *testing.T) {
 	g.now = func() time.Time { return now }
 	tok, _ := g.Issue("a", "t", nil)
 	g.now = func() time.Time { return now.Add(5*time.Minute + time.Second) }
-	if err := g.Check("a", "t", nil, tok); !errors.Is(err, ErrExpired) {
+	if err := g.Check(ctx, "a", "t", nil, tok); !errors.Is(err, ErrExpired) {
 		t.Fatalf("got %v", err)
 	}
 }
 
-func TestSharedSecretAcrossReplicas(t *testing.T) {
-	a, b := New([]byte("shared"), time.Minute), New([]byte("shared"), time.Minute)
+// TestSharedGates: gates with one secret and one ledger (replicas on one
+// store) accept each other's tokens once between them; a gate with
+// another secret says the token is not its own.
+func TestSharedGates(t *testing.T) {
+	ledger := newMemory()
+	a, b := Shared([]byte("shared"), time.Minute, ledger), Shared([]byte("shared"), time.Minute, ledger)
 	tok, _ := a.Issue("c", "t", []byte("{}"))
-	if err := b.Check("c", "t", []byte("{}"), tok); err != nil {
+	if err := b.Check(ctx, "c", "t", []byte("{}"), tok); err != nil {
 		t.Fatal(err)
 	}
-	other := New(nil, time.Minute)
+	if err := a.Check(ctx, "c", "t", []byte("{}"), tok); !errors.Is(err, ErrUsed) {
+		t.Errorf("a token used on b ran again on a: %v", err)
+	}
+	other := Shared(nil, time.Minute, ledger)
 	tok, _ = a.Issue("c", "t", []byte("{}"))
-	if err := other.Check("c", "t", []byte("{}"), tok); !errors.Is(err, ErrMismatch) {
+	if err := other.Check(ctx, "c", "t", []byte("{}"), tok); !errors.Is(err, ErrForeign) {
 		t.Fatalf("a token crossed secrets: %v", err)
 	}
 }
 
+// TestProcessGateTokensEndWithProcess: without a store, each process
+// derives its own key even from a configured secret, so the token of a
+// process before its restart is refused (its memory of used tokens is
+// gone; so is the key that made the token).
+func TestProcessGateTokensEndWithProcess(t *testing.T) {
+	secret := []byte("configured-secret-0123456789abcdef")
+	before, after := New(secret, time.Minute), New(secret, time.Minute)
+	tok, _ := before.Issue("c", "t", nil)
+	if err := before.Check(ctx, "c", "t", nil, tok); err != nil {
+		t.Fatal(err)
+	}
+	err := after.Check(ctx, "c", "t", nil, tok)
+	if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), "restarted") {
+		t.Errorf("a token of the previous process: %v", err)
+	}
+}
+
+// failing is a ledger whose store is down.
+type failing struct{}
+
+func (failing) Spend(context.Context, string, time.Time) error {
+	return errors.New("nats: connection closed to 10.0.0.7:4222")
+}
+
+// TestUnrecordedUse: a use the ledger cannot record is refused, with a
+// message for the caller that does not carry the store's error.
+func TestUnrecordedUse(t *testing.T) {
+	g := Shared([]byte("s"), time.Minute, failing{})
+	tok, _ := g.Issue("c", "t", nil)
+	err := g.Check(ctx, "c", "t", nil, tok)
+	if !errors.Is(err, ErrUnrecorded) || strings.Contains(err.Error(), "10.0.0.7") {
+		t.Errorf("got %v", err)
+	}
+}
+
 func FuzzCheck(f *testing.F) {
-	g := New([]byte("k"), time.Minute)
+	g := Shared([]byte("k"), time.Minute, newMemory())
 	tok, _ := g.Issue("a", "t", []byte("x"))
 	f.Add(tok)
 	f.Add("")
 	f.Fuzz(func(t *testing.T, token string) {
-		_ = g.Check("a", "t", []byte("y"), token) // never panics; other args never match
+		if g.Check(ctx, "a", "t", []byte("y"), token) == nil {
+			t.Fatalf("a token for other arguments passed: %q", token)
+		}
 	})
 }
 
@@ -82,11 +130,11 @@ func TestTwoChallengesInOneSecond(t *testing.T) {
 		t.Fatal("two challenges got the same token")
 	}
 	for _, tok := range []string{a, b} {
-		if err := g.Check("alice", "danger", args, tok); err != nil {
+		if err := g.Check(ctx, "alice", "danger", args, tok); err != nil {
 			t.Errorf("token %d: %v", len(tok), err)
 		}
 	}
-	if err := g.Check("alice", "danger", args, b); !errors.Is(err, ErrUsed) {
+	if err := g.Check(ctx, "alice", "danger", args, b); !errors.Is(err, ErrUsed) {
 		t.Errorf("replay: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // this caller, tool and arguments (token); a call of a human-confirmed
 // tool not yet approved waits for an approval, any other is answered with
 // a fresh challenge.
-func (d *Dispatcher) confirmed(c *call) error {
+func (d *Dispatcher) confirmed(ctx context.Context, c *call) error {
 	switch {
 	case c.entry.Spec.Confirmation == tools.ConfirmNone || c.req.Confirmed:
 		return nil
@@ -27,7 +28,7 @@ func (d *Dispatcher) confirmed(c *call) error {
 	name, gate := c.entry.Spec.Name, d.opts.Confirm
 	e := tools.Errorf(tools.ConfirmationRequired, "the tool %q changes things and needs a person to confirm this exact call", name)
 	if c.req.ConfirmToken != "" {
-		err := gate.Check(c.req.Caller, name, canonical, c.req.ConfirmToken)
+		err := gate.Check(ctx, c.req.Caller, name, canonical, c.req.ConfirmToken)
 		if err == nil {
 			return nil
 		}

@@ -314,7 +314,7 @@ func (d *Dispatcher) check(ctx context.Context, c *call, confirm bool) (Status, 
 	var err2 error
 	d.workers.await(func() {
 		if err2 = d.prepare(ctx, c); err2 == nil && confirm && c.req.ConfirmToken == "" {
-			err2 = d.confirmed(c)
+			err2 = d.confirmed(ctx, c)
 		}
 	})
 	var w *wait
@@ -378,7 +378,7 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	var err2 error
 	d.workers.await(func() {
 		if err2 = d.prepare(ctx, c); err2 == nil {
-			err2 = d.confirmed(c)
+			err2 = d.confirmed(ctx, c)
 		}
 	})
 	if err2 != nil {

@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/state"
 )
@@ -23,6 +26,15 @@ import (
 // Records form one chain across every replica: each carries the hash of
 // the one before (Prev) and its own (Hash), the SHA-256 of its line up to
 // the hash, so removing or changing a record breaks the chain at that point.
+//
+// A hash chain alone can be re-sealed by anyone who can write the store:
+// edit a record, recompute every hash after it. So the last record of
+// every append is signed (SignedFrom, KeyID, Sig, after the hash): an
+// ed25519 signature, with a key the store does not hold, of that record's
+// hash and of SignedFrom, the first record of the append. Through the
+// chain it covers every record before it; it vouches that records
+// SignedFrom to Seq were written by a holder of the key. A record no
+// signature vouches for was inserted by something else.
 type Record struct {
 	Seq         uint64    `json:"seq"`
 	Time        time.Time `json:"time"`
@@ -40,7 +52,13 @@ type Record struct {
 	Target      string    `json:"target,omitempty"`
 	Prev        string    `json:"prev"`
 	Hash        string    `json:"hash,omitempty"`
+	SignedFrom  uint64    `json:"signed_from,omitempty"`
+	KeyID       string    `json:"kid,omitempty"`
+	Sig         string    `json:"sig,omitempty"`
 }
+
+// signed reports whether the record carries a signature (or part of one).
+func (r *Record) signed() bool { return r.SignedFrom != 0 || r.KeyID != "" || r.Sig != "" }
 
 // argsHash is the hex SHA-256 of the arguments' canonical JSON; arguments
 // that are not JSON (a refused call) are hashed as sent.
@@ -67,33 +85,52 @@ func Canonical(data []byte) []byte {
 	return v
 }
 
-// hashSuffix is how a line ends: `,"hash":"<64 hex>"}`.
-const hashSuffixLen = len(`,"hash":""}`) + 64
-
-// seal fills rec.Prev and rec.Hash and appends its line (no newline) to
-// dst: the record up to its hash is hashed as written, then the hash is
-// written in place of the closing brace.
-func seal(dst []byte, rec *Record, prev string) []byte {
-	rec.Prev, rec.Hash = prev, ""
+// seal fills rec.Prev and rec.Hash, and with a signer the signature that
+// vouches for records from..rec.Seq, and appends its line (no newline) to
+// dst: the record up to its hash is hashed as written, then the hash (and
+// signature) are written in place of the closing brace.
+func seal(dst []byte, rec *Record, prev string, signer *Signer, from uint64) []byte {
+	rec.Prev, rec.Hash, rec.SignedFrom, rec.KeyID, rec.Sig = prev, "", 0, "", ""
 	start := len(dst)
 	dst = appendRecord(dst, rec) // ends with "prev":"..."}
 	sum := sha256.Sum256(dst[start:])
 	rec.Hash = hex.EncodeToString(sum[:])
-	dst = append(dst[:len(dst)-1], `,"hash":"`...)
-	dst = append(dst, rec.Hash...)
-	return append(dst, `"}`...)
+	if signer != nil {
+		rec.SignedFrom, rec.KeyID, rec.Sig = from, signer.KeyID(), signer.sign(sum, from)
+	}
+	return appendSeal(dst[:len(dst)-1], rec)
 }
 
-// openLine checks one line's own hash and returns its record.
+// appendSeal writes how a line ends: `,"hash":"<hex>"}`, or for a signed
+// record `,"hash":"<hex>","signed_from":N,"kid":"<hex>","sig":"<base64>"}`.
+func appendSeal(dst []byte, rec *Record) []byte {
+	dst = append(dst, `,"hash":"`...)
+	dst = append(dst, rec.Hash...)
+	dst = append(dst, '"')
+	if rec.signed() {
+		dst = append(dst, `,"signed_from":`...)
+		dst = strconv.AppendUint(dst, rec.SignedFrom, 10)
+		dst = append(dst, `,"kid":"`...)
+		dst = append(dst, rec.KeyID...)
+		dst = append(dst, `","sig":"`...)
+		dst = append(dst, rec.Sig...)
+		dst = append(dst, '"')
+	}
+	return append(dst, '}')
+}
+
+// openLine checks one line's own hash and returns its record. (Its
+// signature, if any, is the verifier's to check: that needs the keys.)
 func openLine(line []byte) (Record, error) {
 	var rec Record
-	if len(line) < hashSuffixLen || !bytes.HasPrefix(line[len(line)-hashSuffixLen:], []byte(`,"hash":"`)) {
-		return rec, errors.New("the line does not end with its hash")
-	}
 	if err := json.Unmarshal(line, &rec); err != nil {
 		return rec, fmt.Errorf("the line is not a record: %v", err)
 	}
-	body := append(append([]byte{}, line[:len(line)-hashSuffixLen]...), '}')
+	suffix := appendSeal(nil, &rec)
+	if rec.Hash == "" || !bytes.HasSuffix(line, suffix) {
+		return rec, errors.New("the line does not end with its hash")
+	}
+	body := append(append([]byte{}, line[:len(line)-len(suffix)]...), '}')
 	sum := sha256.Sum256(body)
 	if hex.EncodeToString(sum[:]) != rec.Hash {
 		return rec, errors.New("the record does not match its hash: it was altered")
@@ -107,10 +144,26 @@ func openLine(line []byte) (Record, error) {
 // seals the batch again.
 type chain struct {
 	st      *state.Store
+	signer  *Signer
+	log     *zap.Logger
 	loaded  bool
 	lastSeq uint64 // stream sequence of the last message
 	head    Record // the last record
 	buf     []byte // the message being sealed, reused
+	// wrote is the last record this chain appended, for checkpoints
+	// (read by another goroutine than the flusher's).
+	wrote atomic.Pointer[Checkpoint]
+}
+
+// newChain builds the recorder's chain. Without a signer it signs with a
+// key made for this process (whose records only its PublicKey verifies):
+// toold itself always passes one, see cmd/toold.
+func newChain(o Options) *chain {
+	signer := o.Signer
+	if signer == nil {
+		signer = GenerateSigner()
+	}
+	return &chain{st: o.Store, signer: signer, log: o.Logger}
 }
 
 func (c *chain) load(ctx context.Context) error {
@@ -135,6 +188,13 @@ func (c *chain) load(ctx context.Context) error {
 			}
 		}
 	}
+	// A tail before what this chain wrote itself: the log lost its end
+	// under us. Appending goes on (a stopped audit log helps no one);
+	// verify against a checkpoint shows where.
+	if w := c.wrote.Load(); w != nil && c.head.Seq < w.Seq {
+		c.log.Error("audit: the audit log was truncated: it ends before a record this replica wrote",
+			zap.Uint64("log_ends_at", c.head.Seq), zap.Uint64("wrote", w.Seq), zap.String("wrote_hash", w.Head))
+	}
 	c.loaded = true
 	return nil
 }
@@ -153,13 +213,18 @@ func (c *chain) append(ctx context.Context, recs []Record) error {
 		for i := range recs {
 			seq++
 			recs[i].Seq = seq
-			buf = append(seal(buf, &recs[i], prev), '\n')
+			var signer *Signer
+			if i == len(recs)-1 {
+				signer = c.signer // the last vouches for the whole append
+			}
+			buf = append(seal(buf, &recs[i], prev, signer, recs[0].Seq), '\n')
 			prev = recs[i].Hash
 		}
 		c.buf = buf
 		ack, err := c.st.Publish(ctx, "audit_append", state.AuditSubject, buf, jetstream.WithExpectLastSequence(c.lastSeq))
 		if err == nil {
 			c.lastSeq, c.head = ack.Sequence, recs[len(recs)-1]
+			c.wrote.Store(&Checkpoint{Seq: c.head.Seq, Head: c.head.Hash, Time: time.Now().UTC()})
 			return nil
 		}
 		// Reload the tail either way; on a conflict another replica

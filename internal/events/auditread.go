@@ -3,8 +3,10 @@ package events
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/toold/toold/internal/state"
 )
@@ -31,6 +33,16 @@ func ReadAudit(ctx context.Context, st *state.Store, after ID, yield func(ID, []
 	})
 }
 
+// VerifyOptions say what a verification trusts and checks against.
+type VerifyOptions struct {
+	// Keys are the public keys whose signatures are trusted. Without
+	// them no record can be shown to be toold's.
+	Keys *Keyring
+	// Checkpoints are heads published earlier: the log must still hold
+	// each, unchanged.
+	Checkpoints []Checkpoint
+}
+
 // Verification is what Verify found.
 type Verification struct {
 	Records uint64 `json:"records"`
@@ -39,24 +51,62 @@ type Verification struct {
 	First uint64 `json:"first"`
 	Last  uint64 `json:"last"`
 	// Head is the last record's hash: keep it to detect later truncation.
-	Head     string   `json:"head"`
-	Problems []string `json:"problems"`
+	Head string `json:"head"`
+	// Signed counts the valid signatures; Keys are the ids of the keys
+	// that made them.
+	Signed uint64   `json:"signed"`
+	Keys   []string `json:"keys,omitempty"`
+	// Checkpoints counts the checkpoints the log matched.
+	Checkpoints int      `json:"checkpoints"`
+	Problems    []string `json:"problems"`
+	// Notes are what the verification could not judge (a checkpoint older
+	// than the oldest record kept).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // OK reports whether the chain is whole.
 func (v *Verification) OK() bool { return len(v.Problems) == 0 }
 
+// maxProblems bounds the problems listed: a log signed with a key verify
+// was not given would list every append.
+const maxProblems = 1000
+
 // verifier checks records one by one.
 type verifier struct {
 	v    Verification
+	o    VerifyOptions
 	prev *Record
+	// unvouched is the first record no signature has vouched for yet (0:
+	// none); a signature vouching from a later record leaves it out.
+	unvouched uint64
+	keys      map[string]bool  // keys whose signatures were valid
+	unknown   map[string]bool  // keys verify was not given
+	bySeq     map[uint64][]int // checkpoints (indexes) by record number
+	seenCP    map[int]bool     // checkpoints whose record was read
+	more      int              // problems beyond maxProblems
+}
+
+func newVerifier(o VerifyOptions) *verifier {
+	c := &verifier{o: o, keys: map[string]bool{}, unknown: map[string]bool{}, bySeq: map[uint64][]int{}, seenCP: map[int]bool{}}
+	for i, cp := range o.Checkpoints {
+		c.bySeq[cp.Seq] = append(c.bySeq[cp.Seq], i)
+	}
+	return c
+}
+
+func (c *verifier) problem(format string, args ...any) {
+	if len(c.v.Problems) >= maxProblems {
+		c.more++
+		return
+	}
+	c.v.Problems = append(c.v.Problems, fmt.Sprintf(format, args...))
 }
 
 func (c *verifier) add(where string, line []byte) {
 	c.v.Records++
 	rec, err := openLine(line)
 	if err != nil {
-		c.v.Problems = append(c.v.Problems, fmt.Sprintf("%s: %v", where, err))
+		c.problem("%s: %v", where, err)
 		c.prev = nil // the next record cannot be linked to this one
 		return
 	}
@@ -65,30 +115,101 @@ func (c *verifier) add(where string, line []byte) {
 		c.v.First = rec.Seq
 	case c.prev == nil:
 	case rec.Seq != c.prev.Seq+1:
-		c.v.Problems = append(c.v.Problems, fmt.Sprintf("%s: record %d follows record %d: %d record(s) removed",
-			where, rec.Seq, c.prev.Seq, int64(rec.Seq)-int64(c.prev.Seq)-1))
+		c.problem("%s: record %d follows record %d: %d record(s) removed",
+			where, rec.Seq, c.prev.Seq, int64(rec.Seq)-int64(c.prev.Seq)-1)
 	case rec.Prev != c.prev.Hash:
-		c.v.Problems = append(c.v.Problems, fmt.Sprintf("%s: record %d does not chain to record %d: one of them was altered or replaced",
-			where, rec.Seq, c.prev.Seq))
+		c.problem("%s: record %d does not chain to record %d: one of them was altered or replaced", where, rec.Seq, c.prev.Seq)
 	}
+	if c.unvouched == 0 {
+		c.unvouched = rec.Seq
+	}
+	if rec.signed() {
+		c.vouch(where, &rec)
+	}
+	c.checkpoint(&rec)
 	c.v.Last, c.v.Head = rec.Seq, rec.Hash
 	c.prev = &rec
 }
 
+// vouch checks a signed record's signature and the records it vouches for.
+func (c *verifier) vouch(where string, rec *Record) {
+	if err := c.o.Keys.check(rec); err != nil {
+		if errors.Is(err, errUnknownKey) {
+			if !c.unknown[rec.KeyID] { // once per key: what follows says which records it leaves unsigned
+				c.unknown[rec.KeyID] = true
+				c.problem("%s: record %d %v (key %s)", where, rec.Seq, err, rec.KeyID)
+			}
+			return
+		}
+		c.problem("%s: record %d %v (key %s)", where, rec.Seq, err, rec.KeyID)
+		return
+	}
+	if rec.SignedFrom == 0 || rec.SignedFrom > rec.Seq {
+		c.problem("%s: record %d vouches for records from %d on, which cannot be", where, rec.Seq, rec.SignedFrom)
+		return
+	}
+	if c.unvouched < rec.SignedFrom {
+		c.problem("%s: records %d to %d are not signed: they were inserted, or re-sealed without the key", where, c.unvouched, rec.SignedFrom-1)
+	}
+	c.unvouched = 0
+	c.v.Signed++
+	if !c.keys[rec.KeyID] {
+		c.keys[rec.KeyID] = true
+		c.v.Keys = append(c.v.Keys, rec.KeyID)
+	}
+}
+
+// checkpoint compares a record with the checkpoints of its number.
+func (c *verifier) checkpoint(rec *Record) {
+	for _, i := range c.bySeq[rec.Seq] {
+		cp := c.o.Checkpoints[i]
+		c.seenCP[i] = true
+		if !strings.HasPrefix(rec.Hash, cp.Head) {
+			c.problem("record %d does not match the checkpoint %s: the log was rewritten since", rec.Seq, cp)
+			continue
+		}
+		c.v.Checkpoints++
+	}
+}
+
+// finish reports what only the end shows: records after the last
+// signature, and checkpoints beyond the end of the log.
+func (c *verifier) finish() *Verification {
+	if c.unvouched != 0 {
+		c.problem("records %d to %d are not signed: the log ends with records no signature vouches for (re-sealed, or written by something other than toold)",
+			c.unvouched, c.v.Last)
+	}
+	for i, cp := range c.o.Checkpoints {
+		switch {
+		case c.seenCP[i]:
+		case c.v.Records == 0 || cp.Seq > c.v.Last:
+			c.problem("the checkpoint %s names record %d, but the log ends at record %d: records were removed from its end", cp, cp.Seq, c.v.Last)
+		case cp.Seq < c.v.First:
+			c.v.Notes = append(c.v.Notes, fmt.Sprintf("the checkpoint %s is older than the oldest record kept (%d): retention removed it, or the log's beginning was removed", cp, c.v.First))
+		default:
+			c.problem("the checkpoint %s names record %d, which is missing from the log", cp, cp.Seq)
+		}
+	}
+	if c.more > 0 {
+		c.v.Problems = append(c.v.Problems, fmt.Sprintf("... and %d more problem(s)", c.more))
+	}
+	return &c.v
+}
+
 // Verify walks the whole audit log in the store and checks every record's
-// hash and its link to the one before.
-func Verify(ctx context.Context, st *state.Store) (*Verification, error) {
-	c := &verifier{}
+// hash, its link to the one before, the signatures, and the checkpoints.
+func Verify(ctx context.Context, st *state.Store, o VerifyOptions) (*Verification, error) {
+	c := newVerifier(o)
 	err := ReadAudit(ctx, st, ID{}, func(id ID, line []byte) bool {
 		c.add("message "+id.String(), line)
 		return true
 	})
-	return &c.v, err
+	return c.finish(), err
 }
 
 // VerifyFile checks an export (one record per line).
-func VerifyFile(r io.Reader) (*Verification, error) {
-	c := &verifier{}
+func VerifyFile(r io.Reader, o VerifyOptions) (*Verification, error) {
+	c := newVerifier(o)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	n := 0
@@ -98,7 +219,7 @@ func VerifyFile(r io.Reader) (*Verification, error) {
 			c.add(fmt.Sprintf("line %d", n), sc.Bytes())
 		}
 	}
-	return &c.v, sc.Err()
+	return c.finish(), sc.Err()
 }
 
 // Export writes the whole audit log as JSON Lines, each record byte for

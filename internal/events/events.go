@@ -7,6 +7,12 @@
 // Events are JSON objects; one message of the TOOLD_EVENTS stream holds one
 // or more, one per line. An event's id is "<stream sequence>.<line>", which
 // is what SSE clients send back as Last-Event-ID to resume.
+//
+// Audit records form one hash chain across replicas, each append signed
+// with an ed25519 key the store does not hold (audit.go, auditkey.go);
+// the chain's head is published outside the store as checkpoints
+// (checkpoint.go), and Verify checks a log against keys and checkpoints
+// (auditread.go).
 package events
 
 import (

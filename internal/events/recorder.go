@@ -22,6 +22,9 @@ type Options struct {
 	Store *state.Store
 	// Audit turns the audit log on (toold's default).
 	Audit bool
+	// Signer signs the audit chain (see Record); nil signs with a key
+	// made for this process.
+	Signer *Signer
 	// RedactArguments, when set, passes arguments through it before they
 	// are hashed for the audit log (state.audit.redact_arguments).
 	RedactArguments func(tool string, args []byte) []byte
@@ -108,7 +111,7 @@ func NewRecorder(o Options) *Recorder {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Recorder{opts: o, st: o.Store, replica: o.Store.Name(), log: o.Logger, m: newRecorderMetrics(o.Registerer),
-		chain: &chain{st: o.Store}, done: make(chan struct{}), stopped: make(chan struct{}), ctx: ctx, cancel: cancel,
+		chain: newChain(o), done: make(chan struct{}), stopped: make(chan struct{}), ctx: ctx, cancel: cancel,
 		publishTimeout: 5 * time.Second, closeTimeout: 5 * time.Second}
 }
 

@@ -22,11 +22,12 @@ import (
 func downStore(t *testing.T, reg prometheus.Registerer) *state.Store {
 	t.Helper()
 	ctx := context.Background()
-	up, err := state.Open(ctx, state.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0", Name: "server"})
+	token := statetest.Token()
+	up, err := state.Open(ctx, state.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0", Name: "server", Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := state.Open(ctx, state.Options{URL: up.ClientURL(), Name: "replica", Registerer: reg})
+	st, err := state.Open(ctx, state.Options{URL: up.ClientURL(), Name: "replica", Registerer: reg, Token: token})
 	if err != nil {
 		up.Close()
 		t.Fatal(err)

@@ -32,8 +32,8 @@ func DefaultDir(lookupEnv func(string) (string, bool)) (string, error) {
 }
 
 // embed starts the in-process server on Dir: JetStream on, no network
-// listener unless Listen asks for one, no signal handlers, no logging of
-// its own. The directory is locked so two processes never share it.
+// listener unless Listen asks for one (and then only with credentials),
+// no signal handlers, no logging of its own. The directory is locked so two processes never share it.
 func (s *Store) embed() error {
 	o := s.opts
 	if o.Dir == "" {
@@ -58,6 +58,9 @@ func (s *Store) embed() error {
 		sopts.Host, sopts.Port = host, p
 		if sopts.Port == 0 {
 			sopts.Port = server.RANDOM_PORT
+		}
+		if err := o.serverAuth(sopts); err != nil {
+			return err
 		}
 	}
 	ns, err := server.NewServer(sopts)

@@ -8,11 +8,19 @@
 //
 // What lives here:
 //
-//	KV  toold_executions   one record per execution, kept for Retention
-//	KV  toold_idempotency  Idempotency-Key and Toold-Turn claims and answers
-//	    TOOLD_WORK         the queue of accepted async executions
-//	    TOOLD_EVENTS       activity and per-execution events (toold.events.>)
-//	    TOOLD_AUDIT        the hash-chained audit log (toold.audit)
+//	KV  toold_executions     one record per execution, kept for Retention
+//	KV  toold_idempotency    Idempotency-Key and Toold-Turn claims and answers
+//	KV  toold_confirmations  confirmation tokens already used, each kept until
+//	                         it expires (per-key TTL): no replica accepts one twice
+//	    TOOLD_WORK           the queue of accepted async executions
+//	    TOOLD_EVENTS         activity and per-execution events (toold.events.>)
+//	    TOOLD_AUDIT          the signed, hash-chained audit log (toold.audit);
+//	                         no message can be deleted nor the stream purged
+//	                         (deny_delete, deny_purge: the server refuses to
+//	                         clear them on an existing stream)
+//
+// The embedded server listens for network clients only when asked
+// (Listen), and then only with credentials (see auth.go).
 package state
 
 import (
@@ -59,14 +67,20 @@ type Options struct {
 	// empty embeds a server storing in Dir.
 	URL string
 	// Credentials is a NATS .creds file (JWT and NKey seed); User and
-	// Password, or Token, are the simpler alternatives.
+	// Password, Token, or an NKey seed file are the alternatives. For the
+	// embedded server with Listen they are what every client, this
+	// process included, must present.
 	Credentials    string
 	User, Password string
 	Token          string
-	Dir            string
+	NKeySeedFile   string
+	// TLS secures the connection (see TLS for each side's files).
+	TLS TLS
+	Dir string
 	// Listen, for the embedded server, also accepts NATS clients on this
-	// host:port (the nats CLI, toold audit while toold runs); empty
-	// accepts none: the embedded server has no network listener.
+	// host:port (other replicas, the nats CLI, toold audit while toold
+	// runs), and requires credentials then; empty accepts none: the
+	// embedded server has no network listener.
 	Listen string
 	// MaxStore bounds the embedded server's disk use (default: the events
 	// and audit limits plus 1 GiB).
@@ -123,6 +137,8 @@ type Store struct {
 	Executions  *Bucket
 	Idempotency *Bucket
 	Waits       *Bucket
+	// confirmations holds used confirmation tokens (see SpentTokens).
+	confirmations *Bucket
 }
 
 // Open starts the embedded server (or connects to Options.URL) and creates
@@ -203,14 +219,11 @@ func (s *Store) connect() (*nats.Conn, error) {
 			s.log.Warn("state: NATS error", zap.Error(err))
 		}),
 	}
-	switch {
-	case o.Credentials != "":
-		opts = append(opts, nats.UserCredentials(o.Credentials))
-	case o.User != "":
-		opts = append(opts, nats.UserInfo(o.User, o.Password))
-	case o.Token != "":
-		opts = append(opts, nats.Token(o.Token))
+	auth, err := o.clientAuth(s.embedded != nil)
+	if err != nil {
+		return nil, err
 	}
+	opts = append(opts, auth...)
 	if s.embedded != nil {
 		opts = append(opts, nats.InProcessServer(s.embedded))
 	}
@@ -243,6 +256,9 @@ func (s *Store) provision(ctx context.Context) error {
 	if s.Waits, err = kv(WaitsBucket, "toold executions that wait, by id", o.Retention); err != nil {
 		return err
 	}
+	if s.confirmations, err = s.confirmationsBucket(ctx); err != nil {
+		return err
+	}
 	streams := []jetstream.StreamConfig{
 		// Not a work-queue stream: there every acknowledgement deletes a
 		// message from disk, which costs more than the rest of an async
@@ -255,9 +271,12 @@ func (s *Store) provision(ctx context.Context) error {
 		{Name: EventsStream, Description: "toold activity and execution events", Subjects: []string{EventsSubjects},
 			MaxAge: o.EventsMaxAge, MaxBytes: o.EventsMaxBytes, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 			Discard: jetstream.DiscardOld},
-		{Name: AuditStream, Description: "toold audit log, hash-chained", Subjects: []string{AuditSubject},
+		// Records leave only by the limits (age, bytes): a client of the
+		// store may not delete one or purge the log. The server refuses
+		// to clear either flag on an existing stream.
+		{Name: AuditStream, Description: "toold audit log, signed and hash-chained", Subjects: []string{AuditSubject},
 			MaxAge: o.AuditMaxAge, MaxBytes: o.AuditMaxBytes, Storage: jetstream.FileStorage, Replicas: o.Replicas,
-			Discard: jetstream.DiscardOld, DenyDelete: false},
+			Discard: jetstream.DiscardOld, DenyDelete: true, DenyPurge: true},
 	}
 	for _, sc := range streams {
 		st, err := s.js.CreateOrUpdateStream(ctx, sc)

@@ -32,7 +32,9 @@ func TestEmbeddedCreatesBucketsAndStreams(t *testing.T) {
 		"KV_" + state.IdempotencyBucket: func(c *jetstream.StreamConfig) bool { return c.MaxAge == 2*time.Hour },
 		state.WorkStream:                func(c *jetstream.StreamConfig) bool { return c.MaxAge == time.Hour },
 		state.EventsStream:              func(c *jetstream.StreamConfig) bool { return c.MaxBytes == 1<<20 },
-		state.AuditStream:               func(c *jetstream.StreamConfig) bool { return c.MaxAge == 48*time.Hour },
+		state.AuditStream: func(c *jetstream.StreamConfig) bool {
+			return c.MaxAge == 48*time.Hour && c.DenyDelete && c.DenyPurge
+		},
 	} {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
@@ -47,6 +49,18 @@ func TestEmbeddedCreatesBucketsAndStreams(t *testing.T) {
 	}
 	if st.ClientURL() != "" {
 		t.Errorf("the embedded server listens without being asked: %s", st.ClientURL())
+	}
+	// A client of the store can neither delete an audit record nor purge
+	// the log.
+	if _, err := st.Publish(ctx, "audit_append", state.AuditSubject, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	audit, _ := js.Stream(ctx, state.AuditStream)
+	if err := audit.DeleteMsg(ctx, 1); err == nil {
+		t.Error("an audit record was deleted")
+	}
+	if err := audit.Purge(ctx); err == nil {
+		t.Error("the audit log was purged")
 	}
 }
 

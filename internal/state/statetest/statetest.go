@@ -7,8 +7,10 @@ package statetest
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,9 +42,13 @@ func Open(t testing.TB, reg prometheus.Registerer, name string) *state.Store {
 // OpenPair opens an embedded store that also listens on loopback, and a
 // second store connected to it over TCP: two replicas sharing one NATS, in
 // one process, each with its own connection (closing one is that
-// replica's death).
+// replica's death). Unless opts name credentials, both share a random
+// token (a listening store requires one).
 func OpenPair(t testing.TB, opts state.Options) (a, b *state.Store) {
 	t.Helper()
+	if opts.Token == "" && opts.User == "" && opts.NKeySeedFile == "" {
+		opts.Token = Token()
+	}
 	oa := opts
 	oa.Dir, oa.Listen, oa.Name = t.TempDir(), "127.0.0.1:0", "replica-a"
 	a, err := state.Open(context.Background(), oa)
@@ -58,6 +64,70 @@ func OpenPair(t testing.TB, opts state.Options) (a, b *state.Store) {
 	}
 	t.Cleanup(func() { b.Close() })
 	return a, b
+}
+
+// Token is a random token long enough for a listening store.
+func Token() string {
+	return rand.Text() + rand.Text()
+}
+
+// AnonymousConnect speaks the NATS protocol as a hostile local process
+// would: it connects to the server at clientURL presenting no credentials
+// at all (CONNECT {}) and pings. It returns the server's first line after
+// its INFO: "PONG" (or "+OK") when it let the client in, "-ERR ..." when
+// it did not.
+func AnonymousConnect(t testing.TB, clientURL string) string {
+	t.Helper()
+	u, err := url.Parse(clientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	info, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(info, "INFO ") {
+		t.Fatalf("no INFO from the server: %q %v", info, err)
+	}
+	if _, err := c.Write([]byte("CONNECT {}\r\nPING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := r.ReadString('\n')
+	if err != nil && line == "" {
+		return "closed: " + err.Error()
+	}
+	return strings.TrimSpace(line)
+}
+
+// ReplaceStream does to a stream what a client of the store can even when
+// the stream refuses to delete messages (the audit log): delete the whole
+// stream, create it anew with its configuration (deny flags cleared), and
+// publish msgs to subject, one message each. Tests play attackers with it.
+func ReplaceStream(t testing.TB, st *state.Store, stream, subject string, msgs [][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	js := st.JetStream()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.DenyDelete, cfg.DenyPurge = false, false
+	if err := js.DeleteStream(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := js.Publish(ctx, subject, m); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // ServerBinary builds nats-server from the module's own dependency and

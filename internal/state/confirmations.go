@@ -1,0 +1,78 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toold/toold/internal/confirm"
+)
+
+// ConfirmationsBucket holds the confirmation tokens already used.
+const ConfirmationsBucket = "toold_confirmations"
+
+// MaxTokenLife is the longest a used token is remembered (the bucket's
+// age limit, a backstop behind each key's own TTL): a token that would
+// outlive it is refused rather than remembered too briefly.
+const MaxTokenLife = time.Hour
+
+// clockSkew is added to each used token's TTL. A token's expiry was set by
+// the clock of the replica that issued it, the TTL runs on the NATS
+// server's, and any replica's clock decides whether the token is still
+// valid: the record must outlast the token on all of them.
+const clockSkew = time.Minute
+
+func (s *Store) confirmationsBucket(ctx context.Context) (*Bucket, error) {
+	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ConfirmationsBucket,
+		Description: "toold confirmation tokens already used", TTL: MaxTokenLife, Storage: jetstream.FileStorage,
+		Replicas: s.opts.Replicas, History: 1,
+		// Per-key TTLs (KeyTTL) need the bucket's limit markers; a
+		// marker is what lets Create reuse an expired key.
+		LimitMarkerTTL: time.Second})
+	if err != nil {
+		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+			err = fmt.Errorf("%w (per-key TTLs need nats-server 2.11 or later)", err)
+		}
+		return nil, fmt.Errorf("bucket %s: %w", ConfirmationsBucket, err)
+	}
+	return &Bucket{kv: b, m: s.metrics, name: ConfirmationsBucket}, nil
+}
+
+// CreateTTL stores a value only if the key does not exist (ErrConflict),
+// and deletes it after ttl (whole seconds, at least one).
+func (b *Bucket) CreateTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
+	start := time.Now()
+	ttl = max(ttl.Round(time.Second), time.Second)
+	rev, err := b.kv.Create(ctx, key, value, jetstream.KeyTTL(ttl))
+	return rev, b.done("create", start, err)
+}
+
+// SpentTokens is the ledger of used confirmation tokens that every replica
+// shares: a token's first use creates its key, atomically on the server,
+// so of two replicas spending one token at once exactly one succeeds, and
+// a restarted replica still finds it.
+type SpentTokens struct {
+	b *Bucket
+}
+
+var _ confirm.Ledger = (*SpentTokens)(nil)
+
+// SpentTokens returns the store's ledger of used confirmation tokens.
+func (s *Store) SpentTokens() *SpentTokens { return &SpentTokens{b: s.confirmations} }
+
+// Spend records id as used until expires (plus the clock skew allowance);
+// confirm.ErrUsed when some replica recorded it first.
+func (t *SpentTokens) Spend(ctx context.Context, id string, expires time.Time) error {
+	ttl := time.Until(expires) + clockSkew
+	if ttl > MaxTokenLife {
+		return fmt.Errorf("state: a confirmation token valid for %v outlives the %v its use is remembered", ttl.Round(time.Second), MaxTokenLife)
+	}
+	_, err := t.b.CreateTTL(ctx, id, nil, ttl)
+	if errors.Is(err, ErrConflict) {
+		return confirm.ErrUsed
+	}
+	return err
+}
