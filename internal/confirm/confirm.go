@@ -35,10 +35,13 @@ const DefaultTTL = 5 * time.Minute
 
 // Ledger records each token's single use.
 type Ledger interface {
-	// Spend records id as used until expires. It returns ErrUsed when
-	// id was recorded already; any other error means the use could not
-	// be recorded, and the token must not be accepted.
-	Spend(ctx context.Context, id string, expires time.Time) error
+	// Spend records id as used by spender until expires. It returns
+	// ErrUsed when id was recorded already, unless by the same non-empty
+	// spender (an async execution run again after its replica died: the
+	// one call the token confirmed, not a second one); any other error
+	// means the use could not be recorded, and the token must not be
+	// accepted.
+	Spend(ctx context.Context, id string, expires time.Time, spender string) error
 }
 
 // Gate issues and checks tokens; safe for concurrent use.
@@ -126,6 +129,14 @@ func (g *Gate) Issue(caller, tool string, args []byte) (string, time.Time) {
 // Check accepts a token once, for exactly the call it was issued for. The
 // use is recorded in the ledger before Check returns nil.
 func (g *Gate) Check(ctx context.Context, caller, tool string, args []byte, token string) error {
+	return g.CheckFor(ctx, caller, tool, args, token, "")
+}
+
+// CheckFor is Check for a call that may run more than once: an async
+// execution, named by spender, whose replica died after the token was
+// spent is run again with the same token, and is still the call the token
+// confirmed. Any other call presenting it is refused.
+func (g *Gate) CheckFor(ctx context.Context, caller, tool string, args []byte, token, spender string) error {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil || len(raw) != tokenSize {
 		return ErrMalformed
@@ -143,7 +154,7 @@ func (g *Gate) Check(ctx context.Context, caller, tool string, args []byte, toke
 	if !g.now().Before(exp) {
 		return ErrExpired
 	}
-	err = g.ledger.Spend(ctx, hex.EncodeToString(mac[:16]), exp)
+	err = g.ledger.Spend(ctx, hex.EncodeToString(mac[:16]), exp, spender)
 	switch {
 	case err == nil:
 		return nil

@@ -89,7 +89,7 @@ func TestProcessGateTokensEndWithProcess(t *testing.T) {
 // failing is a ledger whose store is down.
 type failing struct{}
 
-func (failing) Spend(context.Context, string, time.Time) error {
+func (failing) Spend(context.Context, string, time.Time, string) error {
 	return errors.New("nats: connection closed to 10.0.0.7:4222")
 }
 
@@ -136,5 +136,25 @@ func TestTwoChallengesInOneSecond(t *testing.T) {
 	}
 	if err := g.Check(ctx, "alice", "danger", args, b); !errors.Is(err, ErrUsed) {
 		t.Errorf("replay: %v", err)
+	}
+}
+
+// TestCheckForTheSameExecution: without a store the same rule holds: a
+// token spent by an execution passes for that execution's next run only.
+func TestCheckForTheSameExecution(t *testing.T) {
+	ctx := context.Background()
+	g := New([]byte("secret"), time.Minute)
+	tok, _ := g.Issue("c", "t", nil)
+	if err := g.CheckFor(ctx, "c", "t", nil, tok, "exec-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.CheckFor(ctx, "c", "t", nil, tok, "exec-1"); err != nil {
+		t.Errorf("the same execution again: %v", err)
+	}
+	if err := g.CheckFor(ctx, "c", "t", nil, tok, "exec-2"); !errors.Is(err, ErrUsed) {
+		t.Errorf("another execution: %v", err)
+	}
+	if err := g.Check(ctx, "c", "t", nil, tok); !errors.Is(err, ErrUsed) {
+		t.Errorf("a plain call: %v", err)
 	}
 }

@@ -16,22 +16,30 @@ const maxRemembered = 100_000
 type memory struct {
 	now  func() time.Time
 	mu   sync.Mutex
-	used map[string]time.Time // id -> expiry
+	used map[string]spent // id -> expiry and spender
 }
 
-func newMemory() *memory { return &memory{now: time.Now, used: map[string]time.Time{}} }
+type spent struct {
+	expires time.Time
+	by      string
+}
 
-func (m *memory) Spend(_ context.Context, id string, expires time.Time) error {
+func newMemory() *memory { return &memory{now: time.Now, used: map[string]spent{}} }
+
+func (m *memory) Spend(_ context.Context, id string, expires time.Time, spender string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, seen := m.used[id]; seen {
+	if s, seen := m.used[id]; seen {
+		if spender != "" && s.by == spender {
+			return nil
+		}
 		return ErrUsed
 	}
 	m.forget()
 	if len(m.used) >= maxRemembered {
 		return ErrUsed // cannot remember it: refuse rather than allow a replay
 	}
-	m.used[id] = expires
+	m.used[id] = spent{expires: expires, by: spender}
 	return nil
 }
 
@@ -41,8 +49,8 @@ func (m *memory) forget() {
 		return // cheap enough to keep; swept when it grows
 	}
 	now := m.now()
-	for k, exp := range m.used {
-		if !now.Before(exp) {
+	for k, s := range m.used {
+		if !now.Before(s.expires) {
 			delete(m.used, k)
 		}
 	}

@@ -28,7 +28,7 @@ func (d *Dispatcher) confirmed(ctx context.Context, c *call) error {
 	name, gate := c.entry.Spec.Name, d.opts.Confirm
 	e := tools.Errorf(tools.ConfirmationRequired, "the tool %q changes things and needs a person to confirm this exact call", name)
 	if c.req.ConfirmToken != "" {
-		err := gate.Check(ctx, c.req.Caller, name, canonical, c.req.ConfirmToken)
+		err := gate.CheckFor(ctx, c.req.Caller, name, canonical, c.req.ConfirmToken, c.req.ExecutionID)
 		if err == nil {
 			return nil
 		}

@@ -63,16 +63,23 @@ var _ confirm.Ledger = (*SpentTokens)(nil)
 // SpentTokens returns the store's ledger of used confirmation tokens.
 func (s *Store) SpentTokens() *SpentTokens { return &SpentTokens{b: s.confirmations} }
 
-// Spend records id as used until expires (plus the clock skew allowance);
-// confirm.ErrUsed when some replica recorded it first.
-func (t *SpentTokens) Spend(ctx context.Context, id string, expires time.Time) error {
+// Spend records id as used by spender until expires (plus the clock skew
+// allowance); confirm.ErrUsed when some replica recorded it first, unless
+// for the same non-empty spender (an execution run again).
+func (t *SpentTokens) Spend(ctx context.Context, id string, expires time.Time, spender string) error {
 	ttl := time.Until(expires) + clockSkew
 	if ttl > MaxTokenLife {
 		return fmt.Errorf("state: a confirmation token valid for %v outlives the %v its use is remembered", ttl.Round(time.Second), MaxTokenLife)
 	}
-	_, err := t.b.CreateTTL(ctx, id, nil, ttl)
-	if errors.Is(err, ErrConflict) {
-		return confirm.ErrUsed
+	_, err := t.b.CreateTTL(ctx, id, []byte(spender), ttl)
+	if !errors.Is(err, ErrConflict) {
+		return err
 	}
-	return err
+	if spender != "" {
+		by, _, gerr := t.b.Get(ctx, id)
+		if gerr == nil && string(by) == spender {
+			return nil
+		}
+	}
+	return confirm.ErrUsed
 }

@@ -21,10 +21,10 @@ func TestSpentTokensAcrossReplicasAndRestart(t *testing.T) {
 	defer cancel()
 	a, b := statetest.OpenPair(t, state.Options{})
 	exp := time.Now().Add(confirm.DefaultTTL)
-	if err := a.SpentTokens().Spend(ctx, "tok-1", exp); err != nil {
+	if err := a.SpentTokens().Spend(ctx, "tok-1", exp, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SpentTokens().Spend(ctx, "tok-1", exp); !errors.Is(err, confirm.ErrUsed) {
+	if err := b.SpentTokens().Spend(ctx, "tok-1", exp, ""); !errors.Is(err, confirm.ErrUsed) {
 		t.Errorf("spent on A, then on B: %v", err)
 	}
 
@@ -35,7 +35,7 @@ func TestSpentTokensAcrossReplicasAndRestart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			switch err := st.SpentTokens().Spend(ctx, "raced", exp); {
+			switch err := st.SpentTokens().Spend(ctx, "raced", exp, ""); {
 			case err == nil:
 				wins.Add(1)
 			case !errors.Is(err, confirm.ErrUsed):
@@ -53,7 +53,7 @@ func TestSpentTokensAcrossReplicasAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SpentTokens().Spend(ctx, "tok-2", exp); err != nil {
+	if err := st.SpentTokens().Spend(ctx, "tok-2", exp, ""); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -62,10 +62,10 @@ func TestSpentTokensAcrossReplicasAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.SpentTokens().Spend(ctx, "tok-2", exp); !errors.Is(err, confirm.ErrUsed) {
+	if err := st.SpentTokens().Spend(ctx, "tok-2", exp, ""); !errors.Is(err, confirm.ErrUsed) {
 		t.Errorf("spent, then again after a restart: %v", err)
 	}
-	if err := st.SpentTokens().Spend(ctx, "too-long", time.Now().Add(2*state.MaxTokenLife)); err == nil {
+	if err := st.SpentTokens().Spend(ctx, "too-long", time.Now().Add(2*state.MaxTokenLife), ""); err == nil {
 		t.Error("a token outliving the ledger's memory was accepted")
 	}
 }
@@ -93,5 +93,25 @@ func TestCreateTTLExpires(t *testing.T) {
 			t.Fatalf("the key never expired: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSpentByTheSameExecution: an async execution run again after its
+// replica died presents the token it spent; it is still the one call the
+// token confirmed. Another execution, or a plain call, is refused.
+func TestSpentByTheSameExecution(t *testing.T) {
+	a, b := statetest.OpenPair(t, state.Options{})
+	ctx := context.Background()
+	exp := time.Now().Add(time.Minute)
+	if err := a.SpentTokens().Spend(ctx, "tok-x", exp, "exec-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SpentTokens().Spend(ctx, "tok-x", exp, "exec-1"); err != nil {
+		t.Errorf("the same execution, run again on another replica: %v", err)
+	}
+	for _, other := range []string{"exec-2", ""} {
+		if err := b.SpentTokens().Spend(ctx, "tok-x", exp, other); !errors.Is(err, confirm.ErrUsed) {
+			t.Errorf("spender %q after exec-1: %v", other, err)
+		}
 	}
 }
