@@ -31,6 +31,7 @@ import (
 	"github.com/toold/toold/internal/mcpserver"
 	"github.com/toold/toold/internal/metrics"
 	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/server"
 	"github.com/toold/toold/internal/state"
@@ -154,15 +155,18 @@ func build(cfg *config.Config, log *zap.Logger, withState bool) (*app, error) {
 		return nil, err
 	}
 	a.closers = append(a.closers, func() error { a.exec.Close(); return nil })
+	// One reader for REST and /mcp: its byte budget bounds every body held.
+	bodies := reqbody.New(reqbody.Options{MaxBytes: cfg.Server.MaxBodyBytes, Budget: cfg.Server.BodyBudgetBytes,
+		Timeout: cfg.Server.BodyReadTimeout, Registerer: a.metrics})
 	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
-		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Executions: a.exec})
+		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, Executions: a.exec})
 	var mcpHandler http.Handler
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()
 	}
 	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
-		MaxBodyBytes: cfg.Server.MaxBodyBytes, WriteTimeout: cmp.Or(cfg.Server.WriteTimeout, 30*time.Second), Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, WriteTimeout: cmp.Or(cfg.Server.WriteTimeout, 30*time.Second), Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
 		Executions: a.exec, Store: a.store, Recorder: rec,
 		// Without keys there is one identity, the local user's: the agent
 		// and the person approving are told apart only by keys.

@@ -184,6 +184,15 @@ type ServerConfig struct {
 	WriteTimeout time.Duration `yaml:"write_timeout" validate:"gte=0"`
 	// MaxHeaderBytes caps request headers.
 	MaxHeaderBytes int `yaml:"max_header_bytes" validate:"gte=0,lte=16777216"`
+	// BodyBudgetBytes caps the bytes of request bodies held in memory at
+	// once, over all requests (REST and /mcp); past it a request is refused
+	// with 503 and Retry-After. At least max_body_bytes; 0 means 8 MiB.
+	BodyBudgetBytes int64 `yaml:"body_budget_bytes" validate:"gte=0"`
+	// BodyReadTimeout bounds how long a request body may take to arrive,
+	// counted from when toold starts reading it (a large body: once its call
+	// is admitted), and never past the call's own timeout; a body still
+	// arriving then is refused with 408. 0 means 10s.
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout" validate:"gte=0"`
 	// MaxConnections caps concurrent connections; further ones wait in
 	// the kernel's accept queue. 0 means no cap.
 	MaxConnections int `yaml:"max_connections" validate:"gte=0"`

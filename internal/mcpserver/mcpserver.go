@@ -25,6 +25,7 @@ import (
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -39,6 +40,9 @@ type Options struct {
 	Version string
 	// MaxBodyBytes caps an HTTP request body (default 1 MiB).
 	MaxBodyBytes int64
+	// Bodies reads HTTP request bodies under the byte budget and read
+	// deadline the REST routes share; nil makes a reader of its own.
+	Bodies *reqbody.Reader
 	// Executions keeps the calls that pause (nil or without a store:
 	// such calls are refused).
 	Executions *executions.Service

@@ -11,12 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/toold/toold/internal/reqbody"
 )
 
 // sdkLogger hands the SDK toold's logger from warn up: at info it reports
@@ -56,18 +59,20 @@ func (s *Server) Handler() http.Handler {
 		PropagateRequestCancellation: true,
 		Logger:                       sdkLogger(s.log),
 	})
+	bodies := s.opts.Bodies
+	if bodies == nil {
+		bodies = reqbody.New(reqbody.Options{MaxBytes: max})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Body != nil {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				WriteError(w, http.StatusRequestEntityTooLarge, "the request is larger than the "+strconv.FormatInt(max, 10)+"-byte limit")
-				return
-			}
+			// Under the byte budget and read deadline REST bodies share.
+			b, err := bodies.Read(w, r, time.Time{})
 			if err != nil {
-				WriteError(w, http.StatusBadRequest, "reading the request failed")
+				refuseBody(w, err, bodies.MaxBytes())
 				return
 			}
+			defer b.Release() // once the SDK has answered: it holds the bytes until then
+			body := b.Data
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			switch m := peek(body); m.method {
 			case "tools/call":
@@ -80,6 +85,28 @@ func (s *Server) Handler() http.Handler {
 		h.ServeHTTP(ew, r)
 		ew.finish()
 	})
+}
+
+// refuseBody answers a body that was not read, with the statuses REST
+// gives the same refusals, and closes the connection (the rest of the
+// body was not read).
+func refuseBody(w http.ResponseWriter, err error, max int64) {
+	w.Header().Set("Connection", "close")
+	var be *reqbody.Error
+	if !errors.As(err, &be) {
+		be = &reqbody.Error{Reason: reqbody.ReasonUnreadable}
+	}
+	switch be.Reason {
+	case reqbody.ReasonTooLarge:
+		WriteError(w, http.StatusRequestEntityTooLarge, "the request is larger than the "+strconv.FormatInt(max, 10)+"-byte limit")
+	case reqbody.ReasonBudget:
+		w.Header().Set("Retry-After", "1")
+		WriteError(w, http.StatusServiceUnavailable, "toold holds as many request bodies as its memory budget allows; retry in a moment")
+	case reqbody.ReasonTimeout:
+		WriteError(w, http.StatusRequestTimeout, "the request did not arrive in time; send it whole, right after the headers")
+	default:
+		WriteError(w, http.StatusBadRequest, "reading the request failed")
+	}
 }
 
 // rpcErrorWriter turns the SDK's plain-text HTTP refusals (a body that is

@@ -201,19 +201,21 @@ func (s *Server) recordReply(r *http.Request, rec *executions.Record, wait time.
 
 // withBody admits a request that starts work (none while draining) and
 // reads its body, then calls h; the work is counted until h returns. A
-// refusal names tool, when the route names one.
+// refusal names tool, when the route names one. Such a route names no
+// tool before its body is read, so nothing but the shared byte budget and
+// the body timeout is held while it arrives; the calls it carries are
+// admitted to their bulkheads when they run.
 func (s *Server) withBody(w http.ResponseWriter, r *http.Request, tool string, h func(body []byte)) {
 	if !s.admit() {
 		s.refuse(w, r, tool, dispatch.StatusRejected, drainingError())
 		return
 	}
 	defer s.done()
-	body, terr := s.readBody(r)
-	if terr != nil {
+	if terr := contentType(r); terr != nil {
 		s.refuse(w, r, tool, dispatch.StatusRejected, terr)
 		return
 	}
-	h(body)
+	s.readThen(w, r, tool, time.Time{}, h)
 }
 
 // submitExecution is POST /executions: {tool, arguments}, always async.

@@ -26,6 +26,7 @@ import (
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/limits"
 	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/state/statetest"
@@ -61,6 +62,8 @@ type harnessOpts struct {
 	writeTimeout time.Duration
 	// maxDepth bounds argument nesting (dispatch.Options.MaxDepth).
 	maxDepth int
+	// bodies, when set, configures the body reader (budget, timeout).
+	bodies *reqbody.Options
 }
 
 // testTools are the tools most tests use: the diagnostics plus tools that
@@ -121,7 +124,13 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(ex.Close)
-	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
+	bo := reqbody.Options{MaxBytes: o.maxBody}
+	if o.bodies != nil {
+		bo = *o.bodies
+	}
+	bo.Registerer = metricsReg
+	bodies := reqbody.New(bo)
+	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI, Bodies: bodies,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,206 @@
+package reqbody
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// served is a real HTTP server on loopback whose handler reads each body
+// with rd and reports what happened; hold keeps a read body until the test
+// lets it go.
+type served struct {
+	addr    string
+	results chan result
+	hold    chan struct{}
+}
+
+type result struct {
+	n      int
+	reason string
+}
+
+func serve(t *testing.T, rd *Reader) *served {
+	t.Helper()
+	s := &served{results: make(chan result, 16), hold: make(chan struct{})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := rd.Read(w, r, time.Time{})
+		var e *Error
+		if errors.As(err, &e) {
+			s.results <- result{reason: e.Reason}
+			w.WriteHeader(400)
+			return
+		}
+		s.results <- result{n: len(b.Data)}
+		if r.Header.Get("Hold") != "" {
+			<-s.hold
+		}
+		b.Release()
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { close(s.hold); srv.Close() })
+	s.addr = ln.Addr().String()
+	return s
+}
+
+// send writes a raw request: head is the request line's path and the
+// header lines after Host; body is written as given (chunked or not).
+func (s *served) send(t *testing.T, header, body string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\n%s\r\n%s", header, body)
+	go io.Copy(io.Discard, bufio.NewReader(c))
+	return c
+}
+
+func (s *served) next(t *testing.T) result {
+	t.Helper()
+	select {
+	case r := <-s.results:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not finish reading")
+		return result{}
+	}
+}
+
+func chunked(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		fmt.Fprintf(&b, "%x\r\n%s\r\n", len(p), p)
+	}
+	return b.String() + "0\r\n\r\n"
+}
+
+func TestRead(t *testing.T) {
+	big := strings.Repeat("a", 3000)
+	tests := []struct {
+		name, header, body string
+		want               result
+	}{
+		{"announced", "Content-Length: 5\r\n", "hello", result{n: 5}},
+		{"empty", "Content-Length: 0\r\n", "", result{}},
+		{"announced too large", "Content-Length: 1025\r\n", "", result{reason: ReasonTooLarge}},
+		{"chunked", "Transfer-Encoding: chunked\r\n", chunked("hel", "lo"), result{n: 5}},
+		{"chunked at the cap", "Transfer-Encoding: chunked\r\n", chunked(big[:1024]), result{n: 1024}},
+		{"chunked past the cap", "Transfer-Encoding: chunked\r\n", chunked(big[:1000], big[:25]), result{reason: ReasonTooLarge}},
+		{"stalled", "Content-Length: 100\r\n", "only this", result{reason: ReasonTimeout}},
+		{"stalled chunked", "Transfer-Encoding: chunked\r\n", "5\r\nhello\r\n", result{reason: ReasonTimeout}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			rd := New(Options{MaxBytes: 1024, Budget: 1 << 20, Timeout: 200 * time.Millisecond, Registerer: reg})
+			s := serve(t, rd)
+			s.send(t, tc.header, tc.body)
+			if got := s.next(t); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if tc.want.reason != "" && testutil.ToFloat64(rd.refused.WithLabelValues(tc.want.reason)) != 1 {
+				t.Errorf("the refusal was not counted")
+			}
+			waitHeld(t, rd, 0)
+		})
+	}
+}
+
+func waitHeld(t *testing.T, rd *Reader, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for rd.held.Load() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes held, want %d", rd.held.Load(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if g := testutil.ToFloat64(rd.heldGauge); g != float64(want) {
+		t.Fatalf("the gauge says %v bytes held, want %d", g, want)
+	}
+}
+
+// TestBudget: an announced body reserves its length before a byte is
+// read, a chunked one grows its reservation as it arrives, and a body that
+// does not fit is refused at once; the budget comes back on Release.
+func TestBudget(t *testing.T) {
+	rd := New(Options{MaxBytes: 8 << 10, Budget: 10 << 10, Timeout: 5 * time.Second})
+	s := serve(t, rd)
+	s.send(t, "Hold: 1\r\nContent-Length: 8192\r\n", strings.Repeat("a", 8192))
+	if got := s.next(t); got.n != 8192 {
+		t.Fatalf("the first body: %+v", got)
+	}
+	waitHeld(t, rd, 8<<10)
+	s.send(t, "Content-Length: 4096\r\n", "") // announced, not sent: refused before reading
+	if got := s.next(t); got.reason != ReasonBudget {
+		t.Fatalf("a body past the budget: %+v", got)
+	}
+	s.send(t, "Transfer-Encoding: chunked\r\n", chunked(strings.Repeat("b", 5000))) // grows past the budget
+	if got := s.next(t); got.reason != ReasonBudget {
+		t.Fatalf("a chunked body past the budget: %+v", got)
+	}
+	waitHeld(t, rd, 8<<10)
+	s.hold <- struct{}{}
+	waitHeld(t, rd, 0)
+	s.send(t, "Content-Length: 4096\r\n", strings.Repeat("c", 4096))
+	if got := s.next(t); got.n != 4096 {
+		t.Fatalf("once the budget came back: %+v", got)
+	}
+}
+
+// TestDeadlineOfTheCall: a deadline earlier than the timeout cuts the read
+// there.
+func TestDeadlineOfTheCall(t *testing.T) {
+	rd := New(Options{Timeout: time.Minute})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := make(chan time.Duration, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		_, err := rd.Read(w, r, start.Add(200*time.Millisecond))
+		if e, ok := errors.AsType[*Error](err); !ok || e.Reason != ReasonTimeout {
+			t.Errorf("got %v, want a timeout", err)
+		}
+		took <- time.Since(start)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab")
+	select {
+	case d := <-took:
+		if d > 20*time.Second {
+			t.Errorf("cut after %v", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the read was not cut at the call's deadline")
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	rd := New(Options{MaxBytes: 64 << 20})
+	if rd.MaxBytes() != 64<<20 || rd.budget != 64<<20 || rd.Timeout() != DefaultTimeout {
+		t.Errorf("max %d, budget %d, timeout %v: the budget must hold one body of the largest size", rd.MaxBytes(), rd.budget, rd.Timeout())
+	}
+}
