@@ -76,6 +76,8 @@ type Sanitizer interface {
 	// RedactJSON redacts a JSON document for the debug log, whatever the
 	// tool's output policy says.
 	RedactJSON(tool string, data []byte) []byte
+	// RedactString is RedactJSON for a text.
+	RedactString(tool, text string) string
 }
 
 // Limiter is the bulkhead stage: Admit returns once the call may run, with
@@ -514,4 +516,5 @@ func (d *Dispatcher) failure(c *call, status Status, err error) {
 		c.env.Error.Suggestion, rep = d.opts.Sanitizer.Text(spec, c.env.Error.Suggestion)
 		c.env.Sanitized.Add(rep)
 	}
+	d.Redact(c.env)
 }

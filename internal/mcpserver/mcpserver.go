@@ -119,11 +119,12 @@ func sdkTool(t registry.MCPTool) *mcp.Tool {
 	return out
 }
 
-// middleware filters tools/list to the tools the caller may use: a key
-// sees only its tools, as on GET /tools.
+// middleware filters tools/list to the tools the caller may use (a key
+// sees only its tools, as on GET /tools), and redacts every error and
+// failed result (see redacted).
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
+		res, err := s.redacted(next(ctx, method, req))
 		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 			p := caller(ctx)
 			visible := make([]*mcp.Tool, 0, len(lr.Tools))

@@ -81,7 +81,7 @@ func (s *Server) Handler() http.Handler {
 				s.calls.cancel(caller(r.Context()).Name, m.cancelled)
 			}
 		}
-		ew := &rpcErrorWriter{ResponseWriter: w}
+		ew := &rpcErrorWriter{ResponseWriter: w, redact: s.opts.Dispatcher.RedactText}
 		h.ServeHTTP(ew, r)
 		ew.finish()
 	})
@@ -111,15 +111,20 @@ func refuseBody(w http.ResponseWriter, err error, max int64) {
 
 // rpcErrorWriter turns the SDK's plain-text HTTP refusals (a body that is
 // not JSON-RPC, an unknown method, a wrong protocol version) into JSON-RPC
-// error bodies with the same status, which MCP clients decode and show.
+// error bodies with the same status, which MCP clients decode and show;
+// and redacts the message of every HTTP refusal the SDK writes, in plain
+// text or JSON-RPC (a header that does not match the body is quoted).
 type rpcErrorWriter struct {
 	http.ResponseWriter
 	status int
 	body   bytes.Buffer
+	// redact scrubs the SDK's message, which may quote the request (a
+	// method's name), as every refusal is (dispatch.Redact).
+	redact func(string) string
 }
 
 func (w *rpcErrorWriter) WriteHeader(code int) {
-	if code >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+	if code >= 400 {
 		w.status = code
 		return
 	}
@@ -147,6 +152,10 @@ func (w *rpcErrorWriter) finish() {
 	if w.status == 0 {
 		return
 	}
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.finishJSON()
+		return
+	}
 	msg := strings.TrimSpace(w.body.String())
 	code := int64(jsonrpc.CodeInvalidRequest)
 	switch {
@@ -156,7 +165,29 @@ func (w *rpcErrorWriter) finish() {
 		code = jsonrpc.CodeMethodNotFound
 	}
 	w.Header().Del("X-Content-Type-Options")
-	writeRPCError(w.ResponseWriter, w.status, code, msg)
+	writeRPCError(w.ResponseWriter, w.status, code, w.redact(msg))
+}
+
+// finishJSON writes a JSON-RPC refusal of the SDK's with its message
+// redacted; a body that is not one goes out as it came.
+func (w *rpcErrorWriter) finishJSON() {
+	body := w.body.Bytes()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // ids stay as sent
+	var m map[string]any
+	if dec.Decode(&m) == nil {
+		if e, ok := m["error"].(map[string]any); ok {
+			if msg, ok := e["message"].(string); ok {
+				e["message"] = w.redact(msg)
+				if b, err := json.Marshal(m); err == nil {
+					body = b
+				}
+			}
+		}
+	}
+	w.Header().Del("Content-Length")
+	w.ResponseWriter.WriteHeader(w.status)
+	_, _ = w.ResponseWriter.Write(body)
 }
 
 // WriteError answers an HTTP request refused before the SDK saw it (no

@@ -262,7 +262,7 @@ const wwwAuthenticate = `Bearer realm="toold"`
 
 // writeEnvelope writes an envelope with the status the table gives it.
 func (s *Server) writeEnvelope(w http.ResponseWriter, r *http.Request, env *dispatch.Envelope) {
-	s.send(w, r, envelopeReply(env, httpStatus(env)))
+	s.send(w, r, s.envelopeReply(env, httpStatus(env)))
 }
 
 // reply is an answer before it is written: the idempotency layer stores
@@ -278,7 +278,11 @@ type reply struct {
 	applied  string // Preference-Applied
 }
 
-func envelopeReply(env *dispatch.Envelope, status int) *reply {
+// envelopeReply is the one place an envelope becomes a reply's body: a
+// failure is redacted here (dispatch.Redact), whoever built it, so nothing
+// the caller sent comes back unsanitized in a refusal.
+func (s *Server) envelopeReply(env *dispatch.Envelope, status int) *reply {
+	s.opts.Dispatcher.Redact(env)
 	return &reply{status: status, env: env, body: env.AppendJSON(make([]byte, 0, 512+len(env.Data)))}
 }
 

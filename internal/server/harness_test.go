@@ -147,6 +147,29 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		http: &http.Client{Transport: apitest.Checker(t, http.DefaultTransport), Timeout: 10 * time.Second}}
 }
 
+// newBareServer is a Server with the test tools and the default sanitizer,
+// not listening: for fuzz targets of its parsers.
+func newBareServer(tb testing.TB) *Server {
+	tb.Helper()
+	reg, err := registry.New(registry.Options{}, testTools()...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	san, err := sanitize.New(sanitize.Config{}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	disp, err := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Limiter: limits.New(limits.Options{}), Sanitizer: san})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := New(Options{Dispatcher: disp})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv
+}
+
 // response is a decoded answer.
 type response struct {
 	status int

@@ -47,6 +47,7 @@ func (s *Server) mcp(h http.Handler) http.HandlerFunc {
 
 func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, te *tools.Error) {
 	env := dispatch.Failure(info(r).id, "", dispatch.StatusRejected, te)
+	s.opts.Dispatcher.Redact(env) // as envelopeReply does: the message may quote the request
 	status := httpStatus(env)
 	ri := info(r)
 	ri.outcome, ri.errType = string(env.Status), string(te.Kind)
@@ -56,9 +57,9 @@ func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, te *tools.Err
 	if te.RetryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(te.RetryAfter))
 	}
-	msg := te.Message
-	if te.Suggestion != "" {
-		msg += "; " + te.Suggestion
+	msg := env.Error.Message
+	if env.Error.Suggestion != "" {
+		msg += "; " + env.Error.Suggestion
 	}
 	mcpserver.WriteError(w, status, msg)
 }

@@ -58,10 +58,7 @@ func principal(r *http.Request) *auth.Principal {
 func (s *Server) frame(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get("X-Request-ID")
-		if !validRequestID(id) {
-			id = newRequestID()
-		}
+		id := s.requestID(r.Header.Get("X-Request-ID"))
 		w.Header().Set("X-Request-ID", id)
 		ri := &reqInfo{id: id}
 		r = r.WithContext(context.WithValue(r.Context(), keyInfo, ri))
@@ -73,6 +70,25 @@ func (s *Server) frame(next http.Handler) http.Handler {
 		defer s.recoverPanic(sw, r, ri)
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// requestID is the request's id: the client's, when it is well-formed
+// and the sanitizer finds nothing in it, else a new one. It goes into a
+// header, every envelope and every log line of the request: a client's id
+// that held a secret (any token is made of the same characters) would be
+// written back everywhere.
+func (s *Server) requestID(sent string) string {
+	if s.acceptableID(sent) {
+		return sent
+	}
+	return newRequestID()
+}
+
+// acceptableID reports whether a caller-chosen id (a request id, a
+// batch call's id) may be kept and repeated: well-formed, and nothing in
+// it the sanitizer would redact.
+func (s *Server) acceptableID(id string) bool {
+	return validRequestID(id) && s.opts.Dispatcher.RedactText(id) == id
 }
 
 // validRequestID accepts 1-128 characters of [A-Za-z0-9._:-], so a client's
