@@ -56,17 +56,19 @@ var errDraining = &tools.Error{Kind: tools.OverloadError, Code: "draining", Retr
 
 // app is one wired toold: everything build made, ready to serve.
 type app struct {
-	cfg         *config.Config
-	log         *zap.Logger
-	reg         *registry.Live
-	commands    *command.Set
-	san         *sanitize.Sanitizer
-	upstream    *upstream.Manager
-	mcp         *mcpserver.Server
-	srv         *server.Server
-	api         *http.Server
-	admin       *http.Server
-	metrics     *prometheus.Registry
+	cfg      *config.Config
+	log      *zap.Logger
+	reg      *registry.Live
+	commands *command.Set
+	san      *sanitize.Sanitizer
+	upstream *upstream.Manager
+	mcp      *mcpserver.Server
+	srv      *server.Server
+	api      *http.Server
+	admin    *http.Server
+	metrics  *prometheus.Registry
+	// conns caps the API listener's connections (nil: no cap).
+	conns       *server.ConnLimit
 	grace       time.Duration
 	insecure    bool
 	cancelCalls context.CancelCauseFunc
@@ -376,6 +378,10 @@ func (a *app) httpServers() (*http.Server, *http.Server) {
 		MaxHeaderBytes: cmp.Or(sc.MaxHeaderBytes, 64<<10),
 		BaseContext:    func(net.Listener) context.Context { return base },
 		ErrorLog:       zap.NewStdLog(a.log.Named("http")),
+	}
+	if n := sc.MaxConnections; n > 0 {
+		a.conns = server.NewConnLimit(n, a.metrics)
+		apiSrv.ConnState = a.conns.ConnState
 	}
 	if a.cfg.AdminListen == "" {
 		return apiSrv, nil

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/net/netutil"
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/config"
@@ -138,8 +137,8 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", a.cfg.Listen, err)
 	}
-	if n := a.cfg.Server.MaxConnections; n > 0 {
-		ln = netutil.LimitListener(ln, n)
+	if a.conns != nil {
+		ln = a.conns.Listener(ln)
 	}
 	var adminLn net.Listener
 	if a.cfg.AdminListen != "" {

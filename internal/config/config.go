@@ -193,8 +193,10 @@ type ServerConfig struct {
 	// is admitted), and never past the call's own timeout; a body still
 	// arriving then is refused with 408. 0 means 10s.
 	BodyReadTimeout time.Duration `yaml:"body_read_timeout" validate:"gte=0"`
-	// MaxConnections caps concurrent connections; further ones wait in
-	// the kernel's accept queue. 0 means no cap.
+	// MaxConnections caps concurrent connections of the API listener. At
+	// the cap an idle keep-alive connection is closed to make room, and
+	// when every connection is busy a new one is answered 503 with
+	// Retry-After at once. 0 means no cap.
 	MaxConnections int `yaml:"max_connections" validate:"gte=0"`
 	// GlobalCap bounds the calls accepted (running plus queued) over all
 	// tools together; 0 means only the per-tool bulkheads apply.
