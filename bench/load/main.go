@@ -310,11 +310,11 @@ func startToold(bin, dir, name, config string, pinned bool) (*server, error) {
 	cmd := command(pinned, bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
 		"-state-dir", filepath.Join(dir, "state-"+name))
 	cmd.Stderr = logf
-	s, addrs, err := start(cmd, "listening on", "metrics and pprof")
+	s, addrs, err := start(cmd, "listening on", "metrics on")
 	if err != nil {
 		return nil, err
 	}
-	s.addr, s.admin = addrs["listening on"], "http://"+addrs["metrics and pprof"]
+	s.addr, s.admin = addrs["listening on"], "http://"+addrs["metrics on"]
 	time.Sleep(500 * time.Millisecond) // settle before the idle RSS is read
 	return s, nil
 }

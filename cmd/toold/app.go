@@ -388,17 +388,22 @@ func (a *app) httpServers() (*http.Server, *http.Server) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{Registry: a.metrics}))
-	if p := a.cfg.Server.Pprof; p == nil || *p {
+	if a.pprof() {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	adminSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
+	// The API's Origin and Host checks: a page whose name was rebound to
+	// this machine must not read the metrics or profiles.
+	adminSrv := &http.Server{Handler: a.srv.Admin(mux), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: zap.NewStdLog(a.log.Named("admin"))}
 	return apiSrv, adminSrv
 }
+
+// pprof reports whether /debug/pprof is served: only when asked for.
+func (a *app) pprof() bool { return a.cfg.Server.Pprof != nil && *a.cfg.Server.Pprof }
 
 func (a *app) close() {
 	var errs []error

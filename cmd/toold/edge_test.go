@@ -135,3 +135,56 @@ func TestConnectionCapEvictsIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminChecksHostAndOrigin: the admin listener refuses a rebound name
+// and a foreign Origin, as the API does, and serves loopback and address
+// Hosts (Prometheus scrapes pods by address); pprof is off unless enabled.
+func TestAdminChecksHostAndOrigin(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte("server: {pprof: true}\n"), 0o644)
+	off := start(t, nil, "-workspace", workspace(t))
+	on := start(t, nil, "-workspace", workspace(t), "-config", cfg)
+	if strings.Contains(off.stdout.String(), "pprof") || !strings.Contains(on.stdout.String(), "pprof on") {
+		t.Errorf("the start-up lines do not say where pprof is: %q / %q", off.stdout, on.stdout)
+	}
+	get := func(base, path string, header map[string]string) int {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		for k, v := range header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	tests := []struct {
+		name   string
+		base   string
+		path   string
+		header map[string]string
+		want   int
+	}{
+		{"metrics", off.admin, "/metrics", nil, 200},
+		{"metrics as localhost", off.admin, "/metrics", map[string]string{"Host": "localhost:9090"}, 200},
+		{"metrics by pod address", off.admin, "/metrics", map[string]string{"Host": "10.1.2.3:9090"}, 200},
+		{"metrics by IPv6 address", off.admin, "/metrics", map[string]string{"Host": "[fd00::1]:9090"}, 200},
+		{"metrics, rebound name", off.admin, "/metrics", map[string]string{"Host": "attacker.example:9090"}, 403},
+		{"metrics, name of loopback", off.admin, "/metrics", map[string]string{"Host": "127.0.0.1.nip.io"}, 403},
+		{"metrics, foreign origin", off.admin, "/metrics", map[string]string{"Origin": "https://attacker.example"}, 403},
+		{"pprof off", off.admin, "/debug/pprof/", nil, 404},
+		{"pprof on", on.admin, "/debug/pprof/", nil, 200},
+		{"pprof, rebound name", on.admin, "/debug/pprof/cmdline", map[string]string{"Host": "attacker.example:9090"}, 403},
+		{"pprof, foreign origin", on.admin, "/debug/pprof/", map[string]string{"Origin": "http://attacker.example"}, 403},
+	}
+	for _, tc := range tests {
+		if got := get(tc.base, tc.path, tc.header); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

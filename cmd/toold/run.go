@@ -222,7 +222,11 @@ func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {
 	fmt.Fprintf(stdout, "toold %s listening on %s, serving %d tools from workspace %s\n",
 		versionString(), listenURL(ln.Addr()), a.reg.Load().Len(), absPath(a.cfg.Workspace))
 	if adminLn != nil {
-		fmt.Fprintf(stdout, "metrics and pprof on %s/metrics\n", listenURL(adminLn.Addr()))
+		pprof := ""
+		if a.pprof() {
+			pprof = ", pprof on " + listenURL(adminLn.Addr()) + "/debug/pprof/"
+		}
+		fmt.Fprintf(stdout, "metrics on %s/metrics%s\n", listenURL(adminLn.Addr()), pprof)
 	}
 	a.log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("tools", a.reg.Load().Len()),
 		zap.String("workspace", absPath(a.cfg.Workspace)))

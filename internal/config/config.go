@@ -204,7 +204,8 @@ type ServerConfig struct {
 	// DrainGrace is how long accepted calls may finish after SIGTERM.
 	DrainGrace time.Duration `yaml:"drain_grace" validate:"gte=0"`
 	// Pprof serves /debug/pprof on the admin listener next to /metrics
-	// (default true; turn it off where the metrics port is shared).
+	// (default false: profiles show the process's memory and arguments;
+	// turn it on where only operators reach the admin port).
 	Pprof *bool `yaml:"pprof"`
 	// ConfirmSecret signs confirmation tokens. Replicas that share it
 	// accept each other's tokens; empty means a random secret per process

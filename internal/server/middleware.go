@@ -247,16 +247,59 @@ func (s *Server) originAllowed(w http.ResponseWriter, r *http.Request) bool {
 // originRefusal is originAllowed's decision, for every route that a
 // browser could reach (REST and MCP alike).
 func (s *Server) originRefusal(r *http.Request) *tools.Error {
+	if te := s.foreignOrigin(r); te != nil {
+		return te
+	}
+	if !s.opts.Keyring.Enabled() && !s.hostAllowed(r.Host) {
+		return hostRefusal(r.Host)
+	}
+	return nil
+}
+
+// foreignOrigin refuses a browser request from an origin not on the
+// allow-list.
+func (s *Server) foreignOrigin(r *http.Request) *tools.Error {
 	o := r.Header.Get("Origin")
 	if o != "" && !s.origins[strings.ToLower(o)] {
 		return tools.NewPermissionError("requests from the origin %q are not allowed", o).
 			WithCode("origin_not_allowed").WithSuggestion("add the origin to server.allowed_origins in the config")
 	}
-	if !s.opts.Keyring.Enabled() && !s.hostAllowed(r.Host) {
-		return tools.NewPermissionError("the Host %q is not a loopback name", r.Host).
-			WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys")
-	}
 	return nil
+}
+
+func hostRefusal(host string) *tools.Error {
+	return tools.NewPermissionError("the Host %q is not a loopback name", host).
+		WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys")
+}
+
+// Admin guards the admin listener's handler (metrics, pprof) with the
+// API's browser checks: a foreign Origin is refused, and so is a Host that
+// is neither a loopback name, nor in server.allowed_hosts, nor an IP
+// address. The admin listener takes no key, so its Host check applies
+// whether or not the API has keys. An address passes it: DNS rebinding
+// needs a name (a page can only reach an address by its own origin), and
+// Prometheus scrapes pods by address.
+func (s *Server) Admin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		te := s.foreignOrigin(r)
+		if te == nil && !s.hostAllowed(r.Host) && !ipHost(r.Host) {
+			te = hostRefusal(r.Host)
+		}
+		if te != nil {
+			s.refuse(w, r, "", dispatch.StatusRejected, te)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ipHost reports whether a Host header names an IP address.
+func ipHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return net.ParseIP(strings.Trim(host, "[]")) != nil
 }
 
 // corsHeaders lets an allowed origin read the answer.
