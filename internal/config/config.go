@@ -186,7 +186,8 @@ type ServerConfig struct {
 	MaxHeaderBytes int `yaml:"max_header_bytes" validate:"gte=0,lte=16777216"`
 	// BodyBudgetBytes caps the bytes of request bodies held in memory at
 	// once, over all requests (REST and /mcp); past it a request is refused
-	// with 503 and Retry-After. At least max_body_bytes; 0 means 8 MiB.
+	// with 503 and Retry-After. At least max_body_bytes; 0 means four times
+	// max_body_bytes.
 	BodyBudgetBytes int64 `yaml:"body_budget_bytes" validate:"gte=0"`
 	// BodyReadTimeout bounds how long a request body may take to arrive,
 	// counted from when toold starts reading it (a large body: once its call

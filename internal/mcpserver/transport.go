@@ -68,7 +68,7 @@ func (s *Server) Handler() http.Handler {
 			// Under the byte budget and read deadline REST bodies share.
 			b, err := bodies.Read(w, r, time.Time{})
 			if err != nil {
-				refuseBody(w, err, bodies.MaxBytes())
+				refuseBody(w, err, bodies)
 				return
 			}
 			defer b.Release() // once the SDK has answered: it holds the bytes until then
@@ -89,23 +89,26 @@ func (s *Server) Handler() http.Handler {
 
 // refuseBody answers a body that was not read, with the statuses REST
 // gives the same refusals, and closes the connection (the rest of the
-// body was not read).
-func refuseBody(w http.ResponseWriter, err error, max int64) {
-	w.Header().Set("Connection", "close")
+// body was not read; see reqbody.Reader.HangUp).
+func refuseBody(w http.ResponseWriter, err error, bodies *reqbody.Reader) {
 	var be *reqbody.Error
 	if !errors.As(err, &be) {
 		be = &reqbody.Error{Reason: reqbody.ReasonUnreadable}
 	}
+	status, msg := http.StatusBadRequest, "reading the request failed"
 	switch be.Reason {
 	case reqbody.ReasonTooLarge:
-		WriteError(w, http.StatusRequestEntityTooLarge, "the request is larger than the "+strconv.FormatInt(max, 10)+"-byte limit")
+		status, msg = http.StatusRequestEntityTooLarge, "the request is larger than the "+strconv.FormatInt(bodies.MaxBytes(), 10)+"-byte limit"
 	case reqbody.ReasonBudget:
 		w.Header().Set("Retry-After", "1")
-		WriteError(w, http.StatusServiceUnavailable, "toold holds as many request bodies as its memory budget allows; retry in a moment")
+		status, msg = http.StatusServiceUnavailable, "toold holds as many request bodies as its memory budget allows; retry in a moment"
 	case reqbody.ReasonTimeout:
-		WriteError(w, http.StatusRequestTimeout, "the request did not arrive in time; send it whole, right after the headers")
-	default:
-		WriteError(w, http.StatusBadRequest, "reading the request failed")
+		status, msg = http.StatusRequestTimeout, "the request did not arrive in time; send it whole, right after the headers"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !bodies.HangUp(w, status, ErrorBody(msg)) {
+		w.Header().Set("Connection", "close")
+		WriteError(w, status, msg)
 	}
 }
 
@@ -197,15 +200,21 @@ func WriteError(w http.ResponseWriter, status int, msg string) {
 	writeRPCError(w, status, jsonrpc.CodeInvalidRequest, msg)
 }
 
-func writeRPCError(w http.ResponseWriter, status int, code int64, msg string) {
+// ErrorBody is the JSON-RPC error body WriteError writes.
+func ErrorBody(msg string) []byte { return rpcErrorBody(jsonrpc.CodeInvalidRequest, msg) }
+
+func rpcErrorBody(code int64, msg string) []byte {
 	body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}})
-	if err != nil {
-		http.Error(w, msg, status)
-		return
+	if err != nil { // a message is a string: this cannot fail
+		return []byte(`{"jsonrpc":"2.0","error":{"code":-32600,"message":"invalid request"}}`)
 	}
+	return body
+}
+
+func writeRPCError(w http.ResponseWriter, status int, code int64, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(rpcErrorBody(code, msg))
 }
 
 // ServeStdio serves MCP on in and out (newline-delimited JSON-RPC) until

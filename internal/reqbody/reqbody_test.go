@@ -199,8 +199,64 @@ func TestDeadlineOfTheCall(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	rd := New(Options{MaxBytes: 64 << 20})
-	if rd.MaxBytes() != 64<<20 || rd.budget != 64<<20 || rd.Timeout() != DefaultTimeout {
-		t.Errorf("max %d, budget %d, timeout %v: the budget must hold one body of the largest size", rd.MaxBytes(), rd.budget, rd.Timeout())
+	for _, tc := range []struct {
+		o           Options
+		max, budget int64
+	}{
+		{Options{}, DefaultMaxBytes, DefaultBudgetBodies * DefaultMaxBytes},
+		{Options{MaxBytes: 64 << 20}, 64 << 20, DefaultBudgetBodies * 64 << 20},
+		{Options{MaxBytes: 64 << 20, Budget: 1 << 20}, 64 << 20, 64 << 20}, // one body of the largest size must fit
+	} {
+		rd := New(tc.o)
+		if rd.MaxBytes() != tc.max || rd.budget != tc.budget || rd.Timeout() != DefaultTimeout {
+			t.Errorf("%+v: max %d, budget %d, timeout %v", tc.o, rd.MaxBytes(), rd.budget, rd.Timeout())
+		}
+	}
+}
+
+// TestHangUp: a request refused with its body unread gets the whole
+// answer, then the end of the connection; the handler's goroutine is not
+// held for the linger.
+func TestHangUp(t *testing.T) {
+	rd := New(Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	returned := make(chan time.Time, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !Unread(r) {
+			t.Error("a 2 MiB body announced and unread is not Unread")
+		}
+		w.Header().Set("Retry-After", "1")
+		if !rd.HangUp(w, 503, []byte(`{"refused":true}`)) {
+			t.Error("HangUp could not take the connection over")
+		}
+		returned <- time.Now()
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", 2<<20, strings.Repeat("a", 64<<10))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 503 || !resp.Close || resp.Header.Get("Retry-After") != "1" || string(body) != `{"refused":true}` {
+		t.Errorf("got %d close=%v %v %s", resp.StatusCode, resp.Close, resp.Header, body)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the answer: %v, want EOF", err)
+	}
+	// The close comes after the linger; the handler returned before it.
+	if eof, ret := time.Now(), <-returned; !ret.Before(eof) {
+		t.Errorf("the handler returned at %v, after the connection closed at %v", ret, eof)
 	}
 }

@@ -122,6 +122,16 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// CloseWrite half-closes the connection, as net/http (and a hang-up, see
+// reqbody) do before the wait that lets a client read its answer; the
+// wrapper must pass it on, or they skip it.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // admit counts c in, making room by closing the longest idle connection
 // when the cap is reached; nil when every connection is busy.
 func (l *ConnLimit) admit(c net.Conn) *limitedConn {

@@ -208,14 +208,15 @@ func contentType(r *http.Request) *tools.Error {
 // readThen reads the body under the shared byte budget, by deadline (zero:
 // the body timeout from now), and calls h with it; the body's bytes go
 // back to the budget when h returns. A body that cannot be read is
-// refused, and the connection closed: the rest of it was not read.
+// refused, and the connection closed (send): the rest of it was not read.
 func (s *Server) readThen(w http.ResponseWriter, r *http.Request, tool string, deadline time.Time, h func(body []byte)) {
 	b, err := s.bodies.Read(w, r, deadline)
 	if err != nil {
-		w.Header().Set("Connection", "close")
+		info(r).bodyFailed = true
 		s.refuse(w, r, tool, dispatch.StatusRejected, s.bodyError(err))
 		return
 	}
+	info(r).bodyRead = true
 	defer b.Release()
 	h(b.Data)
 }
@@ -319,6 +320,14 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, rp *reply) {
 		h.Set("Idempotent-Replayed", "true")
 	}
 	h.Set("Content-Type", "application/json")
+	if ri.bodyFailed || !ri.bodyRead && reqbody.Unread(r) {
+		// The connection cannot carry another request: answer and close
+		// it without holding this goroutine through the close.
+		if s.bodies.HangUp(w, rp.status, append(rp.body, '\n')) {
+			ri.status = rp.status
+			return
+		}
+	}
 	h.Set("Content-Length", strconv.Itoa(len(rp.body)+1))
 	w.WriteHeader(rp.status)
 	_, _ = w.Write(append(rp.body, '\n'))

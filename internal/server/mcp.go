@@ -7,6 +7,7 @@ import (
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/mcpserver"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -60,6 +61,13 @@ func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, te *tools.Err
 	msg := env.Error.Message
 	if env.Error.Suggestion != "" {
 		msg += "; " + env.Error.Suggestion
+	}
+	if reqbody.Unread(r) { // refused before its body was read: hang up (see send)
+		w.Header().Set("Content-Type", "application/json")
+		if s.bodies.HangUp(w, status, mcpserver.ErrorBody(msg)) {
+			ri.status = status
+			return
+		}
 	}
 	mcpserver.WriteError(w, status, msg)
 }

@@ -34,6 +34,9 @@ type reqInfo struct {
 	errType   string
 	caller    string
 	status    int
+	// bodyRead: the request's body was read to its end; bodyFailed: it
+	// could not be (see send, which then hangs up).
+	bodyRead, bodyFailed bool
 }
 
 func info(r *http.Request) *reqInfo {
