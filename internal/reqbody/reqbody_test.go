@@ -29,6 +29,26 @@ type result struct {
 	reason string
 }
 
+// listen serves h on loopback until the test ends and dials it once: the
+// raw connection lets a test send a request as slowly or as partly as it
+// likes.
+func listen(t *testing.T, h http.HandlerFunc) net.Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func serve(t *testing.T, rd *Reader) *served {
 	t.Helper()
 	s := &served{results: make(chan result, 16), hold: make(chan struct{})}
@@ -167,26 +187,15 @@ func TestBudget(t *testing.T) {
 // there.
 func TestDeadlineOfTheCall(t *testing.T) {
 	rd := New(Options{Timeout: time.Minute})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	took := make(chan time.Duration, 1)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c := listen(t, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		_, err := rd.Read(w, r, start.Add(200*time.Millisecond))
 		if e, ok := errors.AsType[*Error](err); !ok || e.Reason != ReasonTimeout {
 			t.Errorf("got %v, want a timeout", err)
 		}
 		took <- time.Since(start)
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	})
 	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab")
 	select {
 	case d := <-took:
@@ -219,12 +228,8 @@ func TestDefaults(t *testing.T) {
 // held for the linger.
 func TestHangUp(t *testing.T) {
 	rd := New(Options{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	returned := make(chan time.Time, 1)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c := listen(t, func(w http.ResponseWriter, r *http.Request) {
 		if !Unread(r) {
 			t.Error("a 2 MiB body announced and unread is not Unread")
 		}
@@ -233,14 +238,7 @@ func TestHangUp(t *testing.T) {
 			t.Error("HangUp could not take the connection over")
 		}
 		returned <- time.Now()
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	})
 	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", 2<<20, strings.Repeat("a", 64<<10))
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
