@@ -9,12 +9,16 @@ import (
 	"time"
 )
 
-// Unread reports whether r may still have a body toold did not read that
-// net/http would not discard on its own (an announced length past its
-// 256 KiB allowance, or a chunked body): the connection then cannot carry
-// another request, and closing it is net/http's slow path (see HangUp).
+// Unread reports whether r carries a body, for a request whose handler
+// has not read it: one that was refused first. net/http would close the
+// connection after the answer (past 256 KiB left), half a second later,
+// holding the request's goroutine; or read what is left first (up to
+// 256 KiB), for as long as a stalled client lets it, up to the server's
+// ReadTimeout. Hanging up (HangUp) costs neither; the price, a connection
+// not kept alive after a refusal, is paid only by clients that sent a body
+// toold had no use for.
 func Unread(r *http.Request) bool {
-	return r.ContentLength > 256<<10 || r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody
+	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 }
 
 // lingerDelay is how long a connection stays half-closed after its
@@ -61,6 +65,7 @@ func (rd *Reader) HangUp(w http.ResponseWriter, status int, body []byte) bool {
 // from one goroutine that runs while any wait. Every wait is the same
 // length, so the queue is in order.
 type reaper struct {
+	delay   time.Duration // lingerDelay; a test makes it longer
 	mu      sync.Mutex
 	queue   []lingering
 	running bool
@@ -74,7 +79,7 @@ type lingering struct {
 func (r *reaper) add(c net.Conn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.queue = append(r.queue, lingering{c, time.Now().Add(lingerDelay)})
+	r.queue = append(r.queue, lingering{c, time.Now().Add(r.delay)})
 	if !r.running {
 		r.running = true
 		go r.run()
@@ -89,11 +94,13 @@ func (r *reaper) run() {
 			r.mu.Unlock()
 			return
 		}
-		next := r.queue[0]
-		r.queue[0] = lingering{}
-		r.queue = r.queue[1:]
+		next := r.queue[0] // stays queued until closed: only run takes from the queue
 		r.mu.Unlock()
 		time.Sleep(time.Until(next.at))
 		_ = next.c.Close()
+		r.mu.Lock()
+		r.queue[0] = lingering{}
+		r.queue = r.queue[1:]
+		r.mu.Unlock()
 	}
 }

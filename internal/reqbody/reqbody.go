@@ -85,7 +85,7 @@ func New(o Options) *Reader {
 		o.Timeout = DefaultTimeout
 	}
 	f := promauto.With(o.Registerer)
-	rd := &Reader{max: o.MaxBytes, budget: o.Budget, timeout: o.Timeout,
+	rd := &Reader{max: o.MaxBytes, budget: o.Budget, timeout: o.Timeout, reaper: reaper{delay: lingerDelay},
 		heldGauge: f.NewGauge(prometheus.GaugeOpts{Name: "toold_body_bytes_held",
 			Help: "Bytes of request bodies held in memory now, against toold_body_budget_bytes."}),
 		refused: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_body_refusals_total",
