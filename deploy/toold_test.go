@@ -270,7 +270,7 @@ func startToold(t *testing.T, m *manifests) *liveToold {
 
 var (
 	apiLine   = regexp.MustCompile(`listening on http://(\S+?),`)
-	adminLine = regexp.MustCompile(`metrics and pprof on http://(\S+)/metrics`)
+	adminLine = regexp.MustCompile(`metrics on http://(\S+)/metrics`)
 )
 
 // readAddresses waits (10s at most) for the start-up lines, and keeps

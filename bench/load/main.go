@@ -14,9 +14,10 @@
 //  5. MCP: echo over toold's /mcp against the same tool over REST and
 //     against a bare go-sdk stateless server, alternately;
 //  6. hosting: an upstream stdio MCP server's echo called directly by a
-//     go-sdk client, and through toold (REST and /mcp), one at a time.
+//     go-sdk client, and through toold (REST and /mcp), one at a time;
+//  7. uploads (uploads.go): RSS growth under 1,000 stalled 1 MiB uploads.
 //
-// -only runs some of them (throughput,overload,memory,executions,mcp,hosting).
+// -only runs some of them (throughput,overload,memory,executions,mcp,hosting,uploads).
 //
 // Servers run pinned to CPU 0 and the generator to CPU 1 when taskset
 // exists. Run it with `make load` (go run ./bench/load).
@@ -39,7 +40,7 @@ import (
 )
 
 // scenarios names every scenario, as -only takes them.
-var scenarios = []string{"throughput", "overload", "memory", "executions", "mcp", "hosting"}
+var scenarios = []string{"throughput", "overload", "memory", "executions", "mcp", "hosting", "uploads"}
 
 type options struct {
 	round, overload time.Duration
@@ -47,6 +48,10 @@ type options struct {
 	clients, queued int
 	only            []string // the scenarios to run
 	profile         string
+	uploads         int
+	uploadBytes     int
+	uploadHold      time.Duration
+	bin             string // a toold binary to measure instead of building one
 }
 
 func (o options) runs(scenario string) bool { return slices.Contains(o.only, scenario) }
@@ -75,6 +80,10 @@ func main() {
 	flag.IntVar(&o.queued, "queued", 1000, "callers to park in a queue for the memory figure")
 	only := flag.String("only", "", "scenarios to run, comma-separated (default all): "+strings.Join(scenarios, ","))
 	skipExecutions := flag.Bool("skip-executions", false, "leave out the state store and executions scenarios (short for -only without executions)")
+	flag.IntVar(&o.uploads, "uploads", 1000, "stalled uploads of the uploads scenario")
+	flag.IntVar(&o.uploadBytes, "upload-bytes", 1<<20, "body size each stalled upload announces")
+	flag.DurationVar(&o.uploadHold, "upload-hold", 7*time.Second, "how long the uploads stall while RSS is polled")
+	flag.StringVar(&o.bin, "bin", "", "measure this toold binary instead of building ./cmd/toold (to compare two builds)")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of toold with the store on (FILE) and off (FILE.off), taken during their first round")
 	flag.Parse()
 	o.only = selected(*only, *skipExecutions)
@@ -101,9 +110,11 @@ func harness(o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := buildToold(dir)
-	if err != nil {
-		return err
+	bin := o.bin
+	if bin == "" {
+		if bin, err = buildToold(dir); err != nil {
+			return err
+		}
 	}
 	pinned := pinSelf()
 	fmt.Printf("toold load harness: %s, GOMAXPROCS %d, servers pinned to CPU 0 and generator to CPU 1: %v\n",
@@ -152,6 +163,11 @@ tools:
 	}
 	if o.runs("memory") {
 		if err := memory(o, bin, dir, pinned, idle); err != nil {
+			return err
+		}
+	}
+	if o.runs("uploads") {
+		if err := uploads(o, bin, dir, pinned); err != nil {
 			return err
 		}
 	}
@@ -310,11 +326,11 @@ func startToold(bin, dir, name, config string, pinned bool) (*server, error) {
 	cmd := command(pinned, bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
 		"-state-dir", filepath.Join(dir, "state-"+name))
 	cmd.Stderr = logf
-	s, addrs, err := start(cmd, "listening on", "metrics and pprof")
+	s, addrs, err := start(cmd, "listening on", "/metrics")
 	if err != nil {
 		return nil, err
 	}
-	s.addr, s.admin = addrs["listening on"], "http://"+addrs["metrics and pprof"]
+	s.addr, s.admin = addrs["listening on"], "http://"+addrs["/metrics"]
 	time.Sleep(500 * time.Millisecond) // settle before the idle RSS is read
 	return s, nil
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/toold/toold/internal/mcpserver"
 	"github.com/toold/toold/internal/metrics"
 	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/server"
 	"github.com/toold/toold/internal/state"
@@ -57,17 +58,19 @@ var errDraining = &tools.Error{Kind: tools.OverloadError, Code: "draining", Retr
 
 // app is one wired toold: everything build made, ready to serve.
 type app struct {
-	cfg         *config.Config
-	log         *zap.Logger
-	reg         *registry.Live
-	commands    *command.Set
-	san         *sanitize.Sanitizer
-	upstream    *upstream.Manager
-	mcp         *mcpserver.Server
-	srv         *server.Server
-	api         *http.Server
-	admin       *http.Server
-	metrics     *prometheus.Registry
+	cfg      *config.Config
+	log      *zap.Logger
+	reg      *registry.Live
+	commands *command.Set
+	san      *sanitize.Sanitizer
+	upstream *upstream.Manager
+	mcp      *mcpserver.Server
+	srv      *server.Server
+	api      *http.Server
+	admin    *http.Server
+	metrics  *prometheus.Registry
+	// conns caps the API listener's connections (nil: no cap).
+	conns       *server.ConnLimit
 	grace       time.Duration
 	insecure    bool
 	cancelCalls context.CancelCauseFunc
@@ -159,15 +162,18 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		return nil, err
 	}
 	a.closers = append(a.closers, func() error { a.exec.Close(); return nil })
+	// One reader for REST and /mcp: its byte budget bounds every body held.
+	bodies := reqbody.New(reqbody.Options{MaxBytes: cfg.Server.MaxBodyBytes, Budget: cfg.Server.BodyBudgetBytes,
+		Timeout: cfg.Server.BodyReadTimeout, Registerer: a.metrics})
 	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
-		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Executions: a.exec, Tracer: a.tracing.Tracer()})
+		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, Executions: a.exec, Tracer: a.tracing.Tracer()})
 	var mcpHandler http.Handler
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()
 	}
 	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
-		MaxBodyBytes: cfg.Server.MaxBodyBytes, WriteTimeout: cmp.Or(cfg.Server.WriteTimeout, 30*time.Second), Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, WriteTimeout: cmp.Or(cfg.Server.WriteTimeout, 30*time.Second), Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
 		Executions: a.exec, Store: a.store, Recorder: rec,
 		// Without keys there is one identity, the local user's: the agent
 		// and the person approving are told apart only by keys.
@@ -443,6 +449,10 @@ func (a *app) httpServers() (*http.Server, *http.Server) {
 		BaseContext:    func(net.Listener) context.Context { return base },
 		ErrorLog:       zap.NewStdLog(a.log.Named("http")),
 	}
+	if n := sc.MaxConnections; n > 0 {
+		a.conns = server.NewConnLimit(n, a.metrics)
+		apiSrv.ConnState = a.conns.ConnState
+	}
 	if a.cfg.AdminListen == "" {
 		return apiSrv, nil
 	}
@@ -451,17 +461,22 @@ func (a *app) httpServers() (*http.Server, *http.Server) {
 		// OpenMetrics when the scraper asks for it: the format that carries
 		// the histograms' exemplars (trace ids, with tracing on).
 		EnableOpenMetrics: true}))
-	if p := a.cfg.Server.Pprof; p == nil || *p {
+	if a.pprof() {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	adminSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
+	// The API's Origin and Host checks: a page whose name was rebound to
+	// this machine must not read the metrics or profiles.
+	adminSrv := &http.Server{Handler: a.srv.Admin(mux), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: zap.NewStdLog(a.log.Named("admin"))}
 	return apiSrv, adminSrv
 }
+
+// pprof reports whether /debug/pprof is served: only when asked for.
+func (a *app) pprof() bool { return a.cfg.Server.Pprof != nil && *a.cfg.Server.Pprof }
 
 func (a *app) close() {
 	var errs []error

@@ -80,7 +80,7 @@ func startProcess(t *testing.T, config string, extra ...string) *proc {
 			if strings.Contains(line, "listening on") {
 				p.url = re.FindString(line)
 			}
-			if strings.Contains(line, "metrics and pprof") {
+			if strings.Contains(line, "metrics on") {
 				p.admin = re.FindString(line)
 			}
 		case <-timeout:

@@ -37,7 +37,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	fs.SetOutput(stderr)
 	storeFlags(fs, o)
 	fs.StringVar(&o.listen, "listen", "", "API listen `address` (default 127.0.0.1:8080)")
-	fs.StringVar(&o.adminListen, "admin-listen", "", "metrics and pprof listen `address` (default 127.0.0.1:9090; \"off\" disables)")
+	fs.StringVar(&o.adminListen, "admin-listen", "", "metrics (and pprof) listen `address` (default 127.0.0.1:9090; \"off\" disables)")
 	fs.StringVar(&o.workspace, "workspace", "", "`directory` the file tools are confined to (default: the current directory)")
 	fs.StringVar(&o.logLevel, "log-level", "", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "allow a non-loopback listen address without API keys (warns at every start)")

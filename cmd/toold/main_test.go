@@ -51,7 +51,7 @@ func (s *syncBuffer) String() string {
 }
 
 var listenLine = regexp.MustCompile(`listening on (http://\S+),`)
-var adminLine = regexp.MustCompile(`metrics and pprof on (http://\S+)/metrics`)
+var adminLine = regexp.MustCompile(`metrics on (http://\S+)/metrics`)
 
 func start(t *testing.T, env map[string]string, args ...string) *instance {
 	t.Helper()
@@ -354,27 +354,6 @@ func TestExamplesAreValid(t *testing.T) {
 		var errOut bytes.Buffer
 		if err := run(context.Background(), []string{"-check-config", f, "-workspace", t.TempDir()}, noEnv, nil, io.Discard, &errOut); err != nil {
 			t.Errorf("%s: %v\n%s", f, err, errOut.String())
-		}
-	}
-}
-
-func TestPprofCanBeTurnedOff(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "c.yaml")
-	os.WriteFile(cfg, []byte("server: {pprof: false}\n"), 0o644)
-	on := start(t, nil, "-workspace", workspace(t))
-	off := start(t, nil, "-workspace", workspace(t), "-config", cfg)
-	for _, tt := range []struct {
-		in   *instance
-		want int
-	}{{on, 200}, {off, 404}} {
-		resp, err := http.Get(tt.in.admin + "/debug/pprof/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != tt.want {
-			t.Errorf("/debug/pprof/: %d, want %d", resp.StatusCode, tt.want)
 		}
 	}
 }

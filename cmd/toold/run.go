@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/net/netutil"
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/config"
@@ -138,8 +137,8 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", a.cfg.Listen, err)
 	}
-	if n := a.cfg.Server.MaxConnections; n > 0 {
-		ln = netutil.LimitListener(ln, n)
+	if a.conns != nil {
+		ln = a.conns.Listener(ln)
 	}
 	var adminLn net.Listener
 	if a.cfg.AdminListen != "" {
@@ -223,7 +222,11 @@ func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {
 	fmt.Fprintf(stdout, "toold %s listening on %s, serving %d tools from workspace %s\n",
 		versionString(), listenURL(ln.Addr()), a.reg.Load().Len(), absPath(a.cfg.Workspace))
 	if adminLn != nil {
-		fmt.Fprintf(stdout, "metrics and pprof on %s/metrics\n", listenURL(adminLn.Addr()))
+		pprof := ""
+		if a.pprof() {
+			pprof = ", pprof on " + listenURL(adminLn.Addr()) + "/debug/pprof/"
+		}
+		fmt.Fprintf(stdout, "metrics on %s/metrics%s\n", listenURL(adminLn.Addr()), pprof)
 	}
 	a.log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("tools", a.reg.Load().Len()),
 		zap.String("workspace", absPath(a.cfg.Workspace)))

@@ -223,8 +223,20 @@ type ServerConfig struct {
 	WriteTimeout time.Duration `yaml:"write_timeout" validate:"gte=0"`
 	// MaxHeaderBytes caps request headers.
 	MaxHeaderBytes int `yaml:"max_header_bytes" validate:"gte=0,lte=16777216"`
-	// MaxConnections caps concurrent connections; further ones wait in
-	// the kernel's accept queue. 0 means no cap.
+	// BodyBudgetBytes caps the bytes of request bodies held in memory at
+	// once, over all requests (REST and /mcp); past it a request is refused
+	// with 503 and Retry-After. At least max_body_bytes; 0 means four times
+	// max_body_bytes.
+	BodyBudgetBytes int64 `yaml:"body_budget_bytes" validate:"gte=0"`
+	// BodyReadTimeout bounds how long a request body may take to arrive,
+	// counted from when toold starts reading it (a large body: once its call
+	// is admitted), and never past the call's own timeout; a body still
+	// arriving then is refused with 408. 0 means 10s.
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout" validate:"gte=0"`
+	// MaxConnections caps concurrent connections of the API listener. At
+	// the cap an idle keep-alive connection is closed to make room, and
+	// when every connection is busy a new one is answered 503 with
+	// Retry-After at once. 0 means no cap.
 	MaxConnections int `yaml:"max_connections" validate:"gte=0"`
 	// GlobalCap bounds the calls accepted (running plus queued) over all
 	// tools together; 0 means only the per-tool bulkheads apply.
@@ -232,7 +244,8 @@ type ServerConfig struct {
 	// DrainGrace is how long accepted calls may finish after SIGTERM.
 	DrainGrace time.Duration `yaml:"drain_grace" validate:"gte=0"`
 	// Pprof serves /debug/pprof on the admin listener next to /metrics
-	// (default true; turn it off where the metrics port is shared).
+	// (default false: profiles show the process's memory and arguments;
+	// turn it on where only operators reach the admin port).
 	Pprof *bool `yaml:"pprof"`
 	// ConfirmSecret signs confirmation tokens. Replicas that share it
 	// and a state store accept each other's tokens, each once (the store

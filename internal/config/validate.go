@@ -79,6 +79,10 @@ func (c *Config) Validate() error {
 	}
 	probs.addSection("consult", c.Consult.Check())
 	c.State.check(probs)
+	if sc := c.Server; sc.BodyBudgetBytes > 0 && sc.BodyBudgetBytes < sc.MaxBodyBytes {
+		probs.add("server.body_budget_bytes", "%d is below server.max_body_bytes (%d): a body of the largest size allowed could never be read",
+			sc.BodyBudgetBytes, sc.MaxBodyBytes)
+	}
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {
 		probs.add("listen", "%q is not a loopback address and no auth keys are configured; "+
 			"add auth.keys, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)

@@ -63,6 +63,10 @@ type Request struct {
 	Confirmed bool
 	// Lineage lets a tool look up a parent execution (see tools.Call).
 	Lineage func(ctx context.Context, executionID string) (*tools.Lineage, error)
+	// Ticket, when set, is the slot Admit took for this call before its
+	// body was read: the call runs in it rather than entering the bulkhead
+	// again.
+	Ticket *Ticket
 }
 
 // Sanitizer is the sanitization stage.
@@ -74,6 +78,8 @@ type Sanitizer interface {
 	// RedactJSON redacts a JSON document for the debug log, whatever the
 	// tool's output policy says.
 	RedactJSON(tool string, data []byte) []byte
+	// RedactString is RedactJSON for a text.
+	RedactString(tool, text string) string
 }
 
 // Limiter is the bulkhead stage: Admit returns once the call may run, with
@@ -364,6 +370,9 @@ func (d *Dispatcher) debugLog(c *call) {
 }
 
 func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
+	if t := c.req.Ticket.take(c.req.Tool); t != nil {
+		return d.runAdmitted(ctx, c, t)
+	}
 	if status, err := d.identify(c); err != nil {
 		return status, err
 	}
@@ -371,18 +380,8 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	if err := d.opts.Limiter.Full(entry); err != nil {
 		return StatusRejected, err
 	}
-	// The deep work (decoding, validating, sanitizing; below, executing and
-	// the result's checks) runs on the workers, whose stacks are grown
-	// already; the caller's goroutine stays shallow, so a call parked in a
-	// queue costs little memory.
-	var err2 error
-	d.workers.await(func() {
-		if err2 = d.prepare(ctx, c); err2 == nil {
-			err2 = d.confirmed(ctx, c)
-		}
-	})
-	if err2 != nil {
-		return StatusRejected, err2
+	if err := d.prepared(ctx, c); err != nil {
+		return StatusRejected, err
 	}
 	timeout := entry.Spec.Limits.Timeout
 	if t := c.req.Timeout; t > 0 && t < timeout {
@@ -399,6 +398,21 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 		return d.admitFailure(ctx, err, timeout)
 	}
 	return d.execute(ctx, c, release, timeout)
+}
+
+// prepared runs the steps before the bulkhead: decoding, validation,
+// input sanitization, the confirmation gate. The deep work (here, and
+// executing and the result's checks) runs on the workers, whose stacks are
+// grown already; the caller's goroutine stays shallow, so a call parked in
+// a queue costs little memory.
+func (d *Dispatcher) prepared(ctx context.Context, c *call) error {
+	var err error
+	d.workers.await(func() {
+		if err = d.prepare(ctx, c); err == nil {
+			err = d.confirmed(ctx, c)
+		}
+	})
+	return err
 }
 
 func (d *Dispatcher) resolve(req *Request) (*registry.Entry, error) {
@@ -530,4 +544,5 @@ func (d *Dispatcher) failure(c *call, status Status, err error) {
 		c.env.Error.Suggestion, rep = d.opts.Sanitizer.Text(spec, c.env.Error.Suggestion)
 		c.env.Sanitized.Add(rep)
 	}
+	d.Redact(c.env)
 }

@@ -128,6 +128,7 @@ func (s *Service) Batch(ctx context.Context, b *BatchRequest, caller, requestID 
 		if stop {
 			<-sem
 			res.Results[i].Envelope = skipped(requestID+"."+c.ID, c.Tool)
+			s.disp.Redact(res.Results[i].Envelope) // it names the tool as sent
 			continue
 		}
 		wg.Add(1)

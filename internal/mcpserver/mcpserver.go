@@ -26,6 +26,7 @@ import (
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
 )
@@ -41,6 +42,9 @@ type Options struct {
 	Version string
 	// MaxBodyBytes caps an HTTP request body (default 1 MiB).
 	MaxBodyBytes int64
+	// Bodies reads HTTP request bodies under the byte budget and read
+	// deadline the REST routes share; nil makes a reader of its own.
+	Bodies *reqbody.Reader
 	// Executions keeps the calls that pause (nil or without a store:
 	// such calls are refused).
 	Executions *executions.Service
@@ -120,11 +124,12 @@ func sdkTool(t registry.MCPTool) *mcp.Tool {
 	return out
 }
 
-// middleware filters tools/list to the tools the caller may use: a key
-// sees only its tools, as on GET /tools.
+// middleware filters tools/list to the tools the caller may use (a key
+// sees only its tools, as on GET /tools), and redacts every error and
+// failed result (see redacted).
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
+		res, err := s.redacted(next(ctx, method, req))
 		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 			p := caller(ctx)
 			visible := make([]*mcp.Tool, 0, len(lr.Tools))

@@ -11,12 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/toold/toold/internal/reqbody"
 )
 
 // sdkLogger hands the SDK toold's logger from warn up: at info it reports
@@ -56,18 +59,20 @@ func (s *Server) Handler() http.Handler {
 		PropagateRequestCancellation: true,
 		Logger:                       sdkLogger(s.log),
 	})
+	bodies := s.opts.Bodies
+	if bodies == nil {
+		bodies = reqbody.New(reqbody.Options{MaxBytes: max})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Body != nil {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				WriteError(w, http.StatusRequestEntityTooLarge, "the request is larger than the "+strconv.FormatInt(max, 10)+"-byte limit")
-				return
-			}
+			// Under the byte budget and read deadline REST bodies share.
+			b, err := bodies.Read(w, r, time.Time{})
 			if err != nil {
-				WriteError(w, http.StatusBadRequest, "reading the request failed")
+				refuseBody(w, err, bodies)
 				return
 			}
+			defer b.Release() // once the SDK has answered: it holds the bytes until then
+			body := b.Data
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			switch m := peek(body); m.method {
 			case "tools/call":
@@ -76,23 +81,53 @@ func (s *Server) Handler() http.Handler {
 				s.calls.cancel(caller(r.Context()).Name, m.cancelled)
 			}
 		}
-		ew := &rpcErrorWriter{ResponseWriter: w}
+		ew := &rpcErrorWriter{ResponseWriter: w, redact: s.opts.Dispatcher.RedactText}
 		h.ServeHTTP(ew, r)
 		ew.finish()
 	})
 }
 
+// refuseBody answers a body that was not read, with the statuses REST
+// gives the same refusals, and closes the connection (the rest of the
+// body was not read; see reqbody.Reader.HangUp).
+func refuseBody(w http.ResponseWriter, err error, bodies *reqbody.Reader) {
+	var be *reqbody.Error
+	if !errors.As(err, &be) {
+		be = &reqbody.Error{Reason: reqbody.ReasonUnreadable}
+	}
+	status, msg := http.StatusBadRequest, "reading the request failed"
+	switch be.Reason {
+	case reqbody.ReasonTooLarge:
+		status, msg = http.StatusRequestEntityTooLarge, "the request is larger than the "+strconv.FormatInt(bodies.MaxBytes(), 10)+"-byte limit"
+	case reqbody.ReasonBudget:
+		w.Header().Set("Retry-After", "1")
+		status, msg = http.StatusServiceUnavailable, "toold holds as many request bodies as its memory budget allows; retry in a moment"
+	case reqbody.ReasonTimeout:
+		status, msg = http.StatusRequestTimeout, "the request did not arrive in time; send it whole, right after the headers"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !bodies.HangUp(w, status, ErrorBody(msg)) {
+		w.Header().Set("Connection", "close")
+		WriteError(w, status, msg)
+	}
+}
+
 // rpcErrorWriter turns the SDK's plain-text HTTP refusals (a body that is
 // not JSON-RPC, an unknown method, a wrong protocol version) into JSON-RPC
-// error bodies with the same status, which MCP clients decode and show.
+// error bodies with the same status, which MCP clients decode and show;
+// and redacts the message of every HTTP refusal the SDK writes, in plain
+// text or JSON-RPC (a header that does not match the body is quoted).
 type rpcErrorWriter struct {
 	http.ResponseWriter
 	status int
 	body   bytes.Buffer
+	// redact scrubs the SDK's message, which may quote the request (a
+	// method's name), as every refusal is (dispatch.Redact).
+	redact func(string) string
 }
 
 func (w *rpcErrorWriter) WriteHeader(code int) {
-	if code >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+	if code >= 400 {
 		w.status = code
 		return
 	}
@@ -120,6 +155,10 @@ func (w *rpcErrorWriter) finish() {
 	if w.status == 0 {
 		return
 	}
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.finishJSON()
+		return
+	}
 	msg := strings.TrimSpace(w.body.String())
 	code := int64(jsonrpc.CodeInvalidRequest)
 	switch {
@@ -129,7 +168,29 @@ func (w *rpcErrorWriter) finish() {
 		code = jsonrpc.CodeMethodNotFound
 	}
 	w.Header().Del("X-Content-Type-Options")
-	writeRPCError(w.ResponseWriter, w.status, code, msg)
+	writeRPCError(w.ResponseWriter, w.status, code, w.redact(msg))
+}
+
+// finishJSON writes a JSON-RPC refusal of the SDK's with its message
+// redacted; a body that is not one goes out as it came.
+func (w *rpcErrorWriter) finishJSON() {
+	body := w.body.Bytes()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // ids stay as sent
+	var m map[string]any
+	if dec.Decode(&m) == nil {
+		if e, ok := m["error"].(map[string]any); ok {
+			if msg, ok := e["message"].(string); ok {
+				e["message"] = w.redact(msg)
+				if b, err := json.Marshal(m); err == nil {
+					body = b
+				}
+			}
+		}
+	}
+	w.Header().Del("Content-Length")
+	w.ResponseWriter.WriteHeader(w.status)
+	_, _ = w.ResponseWriter.Write(body)
 }
 
 // WriteError answers an HTTP request refused before the SDK saw it (no
@@ -139,15 +200,21 @@ func WriteError(w http.ResponseWriter, status int, msg string) {
 	writeRPCError(w, status, jsonrpc.CodeInvalidRequest, msg)
 }
 
-func writeRPCError(w http.ResponseWriter, status int, code int64, msg string) {
+// ErrorBody is the JSON-RPC error body WriteError writes.
+func ErrorBody(msg string) []byte { return rpcErrorBody(jsonrpc.CodeInvalidRequest, msg) }
+
+func rpcErrorBody(code int64, msg string) []byte {
 	body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}})
-	if err != nil {
-		http.Error(w, msg, status)
-		return
+	if err != nil { // a message is a string: this cannot fail
+		return []byte(`{"jsonrpc":"2.0","error":{"code":-32600,"message":"invalid request"}}`)
 	}
+	return body
+}
+
+func writeRPCError(w http.ResponseWriter, status int, code int64, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(rpcErrorBody(code, msg))
 }
 
 // ServeStdio serves MCP on in and out (newline-delimited JSON-RPC) until

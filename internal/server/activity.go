@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
@@ -148,11 +146,15 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 // executionEvents is GET /executions/{id}/events: the execution's events
 // from its acceptance (or after Last-Event-ID) to its end.
 func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r, noExecution)
+	if !ok {
+		return
+	}
 	after, ok := s.streamFrom(w, r)
 	if !ok {
 		return
 	}
-	caller, id := principal(r).Name, chi.URLParam(r, "id")
+	caller := principal(r).Name
 	rec, err := s.opts.Executions.Get(r.Context(), caller, id)
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))

@@ -161,7 +161,7 @@ func (s *Server) errorReply(r *http.Request, tool string, err error) *reply {
 		status = dispatch.StatusNotFound
 	}
 	env := dispatch.Failure(info(r).id, tool, status, te)
-	return envelopeReply(env, httpStatus(env))
+	return s.envelopeReply(env, httpStatus(env))
 }
 
 // submitReply accepts an async call and answers 202 with its location, or
@@ -174,7 +174,7 @@ func (s *Server) submitReply(r *http.Request, req *dispatch.Request, pref prefer
 	case err != nil:
 		return s.errorReply(r, req.Tool, err)
 	case refusal != nil:
-		return envelopeReply(refusal, httpStatus(refusal))
+		return s.envelopeReply(refusal, httpStatus(refusal))
 	}
 	return s.recordReply(r, rec, pref.wait, opSubmit)
 }
@@ -188,7 +188,7 @@ func (s *Server) recordReply(r *http.Request, rec *executions.Record, wait time.
 		}
 	}
 	env := rec.View()
-	rp := envelopeReply(env, executionStatus(env, op))
+	rp := s.envelopeReply(env, executionStatus(env, op))
 	rp.location = rec.Location()
 	if op == opSubmit {
 		rp.applied = "respond-async"
@@ -201,19 +201,21 @@ func (s *Server) recordReply(r *http.Request, rec *executions.Record, wait time.
 
 // withBody admits a request that starts work (none while draining) and
 // reads its body, then calls h; the work is counted until h returns. A
-// refusal names tool, when the route names one.
+// refusal names tool, when the route names one. Such a route names no
+// tool before its body is read, so nothing but the shared byte budget and
+// the body timeout is held while it arrives; the calls it carries are
+// admitted to their bulkheads when they run.
 func (s *Server) withBody(w http.ResponseWriter, r *http.Request, tool string, h func(body []byte)) {
 	if !s.admit() {
 		s.refuse(w, r, tool, dispatch.StatusRejected, drainingError())
 		return
 	}
 	defer s.done()
-	body, terr := s.readBody(r)
-	if terr != nil {
+	if terr := contentType(r); terr != nil {
 		s.refuse(w, r, tool, dispatch.StatusRejected, terr)
 		return
 	}
-	h(body)
+	s.readThen(w, r, tool, time.Time{}, h)
 }
 
 // submitExecution is POST /executions: {tool, arguments}, always async.
@@ -268,7 +270,7 @@ func (s *Server) runSync(r *http.Request, req *dispatch.Request) *reply {
 	if env.Status == dispatch.StatusWaiting {
 		return s.parked(r, req, env)
 	}
-	return envelopeReply(env, httpStatus(env))
+	return s.envelopeReply(env, httpStatus(env))
 }
 
 // decodeStrict decodes a small JSON request object into v
@@ -295,6 +297,29 @@ func drainingError() *tools.Error {
 	return e
 }
 
+// pathID is the {id} of an execution or approval route. toold's ids are
+// 24 hex digits (executions.ValidID); anything else names nothing and is
+// answered as unknown (absent with no), without being looked up or
+// repeated back in the answer or the audit log.
+func (s *Server) pathID(w http.ResponseWriter, r *http.Request, absent func() *tools.Error) (string, bool) {
+	id := chi.URLParam(r, "id")
+	if executions.ValidID(id) {
+		return id, true
+	}
+	s.refuse(w, r, "", dispatch.StatusNotFound, absent())
+	return "", false
+}
+
+func noExecution() *tools.Error {
+	return tools.Errorf(tools.NotFound, "there is no execution with that id for this API key").WithCode("no_execution").
+		WithSuggestion("an execution's id is the 24 hex digits its Location ends with; GET /executions lists this key's executions")
+}
+
+func noApproval() *tools.Error {
+	return tools.Errorf(tools.NotFound, "no call waits for approval under that id").WithCode("no_approval").
+		WithSuggestion("an approval's id is the 24 hex digits of its execution's id; GET /approvals lists the calls waiting")
+}
+
 // getExecution is GET /executions/{id}[?wait=30s].
 func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 	wait, terr := parseWait(r.URL.Query().Get("wait"), s.opts.Executions.MaxWait())
@@ -302,7 +327,11 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return
 	}
-	rec, err := s.opts.Executions.Get(r.Context(), principal(r).Name, chi.URLParam(r, "id"))
+	id, ok := s.pathID(w, r, noExecution)
+	if !ok {
+		return
+	}
+	rec, err := s.opts.Executions.Get(r.Context(), principal(r).Name, id)
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))
 		return
@@ -313,7 +342,10 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 
 // cancelExecution is DELETE /executions/{id}.
 func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := s.pathID(w, r, noExecution)
+	if !ok {
+		return
+	}
 	rec, err := s.opts.Executions.Cancel(r.Context(), principal(r).Name, id)
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))
@@ -373,6 +405,9 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 		return
 	}
 	b, terr := executions.ParseBatch(body, s.opts.Executions.BatchMax(), s.opts.Dispatcher.MaxDepth())
+	if terr == nil {
+		terr = s.checkCallIDs(b)
+	}
 	if terr != nil {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return
@@ -399,10 +434,29 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 		case err != nil:
 			return s.errorReply(r, "", err)
 		case refusal != nil:
-			return envelopeReply(refusal, httpStatus(refusal))
+			return s.envelopeReply(refusal, httpStatus(refusal))
 		}
 		return s.recordReply(r, rec, o.pref.wait, opSubmit)
 	}))
+}
+
+// checkCallIDs holds a batch's call ids to the rule of request ids: each
+// is repeated in the answer and becomes part of its call's request id.
+func (s *Server) checkCallIDs(b *executions.BatchRequest) *tools.Error {
+	var fields []tools.FieldError
+	for i, c := range b.Calls {
+		if !s.acceptableID(c.ID) {
+			fields = append(fields, tools.FieldError{Pointer: "/calls/" + strconv.Itoa(i) + "/id",
+				Message: "must be 1-64 letters, digits and . _ : - (and hold no secret)"})
+		}
+	}
+	if fields == nil {
+		return nil
+	}
+	e := tools.Errorf(tools.ValidationError, "the batch has %d call id(s) toold cannot use", len(fields)).WithCode("invalid_batch").
+		WithSuggestion("name the calls with short ids such as a, b or read-1")
+	e.Fields = fields
+	return e
 }
 
 // sseContext ends a stream when the client leaves or toold drains, so a

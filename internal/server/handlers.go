@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -102,25 +102,67 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// smallBody is the largest body read before its call is admitted. It
+// costs little (the shared byte budget bounds such bodies too), and once a
+// body is read net/http watches the connection, so a caller that leaves
+// while queued leaves the queue at once; a larger body is read only once
+// its call has a slot.
+const smallBody = 16 << 10
+
+// execute is POST /tools/{name}/execute. Its headers are checked first.
+// A large body (or one of unknown length) is read only once the call is
+// admitted to its tool's bulkhead (or refused, or queued), by the call's
+// deadline: a call that cannot run costs no body, and the large bodies
+// read at once are bounded by the slots. An async call runs later and is
+// admitted then: now only the byte budget bounds its body.
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	info(r).tool = name
-	s.withBody(w, r, name, func(body []byte) { s.executeBody(w, r, name, body) })
-}
-
-func (s *Server) executeBody(w http.ResponseWriter, r *http.Request, name string, body []byte) {
-	ri := info(r)
-	req, terr := s.pipelineRequest(r, name, body)
+	if !s.admit() {
+		s.refuse(w, r, name, dispatch.StatusRejected, drainingError())
+		return
+	}
+	defer s.done()
+	req, o, terr := s.executeHeaders(r, name)
 	if terr != nil {
 		s.refuse(w, r, name, dispatch.StatusRejected, terr)
 		return
 	}
+	if o.pref.async || r.ContentLength >= 0 && r.ContentLength <= smallBody {
+		s.readThen(w, r, name, time.Time{}, func(body []byte) {
+			req.Body = body
+			s.executeBody(w, r, req, o)
+		})
+		return
+	}
+	t, env := s.opts.Dispatcher.Admit(r.Context(), req)
+	if env != nil {
+		s.writeEnvelope(w, r, env)
+		return
+	}
+	defer t.Release() // when no call took it: a refused body, a replayed answer
+	s.readThen(w, r, name, t.Deadline(), func(body []byte) {
+		req.Body, req.Ticket = body, t
+		s.executeBody(w, r, req, o)
+	})
+}
+
+// executeHeaders is the dispatch request of an execute call, without its
+// body, and its execution headers.
+func (s *Server) executeHeaders(r *http.Request, name string) (*dispatch.Request, callOptions, *tools.Error) {
+	var o callOptions
+	if terr := contentType(r); terr != nil {
+		return nil, o, terr
+	}
+	req, terr := s.pipelineRequest(r, name, nil)
+	if terr == nil && wantsExecutions(r) {
+		o, terr = s.callOptions(r)
+	}
+	return req, o, terr
+}
+
+func (s *Server) executeBody(w http.ResponseWriter, r *http.Request, req *dispatch.Request, o callOptions) {
 	if wantsExecutions(r) {
-		o, terr := s.callOptions(r)
-		if terr != nil {
-			s.refuse(w, r, name, dispatch.StatusRejected, terr)
-			return
-		}
 		s.executeWith(w, r, req, o)
 		return
 	}
@@ -128,8 +170,9 @@ func (s *Server) executeBody(w http.ResponseWriter, r *http.Request, name string
 		s.send(w, r, s.runSync(r, req))
 		return
 	}
+	ri := info(r)
 	stream := newEventStream(w)
-	req.OnStart = func() { stream.open(ri.id, name) }
+	req.OnStart = func() { stream.open(ri.id, req.Tool) }
 	req.Emit = stream.output
 	env := s.opts.Dispatcher.Execute(r.Context(), req)
 	ri.outcome = string(env.Status)
@@ -146,28 +189,58 @@ func (s *Server) executeBody(w http.ResponseWriter, r *http.Request, name string
 	}
 }
 
-// readBody enforces the transport rules: a JSON content type (charset, if
-// given, UTF-8) and the body cap. An empty body means "no arguments".
-func (s *Server) readBody(r *http.Request) ([]byte, *tools.Error) {
+// contentType checks that a request with a body sends JSON (with charset
+// UTF-8, if any): a header check, made before the request is admitted or
+// its body read. An empty body means "no arguments".
+func contentType(r *http.Request) *tools.Error {
 	if r.ContentLength == 0 {
-		return nil, nil
+		return nil
 	}
 	ct := r.Header.Get("Content-Type")
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" || (params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
-		return nil, tools.Errorf(tools.ValidationError, "the body must be JSON, sent as Content-Type: application/json (got %q)", ct).
+		return tools.Errorf(tools.ValidationError, "the body must be JSON, sent as Content-Type: application/json (got %q)", ct).
 			WithCode("unsupported_media_type").WithSuggestion("add the header \"Content-Type: application/json\"")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.opts.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, tools.Errorf(tools.ValidationError, "the body is larger than the %d-byte limit", s.opts.MaxBodyBytes).
-			WithCode("body_too_large").WithSuggestion("send smaller arguments; large content belongs in files the tool reads")
-	}
+	return nil
+}
+
+// readThen reads the body under the shared byte budget, by deadline (zero:
+// the body timeout from now), and calls h with it; the body's bytes go
+// back to the budget when h returns. A body that cannot be read is
+// refused, and the connection closed (send): the rest of it was not read.
+func (s *Server) readThen(w http.ResponseWriter, r *http.Request, tool string, deadline time.Time, h func(body []byte)) {
+	b, err := s.bodies.Read(w, r, deadline)
 	if err != nil {
-		return nil, tools.Errorf(tools.ValidationError, "reading the body failed: %v", err).WithCode("body_unreadable")
+		info(r).bodyFailed = true
+		s.refuse(w, r, tool, dispatch.StatusRejected, s.bodyError(err))
+		return
 	}
-	return body, nil
+	info(r).bodyRead = true
+	defer b.Release()
+	h(b.Data)
+}
+
+// bodyError is the refusal of a body that was not read.
+func (s *Server) bodyError(err error) *tools.Error {
+	var be *reqbody.Error
+	if !errors.As(err, &be) {
+		be = &reqbody.Error{Reason: reqbody.ReasonUnreadable}
+	}
+	switch be.Reason {
+	case reqbody.ReasonTooLarge:
+		return tools.Errorf(tools.ValidationError, "the body is larger than the %d-byte limit", s.bodies.MaxBytes()).
+			WithCode("body_too_large").WithSuggestion("send smaller arguments; large content belongs in files the tool reads")
+	case reqbody.ReasonBudget:
+		e := tools.Errorf(tools.OverloadError, "toold holds as many request bodies as its memory budget allows").
+			WithCode("body_budget").WithSuggestion("retry in a moment")
+		e.RetryAfter = time.Second
+		return e
+	case reqbody.ReasonTimeout:
+		return tools.Errorf(tools.ValidationError, "the body did not arrive in time (toold waits %v for it, and no longer than the call's timeout)",
+			s.bodies.Timeout()).WithCode("body_timeout").WithSuggestion("send the whole body at once, right after the headers")
+	}
+	return tools.Errorf(tools.ValidationError, "reading the body failed").WithCode("body_unreadable")
 }
 
 // requestedTimeout reads Toold-Timeout: a Go duration ("2s", "500ms") or
@@ -190,7 +263,7 @@ const wwwAuthenticate = `Bearer realm="toold"`
 
 // writeEnvelope writes an envelope with the status the table gives it.
 func (s *Server) writeEnvelope(w http.ResponseWriter, r *http.Request, env *dispatch.Envelope) {
-	s.send(w, r, envelopeReply(env, httpStatus(env)))
+	s.send(w, r, s.envelopeReply(env, httpStatus(env)))
 }
 
 // reply is an answer before it is written: the idempotency layer stores
@@ -206,7 +279,11 @@ type reply struct {
 	applied  string // Preference-Applied
 }
 
-func envelopeReply(env *dispatch.Envelope, status int) *reply {
+// envelopeReply is the one place an envelope becomes a reply's body: a
+// failure is redacted here (dispatch.Redact), whoever built it, so nothing
+// the caller sent comes back unsanitized in a refusal.
+func (s *Server) envelopeReply(env *dispatch.Envelope, status int) *reply {
+	s.opts.Dispatcher.Redact(env)
 	return &reply{status: status, env: env, body: env.AppendJSON(make([]byte, 0, 512+len(env.Data)))}
 }
 
@@ -243,6 +320,14 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, rp *reply) {
 		h.Set("Idempotent-Replayed", "true")
 	}
 	h.Set("Content-Type", "application/json")
+	if ri.bodyFailed || !ri.bodyRead && reqbody.Unread(r) {
+		// The connection cannot carry another request: answer and close
+		// it without holding this goroutine through the close.
+		if s.bodies.HangUp(w, rp.status, append(rp.body, '\n')) {
+			ri.status = rp.status
+			return
+		}
+	}
 	h.Set("Content-Length", strconv.Itoa(len(rp.body)+1))
 	w.WriteHeader(rp.status)
 	_, _ = w.Write(append(rp.body, '\n'))

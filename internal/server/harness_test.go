@@ -27,6 +27,7 @@ import (
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/limits"
 	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/state/statetest"
@@ -64,6 +65,8 @@ type harnessOpts struct {
 	maxDepth int
 	// tracer traces the stack (dispatch, executions, server).
 	tracer trace.Tracer
+	// bodies, when set, configures the body reader (budget, timeout).
+	bodies *reqbody.Options
 }
 
 // testTools are the tools most tests use: the diagnostics plus tools that
@@ -124,7 +127,13 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(ex.Close)
-	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
+	bo := reqbody.Options{MaxBytes: o.maxBody}
+	if o.bodies != nil {
+		bo = *o.bodies
+	}
+	bo.Registerer = metricsReg
+	bodies := reqbody.New(bo)
+	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI, Bodies: bodies,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +148,29 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Cleanup(hs.Close)
 	return &harness{t: t, url: hs.URL, srv: srv, logs: logs, st: st, ex: ex,
 		http: &http.Client{Transport: apitest.Checker(t, http.DefaultTransport), Timeout: 10 * time.Second}}
+}
+
+// newBareServer is a Server with the test tools and the default sanitizer,
+// not listening: for fuzz targets of its parsers.
+func newBareServer(tb testing.TB) *Server {
+	tb.Helper()
+	reg, err := registry.New(registry.Options{}, testTools()...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	san, err := sanitize.New(sanitize.Config{}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	disp, err := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Limiter: limits.New(limits.Options{}), Sanitizer: san})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := New(Options{Dispatcher: disp})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv
 }
 
 // response is a decoded answer.

@@ -7,6 +7,7 @@ import (
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/mcpserver"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -47,6 +48,7 @@ func (s *Server) mcp(h http.Handler) http.HandlerFunc {
 
 func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, te *tools.Error) {
 	env := dispatch.Failure(info(r).id, "", dispatch.StatusRejected, te)
+	s.opts.Dispatcher.Redact(env) // as envelopeReply does: the message may quote the request
 	status := httpStatus(env)
 	ri := info(r)
 	ri.outcome, ri.errType = string(env.Status), string(te.Kind)
@@ -56,9 +58,16 @@ func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, te *tools.Err
 	if te.RetryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(te.RetryAfter))
 	}
-	msg := te.Message
-	if te.Suggestion != "" {
-		msg += "; " + te.Suggestion
+	msg := env.Error.Message
+	if env.Error.Suggestion != "" {
+		msg += "; " + env.Error.Suggestion
+	}
+	if reqbody.Unread(r) { // refused before its body was read: hang up (see send)
+		w.Header().Set("Content-Type", "application/json")
+		if s.bodies.HangUp(w, status, mcpserver.ErrorBody(msg)) {
+			ri.status = status
+			return
+		}
 	}
 	mcpserver.WriteError(w, status, msg)
 }

@@ -36,6 +36,9 @@ type reqInfo struct {
 	errType   string
 	caller    string
 	status    int
+	// bodyRead: the request's body was read to its end; bodyFailed: it
+	// could not be (see send, which then hangs up).
+	bodyRead, bodyFailed bool
 }
 
 func info(r *http.Request) *reqInfo {
@@ -60,10 +63,7 @@ func principal(r *http.Request) *auth.Principal {
 func (s *Server) frame(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get("X-Request-ID")
-		if !validRequestID(id) {
-			id = newRequestID()
-		}
+		id := s.requestID(r.Header.Get("X-Request-ID"))
 		w.Header().Set("X-Request-ID", id)
 		ri := &reqInfo{id: id}
 		ctx := context.WithValue(r.Context(), keyInfo, ri)
@@ -80,6 +80,25 @@ func (s *Server) frame(next http.Handler) http.Handler {
 		defer s.recoverPanic(sw, r, ri)
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// requestID is the request's id: the client's, when it is well-formed
+// and the sanitizer finds nothing in it, else a new one. It goes into a
+// header, every envelope and every log line of the request: a client's id
+// that held a secret (any token is made of the same characters) would be
+// written back everywhere.
+func (s *Server) requestID(sent string) string {
+	if s.acceptableID(sent) {
+		return sent
+	}
+	return newRequestID()
+}
+
+// acceptableID reports whether a caller-chosen id (a request id, a
+// batch call's id) may be kept and repeated: well-formed, and nothing in
+// it the sanitizer would redact.
+func (s *Server) acceptableID(id string) bool {
+	return validRequestID(id) && s.opts.Dispatcher.RedactText(id) == id
 }
 
 // validRequestID accepts 1-128 characters of [A-Za-z0-9._:-], so a client's
@@ -241,16 +260,59 @@ func (s *Server) originAllowed(w http.ResponseWriter, r *http.Request) bool {
 // originRefusal is originAllowed's decision, for every route that a
 // browser could reach (REST and MCP alike).
 func (s *Server) originRefusal(r *http.Request) *tools.Error {
+	if te := s.foreignOrigin(r); te != nil {
+		return te
+	}
+	if !s.opts.Keyring.Enabled() && !s.hostAllowed(r.Host) {
+		return hostRefusal(r.Host)
+	}
+	return nil
+}
+
+// foreignOrigin refuses a browser request from an origin not on the
+// allow-list.
+func (s *Server) foreignOrigin(r *http.Request) *tools.Error {
 	o := r.Header.Get("Origin")
 	if o != "" && !s.origins[strings.ToLower(o)] {
 		return tools.NewPermissionError("requests from the origin %q are not allowed", o).
 			WithCode("origin_not_allowed").WithSuggestion("add the origin to server.allowed_origins in the config")
 	}
-	if !s.opts.Keyring.Enabled() && !s.hostAllowed(r.Host) {
-		return tools.NewPermissionError("the Host %q is not a loopback name", r.Host).
-			WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys")
-	}
 	return nil
+}
+
+func hostRefusal(host string) *tools.Error {
+	return tools.NewPermissionError("the Host %q is not a loopback name", host).
+		WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys")
+}
+
+// Admin guards the admin listener's handler (metrics, pprof) with the
+// API's browser checks: a foreign Origin is refused, and so is a Host that
+// is neither a loopback name, nor in server.allowed_hosts, nor an IP
+// address. The admin listener takes no key, so its Host check applies
+// whether or not the API has keys. An address passes it: DNS rebinding
+// needs a name (a page can only reach an address by its own origin), and
+// Prometheus scrapes pods by address.
+func (s *Server) Admin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		te := s.foreignOrigin(r)
+		if te == nil && !s.hostAllowed(r.Host) && !ipHost(r.Host) {
+			te = hostRefusal(r.Host)
+		}
+		if te != nil {
+			s.refuse(w, r, "", dispatch.StatusRejected, te)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ipHost reports whether a Host header names an IP address.
+func ipHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return net.ParseIP(strings.Trim(host, "[]")) != nil
 }
 
 // corsHeaders lets an allowed origin read the answer.

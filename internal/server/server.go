@@ -21,6 +21,7 @@ import (
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/state"
 )
 
@@ -39,6 +40,10 @@ type Options struct {
 	// AllowedHosts are extra Host header values accepted when no keys are
 	// configured; loopback names are always accepted.
 	AllowedHosts []string
+	// Bodies reads request bodies under the byte budget they share with
+	// /mcp, and their read deadline; nil makes a reader of its own, from
+	// MaxBodyBytes and the package's defaults.
+	Bodies       *reqbody.Reader
 	MaxBodyBytes int64
 	// WriteTimeout bounds each write of a response: a client that stops
 	// reading is cut off once one write has waited this long. The time a
@@ -91,6 +96,7 @@ type Server struct {
 	hosts    map[string]bool
 	// mcpActive counts /mcp requests being served (see WaitMCP).
 	mcpActive atomic.Int64
+	bodies    *reqbody.Reader
 }
 
 // New builds a server.
@@ -110,7 +116,10 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: newHTTPMetrics(opts.Registerer),
+	if opts.Bodies == nil {
+		opts.Bodies = reqbody.New(reqbody.Options{MaxBytes: opts.MaxBodyBytes, Registerer: opts.Registerer})
+	}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newHTTPMetrics(opts.Registerer), bodies: opts.Bodies,
 		origins: set(opts.AllowedOrigins), hosts: set(opts.AllowedHosts), idle: make(chan struct{}), quit: make(chan struct{})}
 	s.router = s.routes()
 	s.metrics.ready.Set(1)

@@ -31,6 +31,8 @@ func httpStatus(env *dispatch.Envelope) int {
 			return http.StatusUnprocessableEntity
 		case "body_too_large":
 			return http.StatusRequestEntityTooLarge
+		case "body_timeout":
+			return http.StatusRequestTimeout // the client stalled while sending it
 		case "unsupported_media_type":
 			return http.StatusUnsupportedMediaType
 		case "method_not_allowed":
@@ -62,7 +64,7 @@ func httpStatus(env *dispatch.Envelope) int {
 		case "store_full":
 			return http.StatusInsufficientStorage
 		}
-		return http.StatusServiceUnavailable // queue_timeout, draining, circuit_open, upstream_unavailable, store_unavailable
+		return http.StatusServiceUnavailable // queue_timeout, draining, circuit_open, upstream_unavailable, store_unavailable, body_budget, connection_capacity
 	case tools.TimeoutError:
 		return http.StatusGatewayTimeout
 	}

@@ -32,6 +32,10 @@ func TestStatusTable(t *testing.T) {
 		{tools.PermissionError, "forbidden", http.StatusForbidden},
 		{tools.PermissionError, "unauthenticated", http.StatusUnauthorized},
 		{tools.SecurityError, "ssrf_refused", http.StatusForbidden},
+		{tools.ValidationError, "body_too_large", http.StatusRequestEntityTooLarge},
+		{tools.ValidationError, "body_timeout", http.StatusRequestTimeout},
+		{tools.OverloadError, "body_budget", http.StatusServiceUnavailable},
+		{tools.OverloadError, "connection_capacity", http.StatusServiceUnavailable},
 	}
 	for _, tt := range tests {
 		env := dispatch.Failure("r", "t", dispatch.StatusError, tools.Errorf(tt.kind, "m").WithCode(tt.code))

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
@@ -25,7 +23,7 @@ func (s *Server) parked(r *http.Request, req *dispatch.Request, env *dispatch.En
 	if err != nil {
 		return s.errorReply(r, req.Tool, err)
 	}
-	rp := envelopeReply(env, http.StatusAccepted)
+	rp := s.envelopeReply(env, http.StatusAccepted)
 	rp.location = rec.Location()
 	return rp
 }
@@ -48,8 +46,11 @@ func (s *Server) streamParked(r *http.Request, stream *eventStream, req *dispatc
 // input, {"result": ...} for a subtask. The next step runs on any replica;
 // Prefer: wait=N waits for it to end or pause again.
 func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r, noExecution)
+	if !ok {
+		return
+	}
 	s.withBody(w, r, "", func(body []byte) {
-		id := chi.URLParam(r, "id")
 		kind, value, terr := parseResume(body, s.opts.Dispatcher.MaxDepth())
 		var pref preference
 		if terr == nil {
@@ -86,8 +87,11 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 // decideApproval is POST /approvals/{id}: {"approve": true|false,
 // "reason": "..."} from a key with the approve role.
 func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r, noApproval)
+	if !ok {
+		return
+	}
 	s.withBody(w, r, "", func(body []byte) {
-		id := chi.URLParam(r, "id")
 		approve, reason, terr := parseDecision(body)
 		if terr != nil {
 			s.auditAction(r, "decision_refused", "execution "+id+": "+cmp.Or(terr.Code, terr.Message))
@@ -103,7 +107,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		info(r).tool = rec.Tool
-		rp := envelopeReply(rec.View(), http.StatusOK)
+		rp := s.envelopeReply(rec.View(), http.StatusOK)
 		rp.location = rec.Location()
 		s.send(w, r, rp)
 	})

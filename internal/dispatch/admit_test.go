@@ -1,0 +1,102 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/internal/tools"
+)
+
+// single has one slot and no queue: a second entry into its bulkhead is
+// refused at once, which shows whether a call entered it twice.
+type single struct{}
+
+func (single) Spec() tools.Spec {
+	return tools.Spec{Name: "single", Description: "One at a time.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`),
+		Limits:     tools.Limits{Timeout: 5 * time.Second, Target: time.Millisecond, Max: 2 * time.Millisecond, MaxInFlight: 1, MaxQueue: tools.NoQueue}}
+}
+func (single) Execute(context.Context, *tools.Call) (any, error) { return "ran", nil }
+
+// TestAdmitThenExecute: Admit takes the slot before the body exists;
+// Execute runs the call in it (not entering the bulkhead again) and frees
+// it; a ticket not taken is given back by Release; Admit refuses what
+// cannot run, before any body, as Execute would.
+func TestAdmitThenExecute(t *testing.T) {
+	d := newDispatcher(t, nil, single{}, noop{})
+	ctx := context.Background()
+
+	start := time.Now()
+	tk, env := d.Admit(ctx, &Request{Tool: "single", RequestID: "a", Timeout: time.Second})
+	if env != nil {
+		t.Fatalf("admit: %+v", env.Error)
+	}
+	if dl := tk.Deadline(); dl.Before(start.Add(time.Second)) || dl.After(time.Now().Add(time.Second)) {
+		t.Errorf("deadline %v: want the shortened timeout from admission", dl.Sub(start))
+	}
+	if env := d.Execute(ctx, &Request{Tool: "single", RequestID: "b"}); env.Error == nil || env.Error.Code != "queue_full" {
+		t.Fatalf("while the ticket holds the one slot, another call: %+v", env)
+	}
+	env = d.Execute(ctx, &Request{Tool: "single", RequestID: "a", Body: []byte(`{"x":"y"}`), Ticket: tk})
+	if env.Status != StatusSuccess {
+		t.Fatalf("execute with the ticket: %s %+v", env.Status, env.Error)
+	}
+	tk.Release() // taken: nothing to give back
+	waitFree(t, d)
+
+	// A ticket whose body never came is released.
+	tk, _ = d.Admit(ctx, &Request{Tool: "single", RequestID: "c"})
+	tk.Release()
+	tk.Release()
+	waitFree(t, d)
+
+	// A refused body (validation) frees the ticket's slot too.
+	tk, _ = d.Admit(ctx, &Request{Tool: "single", RequestID: "d"})
+	if env := d.Execute(ctx, &Request{Tool: "single", Body: []byte(`{"x":1}`), Ticket: tk}); env.Status != StatusRejected {
+		t.Fatalf("a bad body: %s", env.Status)
+	}
+	waitFree(t, d)
+
+	// A ticket is the call's of its tool only: another tool's call enters
+	// its own bulkhead, and the ticket stays to be released.
+	tk, _ = d.Admit(ctx, &Request{Tool: "single", RequestID: "e"})
+	if env := d.Execute(ctx, &Request{Tool: "noop", Ticket: tk}); env.Status != StatusSuccess {
+		t.Fatalf("another tool with the ticket: %s", env.Status)
+	}
+	if env := d.Execute(ctx, &Request{Tool: "single"}); env.Error == nil || env.Error.Code != "queue_full" {
+		t.Fatalf("the ticket was spent on another tool: %+v", env)
+	}
+	tk.Release()
+	waitFree(t, d)
+
+	for _, tc := range []struct {
+		req  *Request
+		want Status
+	}{
+		{&Request{Tool: "nope"}, StatusNotFound},
+		{&Request{Tool: "single", Allowed: func(string) bool { return false }}, StatusRejected},
+	} {
+		if tk, env := d.Admit(ctx, tc.req); tk != nil || env == nil || env.Status != tc.want {
+			t.Errorf("admit %s: ticket %v, envelope %+v", tc.req.Tool, tk, env)
+		}
+	}
+}
+
+// waitFree waits until single's slot is free again.
+func waitFree(t *testing.T, d *Dispatcher) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tk, env := d.Admit(context.Background(), &Request{Tool: "single"})
+		if env == nil {
+			tk.Release()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot was not freed: %+v", env.Error)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
