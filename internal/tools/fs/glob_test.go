@@ -1,6 +1,11 @@
 package fs
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/toold/toold/internal/tools"
 	"path"
 	"strings"
 	"testing"
@@ -159,4 +164,32 @@ func FuzzGlobAgainstDoublestar(f *testing.F) {
 			t.Fatalf("pattern %q, name %q: toold %v, doublestar %v", pat, name, got, want)
 		}
 	})
+}
+
+// countdownCtx reports itself cancelled after n looks at Err, so a test can
+// cancel a call in the middle of one file.
+type countdownCtx struct {
+	context.Context
+	n atomic.Int64
+}
+
+func (c *countdownCtx) Err() error {
+	if c.n.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// grep looks at its context inside a file too, not only between files: a
+// large file cannot keep a cancelled call running.
+func TestGrepChecksItsContext(t *testing.T) {
+	tw := newTestWS(t, Options{})
+	tw.write(t, map[string]string{"big.txt": strings.Repeat("no match here\n", 200_000)})
+	tl := tw.tool(t, "grep")
+	ctx := &countdownCtx{Context: context.Background()}
+	ctx.n.Store(5) // the walk's looks, then a few inside the file
+	_, err := tl.Execute(ctx, tools.NewCall([]byte(`{"pattern":"zzz"}`), "req-1", "test", nil))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("grep of a cancelled call: %v, want context.Canceled", err)
+	}
 }
