@@ -13,12 +13,12 @@ import (
 // such as "{*,*}{*,*}...zz", and a 200-byte pattern pinned a tool and a core
 // until restart. The syntax is doublestar's, which the tools document:
 //
-//	*       any run of characters within one path component
-//	?       one character other than /
-//	**      as a whole component: zero or more directories
-//	[a-z]   a class; [!a] and [^a] negate it; it never matches /
-//	{a,b}   alternatives, which may nest and hold /
-//	\c      c itself
+//   - any run of characters within one path component
+//     ?       one character other than /
+//     **      as a whole component: zero or more directories
+//     [a-z]   a class; [!a] and [^a] negate it; it never matches /
+//     {a,b}   alternatives, which may nest and hold /
+//     \c      c itself
 //
 // "**" that is not a whole component ("a**b") is "*", as in doublestar.
 // Three limits keep the compiled form small and the errors clear: at most
