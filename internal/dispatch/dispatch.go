@@ -87,9 +87,14 @@ type Sanitizer interface {
 // overload_error, or the context's error). Full returns the refusal Admit
 // would give now, or nil: a call to a saturated tool is refused before its
 // arguments are read, so a stampede costs little.
+//
+// Stuck accounts a call that keeps running after its context was cancelled;
+// when it answers detach, the dispatcher frees the call's slot at once, and
+// calls done when the tool finally returns (see watchStuck).
 type Limiter interface {
 	Admit(ctx context.Context, e *registry.Entry) (release func(), err error)
 	Full(e *registry.Entry) error
+	Stuck(e *registry.Entry) (detach bool, done func())
 }
 
 // Observer is told the outcome of every call (metrics, events).

@@ -48,6 +48,11 @@ func (s *stuckCounter) Stuck(_ *registry.Entry, delta int) { s.n.Add(int64(delta
 
 func newDispatcher(tb testing.TB, obs []Observer, ts ...tools.Tool) *Dispatcher {
 	tb.Helper()
+	return newDispatcherWith(tb, limits.New(limits.Options{}), obs, ts...)
+}
+
+func newDispatcherWith(tb testing.TB, lim *limits.Limiter, obs []Observer, ts ...tools.Tool) *Dispatcher {
+	tb.Helper()
 	reg, err := registry.New(registry.Options{}, ts...)
 	if err != nil {
 		tb.Fatal(err)
@@ -56,7 +61,7 @@ func newDispatcher(tb testing.TB, obs []Observer, ts ...tools.Tool) *Dispatcher 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := New(Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: limits.New(limits.Options{}),
+	d, err := New(Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: lim,
 		Observers: obs, StuckAfter: 30 * time.Millisecond})
 	if err != nil {
 		tb.Fatal(err)
@@ -64,28 +69,52 @@ func newDispatcher(tb testing.TB, obs []Observer, ts ...tools.Tool) *Dispatcher 
 	return d
 }
 
-// TestStuckToolKeepsItsSlot: a tool that ignores its context is answered
-// with a timeout at the deadline, but its slot stays taken until it really
-// returns (the in-flight limit never lies), and it is counted as stuck.
-func TestStuckToolKeepsItsSlot(t *testing.T) {
+// blocker ignores its context until unblock is closed.
+type blocker struct{ unblock chan struct{} }
+
+func (blocker) Spec() tools.Spec {
+	return tools.Spec{Name: "blocker", Description: "Ignores cancellation until released.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`),
+		Limits:     tools.Limits{Timeout: 20 * time.Millisecond, Target: time.Millisecond, Max: 2 * time.Millisecond, MaxInFlight: 1, MaxQueue: tools.NoQueue}}
+}
+func (b blocker) Execute(context.Context, *tools.Call) (any, error) {
+	<-b.unblock
+	return "done", nil
+}
+
+// TestStuckCallsAreAccounted: a tool that ignores its context is answered
+// at its deadline; once it outlives the deadline by StuckAfter it is
+// counted as stuck (observer, limiter) and its slot is freed, so one stuck
+// call cannot make the tool refuse everyone. The budget of freed slots is
+// the tool's max_in_flight: past it, stuck calls keep their slots and the
+// refusal says why. Everything returns to zero when the tool returns.
+func TestStuckCallsAreAccounted(t *testing.T) {
 	sc := &stuckCounter{}
-	d := newDispatcher(t, []Observer{sc}, ctxIgnorer{d: time.Second})
-	start := time.Now()
-	env := d.Execute(context.Background(), &Request{Tool: "ignorer", RequestID: "a"})
-	// Answered at the 20 ms deadline, well before the tool returns (1 s).
-	if env.Status != StatusTimeout || time.Since(start) > 500*time.Millisecond {
-		t.Fatalf("status %s after %v", env.Status, time.Since(start))
+	lim := limits.New(limits.Options{})
+	tool := blocker{unblock: make(chan struct{})}
+	d := newDispatcherWith(t, lim, []Observer{sc}, tool)
+	call := func(id string) *Envelope {
+		return d.Execute(context.Background(), &Request{Tool: "blocker", RequestID: id})
 	}
-	// The slot is still held: with no queue, the next call is refused.
-	env = d.Execute(context.Background(), &Request{Tool: "ignorer", RequestID: "b"})
-	if env.Status != StatusRejected || env.Error.Type != tools.OverloadError {
-		t.Fatalf("second call: %s %+v", env.Status, env.Error)
+	if env := call("a"); env.Status != StatusTimeout {
+		t.Fatalf("first call: %s %+v", env.Status, env.Error)
 	}
-	waitFor(t, func() bool { return sc.n.Load() == 1 }, "stuck gauge to reach 1")
-	waitFor(t, func() bool { return sc.n.Load() == 0 }, "stuck gauge to return to 0")
-	env = d.Execute(context.Background(), &Request{Tool: "ignorer", RequestID: "c", Timeout: time.Second})
-	if env.Status != StatusTimeout { // the slot is free again; it times out on its own 20ms
+	waitFor(t, func() bool { return sc.n.Load() == 1 && lim.StuckCalls()["blocker"] == 1 }, "the first call to count as stuck")
+	// Its slot was freed: the next call runs (and gets stuck too).
+	if env := call("b"); env.Status != StatusTimeout {
+		t.Fatalf("second call, after the first was detached: %s %+v", env.Status, env.Error)
+	}
+	waitFor(t, func() bool { return sc.n.Load() == 2 && lim.StuckCalls()["blocker"] == 2 }, "the second call to count as stuck")
+	// The budget (max_in_flight 1) is spent: the second keeps its slot, and
+	// the refusal names the stuck calls.
+	env := call("c")
+	if env.Status != StatusRejected || env.Error.Type != tools.OverloadError || !strings.Contains(env.Error.Message, "2 of its calls ignored their deadline") {
 		t.Fatalf("third call: %s %+v", env.Status, env.Error)
+	}
+	close(tool.unblock)
+	waitFor(t, func() bool { return sc.n.Load() == 0 && lim.StuckCalls() == nil }, "the stuck count to return to 0")
+	if env := call("d"); env.Status != StatusSuccess { // the slots are back; it no longer blocks
+		t.Fatalf("fourth call: %s %+v", env.Status, env.Error)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -53,6 +54,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		o.CallStarted(c.callInfo())
 	}
 	done := make(chan outcome, 1)
+	release = sync.OnceFunc(release) // the worker and watchStuck may both free the slot
 	start := time.Now()
 	entry := c.entry
 	tctx, es := d.phase(ctx, c, "execute")
@@ -85,7 +87,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		return StatusSuccess, nil
 	case <-ctx.Done():
 		c.env.Timing.ExecuteMS = millis(time.Since(start))
-		go d.watchStuck(c, done)
+		go d.watchStuck(c, done, release)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return StatusTimeout, timeoutError(timeout, "while running")
 		}
@@ -106,7 +108,13 @@ func (d *Dispatcher) invoke(ctx context.Context, e *registry.Entry, tc *tools.Ca
 	return outcome{result: r, err: err}
 }
 
-func (d *Dispatcher) watchStuck(c *call, done <-chan outcome) {
+// watchStuck follows a call answered at its deadline whose tool has not
+// returned. Past StuckAfter it is stuck: counted (metric, log, the
+// limiter's count that /readyz shows) and, within the limiter's budget,
+// detached: its slot is freed so that a tool that ignores its context
+// cannot make the tool refuse every other caller. The goroutine keeps
+// running until the tool returns; nothing can stop it from outside.
+func (d *Dispatcher) watchStuck(c *call, done <-chan outcome, release func()) {
 	e := c.entry
 	t := time.NewTimer(d.opts.StuckAfter)
 	defer t.Stop()
@@ -115,14 +123,21 @@ func (d *Dispatcher) watchStuck(c *call, done <-chan outcome) {
 		return
 	case <-t.C:
 	}
+	detach, finished := d.opts.Limiter.Stuck(e)
+	if detach {
+		release()
+	}
 	for _, o := range d.opts.Observers {
 		o.Stuck(e, +1)
 	}
-	d.log.Warn("tool ignores its cancelled context and still holds its slot", append(c.logFields(), zap.String("tool", e.Spec.Name))...)
+	d.log.Warn("tool ignores its cancelled context", append(c.logFields(), zap.String("tool", e.Spec.Name),
+		zap.Bool("slot_freed", detach), zap.Duration("stuck_after", d.opts.StuckAfter))...)
 	<-done
+	finished()
 	for _, o := range d.opts.Observers {
 		o.Stuck(e, -1)
 	}
+	d.log.Info("stuck tool returned", append(c.logFields(), zap.String("tool", e.Spec.Name))...)
 }
 
 // toolOutcome classifies an error the tool returned. A tool that got an

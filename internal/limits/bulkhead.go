@@ -17,14 +17,17 @@ import (
 // handed straight to the oldest waiter, so waiters are served in order and a
 // newcomer cannot overtake the queue.
 type bulkhead struct {
-	limits   tools.Limits
-	mu       sync.Mutex
-	running  int
-	waiters  *list.List // of *waiter, oldest first
-	service  ewma
-	inFlight prometheus.Gauge
-	queued   prometheus.Gauge
-	rejected func(reason string)
+	limits  tools.Limits
+	mu      sync.Mutex
+	running int
+	waiters *list.List // of *waiter, oldest first
+	// stuck counts calls that outlived their cancelled context (see
+	// Limiter.Stuck); detached, those of them whose slot was given back.
+	stuck, detached int
+	service         ewma
+	inFlight        prometheus.Gauge
+	queued          prometheus.Gauge
+	rejected        func(reason string)
 }
 
 type waiter struct {
@@ -37,13 +40,51 @@ func (b *bulkhead) full() error {
 	b.mu.Lock()
 	full := b.running >= b.limits.MaxInFlight && b.waiters.Len() >= b.limits.Queue()
 	pos := b.waiters.Len() + 1
+	msg := b.capacityLocked()
 	b.mu.Unlock()
 	if !full {
 		return nil
 	}
 	b.rejected(ReasonQueueFull)
-	return overload(ReasonQueueFull, fmt.Sprintf("the tool is at capacity: %d running and %d queued",
-		b.limits.MaxInFlight, b.limits.Queue()), b.retryAfter(pos))
+	return overload(ReasonQueueFull, msg, b.retryAfter(pos))
+}
+
+// capacityLocked says why the tool is full, naming calls stuck past their
+// deadline so that an operator (and the caller) sees a tool wedged by its
+// own implementation rather than by load. b.mu must be held.
+func (b *bulkhead) capacityLocked() string {
+	msg := fmt.Sprintf("the tool is at capacity: %d running and %d queued", b.limits.MaxInFlight, b.limits.Queue())
+	if b.stuck > 0 {
+		msg += fmt.Sprintf("; %d of its calls ignored their deadline and still run (see /readyz)", b.stuck)
+	}
+	return msg
+}
+
+// stuckCall accounts a call that outlived its cancelled context. Up to
+// MaxInFlight such calls per tool are detached: their slots are given back
+// (detach true), so a few stuck calls cannot make the tool refuse everyone;
+// past that budget they keep their slots, bounding the goroutines a
+// misbehaving tool can leave running at twice its limit. done ends the
+// accounting when the call finally returns.
+func (b *bulkhead) stuckCall() (detach bool, done func()) {
+	b.mu.Lock()
+	b.stuck++
+	if b.detached < b.limits.MaxInFlight {
+		b.detached++
+		detach = true
+	}
+	b.mu.Unlock()
+	var once sync.Once
+	return detach, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.stuck--
+			if detach {
+				b.detached--
+			}
+			b.mu.Unlock()
+		})
+	}
 }
 
 func (b *bulkhead) admit(ctx context.Context) (func(), error) {
@@ -59,10 +100,10 @@ func (b *bulkhead) admit(ctx context.Context) (func(), error) {
 	}
 	if b.waiters.Len() >= b.limits.Queue() {
 		pos := b.waiters.Len() + 1
+		msg := b.capacityLocked()
 		b.mu.Unlock()
 		b.rejected(ReasonQueueFull)
-		return nil, overload(ReasonQueueFull, fmt.Sprintf("the tool is at capacity: %d running and %d queued",
-			b.limits.MaxInFlight, b.limits.Queue()), b.retryAfter(pos))
+		return nil, overload(ReasonQueueFull, msg, b.retryAfter(pos))
 	}
 	w := &waiter{ready: make(chan struct{})}
 	el := b.waiters.PushBack(w)
@@ -95,12 +136,15 @@ func (b *bulkhead) wait(ctx context.Context, w *waiter, el *list.Element) (func(
 	} else {
 		b.waiters.Remove(el)
 	}
-	depth := b.waiters.Len()
+	depth, stuck := b.waiters.Len(), b.stuck
 	b.mu.Unlock()
 	b.queued.Dec()
 	if reason == ReasonQueueTimeout {
-		err = overload(ReasonQueueTimeout, fmt.Sprintf("no slot became free within the queue-wait bound of %v", b.limits.QueueWait),
-			b.retryAfter(depth+1))
+		msg := fmt.Sprintf("no slot became free within the queue-wait bound of %v", b.limits.QueueWait)
+		if stuck > 0 {
+			msg += fmt.Sprintf("; %d of the tool's calls ignored their deadline and still run (see /readyz)", stuck)
+		}
+		err = overload(ReasonQueueTimeout, msg, b.retryAfter(depth+1))
 	}
 	b.rejected(reason)
 	return nil, err

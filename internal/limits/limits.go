@@ -157,6 +157,34 @@ func (l *Limiter) Full(e *registry.Entry) error {
 	return b.full()
 }
 
+// Stuck accounts a call of e that keeps running after its context was
+// cancelled (the dispatcher calls it once the call outlives its deadline by
+// StuckAfter). When detach is true the caller may free the call's slot now,
+// before the call returns; done must be called when it does return. The
+// count is exported as StuckCalls, for /readyz.
+func (l *Limiter) Stuck(e *registry.Entry) (detach bool, done func()) {
+	return l.bulkhead(e).stuckCall()
+}
+
+// StuckCalls counts, by tool, the calls running past their cancelled
+// context; tools with none are absent.
+func (l *Limiter) StuckCalls() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out map[string]int
+	for name, b := range l.bulk {
+		b.mu.Lock()
+		if b.stuck > 0 {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[name] = b.stuck
+		}
+		b.mu.Unlock()
+	}
+	return out
+}
+
 func overload(reason, msg string, retry time.Duration) *tools.Error {
 	return tools.Errorf(tools.OverloadError, "%s", msg).WithCode(reason).WithRetryAfter(retry).
 		WithSuggestion("retry after %v", retry.Round(time.Millisecond))

@@ -38,6 +38,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.opts.StuckCalls != nil {
+		if stuck := s.opts.StuckCalls(); len(stuck) > 0 {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "stuck": stuck,
+				"detail": "calls of these tools ignored their deadline and still run; see toold_tool_stuck and the log"})
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 

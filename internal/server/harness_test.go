@@ -134,7 +134,8 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	bo.Registerer = metricsReg
 	bodies := reqbody.New(bo)
 	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI, Bodies: bodies,
-		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec, Tracer: o.tracer})
+		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec, Tracer: o.tracer,
+		StuckCalls: lim.StuckCalls})
 	if err != nil {
 		t.Fatal(err)
 	}

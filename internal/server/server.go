@@ -60,6 +60,10 @@ type Options struct {
 	// Ready, when set, is asked by /readyz: an error (a required upstream
 	// not connected) makes the replica not ready, with the error's text.
 	Ready func() error
+	// StuckCalls, when set, counts by tool the calls that outlived their
+	// cancelled context; /readyz lists them under "stuck" (the replica
+	// stays ready: it still serves, but an operator should look).
+	StuckCalls func() map[string]int
 	// MCP, when set, serves the Model Context Protocol at /mcp behind the
 	// same origin, host and key checks as the REST routes.
 	MCP http.Handler

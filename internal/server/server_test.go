@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
@@ -334,6 +335,30 @@ func TestHealthAndDrain(t *testing.T) {
 	if r.status != 503 || r.env.Error.Code != "draining" || r.header.Get("Retry-After") == "" {
 		t.Errorf("execute while draining: %d %v %s", r.status, r.header, r.body)
 	}
+}
+
+// TestStuckCallsAtReadyz: a call that ignores its deadline is listed by
+// /readyz (the replica stays ready) until it returns.
+func TestStuckCallsAtReadyz(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	if r := h.exec("stubborn", `{"ms":1500}`, nil); r.status != 504 {
+		t.Fatalf("stubborn call: %d %s", r.status, r.body)
+	}
+	var seen bool
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		r := h.do("GET", "/readyz", nil, nil)
+		if r.status != 200 {
+			t.Fatalf("readyz with a stuck call: %d %s", r.status, r.body)
+		}
+		var body struct{ Stuck map[string]int }
+		json.Unmarshal(r.body, &body)
+		if body.Stuck["stubborn"] == 1 {
+			seen = true
+		} else if seen {
+			return // listed, then gone when the call returned
+		}
+	}
+	t.Fatalf("readyz never listed the stuck call and then dropped it (seen: %v)", seen)
 }
 
 func TestOpenAPIServed(t *testing.T) {

@@ -35,3 +35,33 @@ func BenchmarkReadFile4KiB(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBraceBomb lists 100 files with the brace bomb of issue 16 (which
+// doublestar's backtracking matcher did not finish) and with "**", side by
+// side: the bomb costs what an ordinary pattern costs.
+//
+//	go test -run '^$' -bench BraceBomb -count 6 ./internal/tools/fs/
+func BenchmarkBraceBomb(b *testing.B) {
+	tw := newTestWS(b, Options{})
+	files := map[string]string{}
+	for i := range 100 {
+		files[fmt.Sprintf("d%d/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%d.txt", i%10, i)] = "x\n"
+	}
+	tw.write(b, files)
+	tl := tw.tool(b, "list_files")
+	for _, bc := range []struct{ name, pattern string }{
+		{"bomb", strings.Repeat("{*,*}", 40) + "zz"},
+		{"globstar", "**"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			call := tools.NewCall([]byte(`{"patterns":["`+bc.pattern+`"]}`), "req-1", "bench", nil)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tl.Execute(ctx, call); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

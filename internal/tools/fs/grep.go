@@ -91,7 +91,7 @@ func (w *Workspace) grep(ctx context.Context, _ *tools.Call, in grepArgs) (grepR
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		s := &fileSearch{re: re, path: p, context: min(max(in.Context, 0), 10), room: limit - len(res.Matches)}
+		s := &fileSearch{ctx: ctx, re: re, path: p, context: min(max(in.Context, 0), 10), room: limit - len(res.Matches)}
 		if err := w.searchFile(s, &res); err != nil {
 			return err
 		}
@@ -140,6 +140,9 @@ func (w *Workspace) searchFile(s *fileSearch, res *grepResult) error {
 	}
 	lr := &io.LimitedReader{R: f, N: w.opts.MaxFileBytes + 1}
 	_, err = scanLines(lr, bufSize(info.Size()), s.line)
+	if s.ctx != nil && s.ctx.Err() != nil {
+		return s.ctx.Err()
+	}
 	switch {
 	case errors.Is(err, errBinary):
 		res.Skipped.Binary++
@@ -157,9 +160,13 @@ func (w *Workspace) searchFile(s *fileSearch, res *grepResult) error {
 	return nil
 }
 
+// ctxEvery is how many lines grep scans between looks at its context.
+const ctxEvery = 1024
+
 // fileSearch is the state of grepping one file: a window of lines for
 // "before" context and the matches still collecting "after" lines.
 type fileSearch struct {
+	ctx     context.Context // checked every ctxEvery lines: a large file is no excuse to outlive the call
 	re      *regexp.Regexp
 	path    string
 	context int
@@ -174,6 +181,9 @@ type fileSearch struct {
 // one more match (to report truncation honestly) and finishes pending
 // after-context, then stops.
 func (s *fileSearch) line(n int, line []byte) bool {
+	if n%ctxEvery == 0 && s.ctx != nil && s.ctx.Err() != nil {
+		return false
+	}
 	var text string
 	if s.context > 0 {
 		text = clipLine(line)

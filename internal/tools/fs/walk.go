@@ -9,17 +9,16 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bmatcuk/doublestar/v4"
-
 	"github.com/toold/toold/internal/tools"
 )
 
-// globSet is a validated set of doublestar patterns and the directories a
-// walk must start from to find everything they can match.
+// globSet is a validated set of glob patterns, compiled together into one
+// linear-time matcher (glob.go), and the directories a walk must start from
+// to find everything they can match.
 type globSet struct {
-	patterns []string
-	bases    []string // disjoint subtrees, in walk order
-	withGit  bool     // a pattern names .git, so .git directories are walked
+	re      *regexp.Regexp
+	bases   []string // disjoint subtrees, in walk order
+	withGit bool     // a pattern names .git, so .git directories are walked
 }
 
 // namesGit spots ".git" as a whole path component or brace alternative, so
@@ -30,6 +29,7 @@ var namesGit = regexp.MustCompile(`(^|[/{,])\.git($|[/},])`)
 // climbing out) and as a glob, pointing the model at the faulty one.
 func compileGlobs(patterns []string, field string) (*globSet, error) {
 	g := &globSet{}
+	bodies := make([]string, 0, len(patterns))
 	for i, p := range patterns {
 		ptr := field
 		if len(patterns) > 1 || field == "/patterns" {
@@ -39,19 +39,43 @@ func compileGlobs(patterns []string, field string) (*globSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !doublestar.ValidatePattern(clean) {
-			e := tools.NewUserError("%s is not a valid glob pattern", show(p)).WithCode("invalid_glob").
-				WithSuggestion("use doublestar syntax: * within a name, ** across directories, {a,b} alternatives, [abc] classes; for example \"src/**/*.{go,md}\"")
-			e.Fields = []tools.FieldError{{Pointer: ptr, Message: "is not a valid glob pattern"}}
+		body, err := globRegexp(clean)
+		if err != nil {
+			ge := err.(*globError)
+			e := tools.NewUserError("%s is not a valid glob pattern: %s", show(p), ge.msg).WithCode("invalid_glob").
+				WithSuggestion("%s; the syntax: * within a name, ** across directories, {a,b} alternatives, [abc] classes, for example \"src/**/*.{go,md}\"", ge.hint)
+			e.Fields = []tools.FieldError{{Pointer: ptr, Message: ge.msg}}
 			return nil, e
 		}
-		base, _ := doublestar.SplitPattern(clean)
-		g.patterns = append(g.patterns, clean)
-		g.bases = append(g.bases, base)
+		bodies = append(bodies, body)
+		g.bases = append(g.bases, globBase(clean))
 		g.withGit = g.withGit || namesGit.MatchString(clean)
 	}
+	// Each body is at most maxGlobBytes of pattern, so the expression is
+	// small; RE2 matches it in time linear in the path.
+	g.re = regexp.MustCompile(`^(?:` + strings.Join(bodies, "|") + `)$`)
 	g.bases = disjointBases(g.bases)
 	return g, nil
+}
+
+// globBase is the directory a pattern's matches all lie under: its leading
+// components that hold no glob syntax ("." when the first one does).
+func globBase(pat string) string {
+	end := strings.IndexAny(pat, `*?[{\`)
+	if end < 0 {
+		end = len(pat)
+	}
+	if end == len(pat) {
+		// No syntax at all: the pattern names one entry, found from its
+		// parent.
+		end = strings.LastIndexByte(pat, '/')
+	} else {
+		end = strings.LastIndexByte(pat[:end], '/')
+	}
+	if end <= 0 {
+		return "."
+	}
+	return pat[:end]
 }
 
 // disjointBases sorts bases in walk order and drops those inside another,
@@ -82,14 +106,7 @@ func comparePaths(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-func (g *globSet) match(p string) bool {
-	for _, pat := range g.patterns {
-		if doublestar.MatchUnvalidated(pat, p) {
-			return true
-		}
-	}
-	return false
-}
+func (g *globSet) match(p string) bool { return g.re.MatchString(p) }
 
 // walk calls fn for every entry that matches one of g's patterns, each once,
 // in comparePaths order. The walk goes through root.FS(), which never
