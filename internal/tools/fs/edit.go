@@ -26,11 +26,12 @@ type editResult struct {
 
 func (w *Workspace) editFileTool() tools.Tool {
 	return tools.Typed(tools.Spec{
-		Name:        "edit_file",
-		Title:       "Edit a file",
-		Effects:     tools.Effects{Destructive: true},
-		Category:    tools.Direct,
-		Description: "Change a text file in the workspace by replacing exact occurrences of a string.",
+		Name:         "edit_file",
+		Confirmation: w.writeConfirmation(),
+		Title:        "Edit a file",
+		Effects:      tools.Effects{Destructive: true},
+		Category:     tools.Direct,
+		Description:  "Change a text file in the workspace by replacing exact occurrences of a string.",
 		Instructions: "Use edit_file for targeted changes to a file you have read: copy old_string exactly " +
 			"from read_file's content (without the line number and tab in front of each line), with enough " +
 			"surrounding lines to be unique. Pass the file's sha256 from read_file as expected_sha256; if the " +
