@@ -126,6 +126,13 @@ type ToolConfig struct {
 	// Idempotent declares that running the command twice with the same
 	// arguments has no additional effect (implied by read_only).
 	Idempotent bool `yaml:"idempotent"`
+	// Executes lists the workspace files the command runs, or reads as
+	// configuration that names programs (Makefile, package.json, .npmrc,
+	// .envrc, ...): doublestar globs relative to the workspace, a glob
+	// without "/" matching at any depth, case ignored. write_file and
+	// edit_file refuse to change them (a model could otherwise turn this
+	// tool into any command it likes); .git is always protected.
+	Executes []string `yaml:"executes" validate:"dive,required"`
 	// Examples are argument objects shown to models; each must validate.
 	Examples []tools.ExampleConfig `yaml:"examples" validate:"dive"`
 	Sandbox  `yaml:"sandbox"`

@@ -52,11 +52,7 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 		}
 		sbc.Env["PATH"] = path
 	}
-	sb, err := s.sandbox(sbc)
-	if err != nil {
-		return nil, err
-	}
-	t := &execTool{set: s, sb: sb, programs: map[string]program{}, maxTimeout: c.MaxTimeout}
+	t := &execTool{set: s, programs: map[string]program{}, maxTimeout: c.MaxTimeout}
 	if t.maxTimeout <= 0 {
 		t.maxTimeout = DefaultMaxTimeout
 	}
@@ -77,6 +73,17 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	for _, p := range t.programs {
+		if isGit(p.path) {
+			sbc.Env = gitEnv(s.host.workspace, sbc.Env)
+			break
+		}
+	}
+	sb, err := s.sandbox(sbc)
+	if err != nil {
+		return nil, err
+	}
+	t.sb = sb
 	t.spec = tools.Spec{
 		Name:        ExecuteCommandName,
 		Description: "Runs one program of an allow-list with the given arguments and returns its exit code, stdout and stderr. No shell is involved.",
@@ -143,6 +150,9 @@ func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	args, err := checkArgs(words[0], prog.rule, words[1:])
 	if err != nil {
 		return nil, err
+	}
+	if isGit(prog.path) {
+		args = guardGit(t.set.host.workspace, args)
 	}
 	dir, err := resolveDir(t.set.host.workspace, in.Cwd)
 	if err != nil {
