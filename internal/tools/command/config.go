@@ -165,9 +165,17 @@ type ProgramRule struct {
 	// Subcommands, when set, are the only words allowed as the first
 	// argument (for git, go, ...); options before it are refused.
 	Subcommands []string `yaml:"subcommands" validate:"dive,required"`
-	// Options are the arguments starting with "-" a caller may pass: exact
-	// words, or prefixes ending in "=" ("--max-count=" allows any count).
-	// "*" allows every option. Anything else starting with "-" is refused.
+	// Options are the options a caller may pass, each saying whether it
+	// takes a value: "-v" and "--verbose" take none; "-e VALUE" and
+	// "--regexp=VALUE" (or the older "--regexp=") take one, attached
+	// (-eX, --regexp=X) or as the next word, which is then never read as
+	// an option; "-c[VALUE]" and "--color[=VALUE]" take an optional,
+	// attached value; {a,b} instead of VALUE allows only those values
+	// (--color={never,auto}). The arguments are parsed with GNU
+	// getopt_long's rules (clusters like -ie X, abbreviations of long
+	// options, options after operands, "--") and passed on canonically.
+	// "*" allows every option unparsed. Anything else starting with "-"
+	// is refused.
 	Options []string `yaml:"options" validate:"dive,required"`
 	// EndOfOptions says the program understands "--": toold then puts the
 	// allowed options first and "--" before the operands, so an operand
