@@ -149,7 +149,8 @@ func referenceParse(t testing.TB, tab getoptTable, args []string) (words []strin
 }
 
 // splitGetopt reads getopt's output: words separated by spaces, values
-// and operands in single quotes with ' written '\”.
+// and operands in single quotes, a quote inside them closing the quotes,
+// escaped with a backslash, and opening them again.
 func splitGetopt(t testing.TB, s string) []string {
 	s = strings.TrimSuffix(strings.TrimPrefix(s, " "), "\n")
 	words := []string{}
