@@ -322,6 +322,9 @@ func (a *app) tools() ([]tools.Tool, error) {
 // section (on: an operator who declares one wants it).
 func (a *app) candidates() ([]candidate, error) {
 	fsc := a.cfg.FS
+	if err := fs.CheckProtected(executedFiles(a.cfg.Commands)); err != nil {
+		return nil, &config.Error{Problems: []config.Problem{{Path: "commands.tools", Message: err.Error()}}}
+	}
 	ws, err := fs.New(a.cfg.Workspace, fs.Options{MaxReadBytes: fsc.MaxReadBytes, MaxTotalReadBytes: fsc.MaxTotalReadBytes,
 		MaxFileBytes: fsc.MaxFileBytes, MaxEntries: fsc.MaxEntries, MaxMatches: fsc.MaxMatches, MaxWriteBytes: fsc.MaxWriteBytes,
 		Protected: executedFiles(a.cfg.Commands), AllowProtected: fsc.AllowProtected})

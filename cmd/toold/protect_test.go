@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -74,5 +76,19 @@ func TestWriteDoesNotBecomeCode(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("git_status ran the repository's core.fsmonitor")
+	}
+}
+
+// TestExecutesChecked: -check-config names a command tool's executes
+// glob that cannot name a workspace file.
+func TestExecutesChecked(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(cfg, []byte("commands:\n  tools:\n    - {name: make_check, description: x, argv: [true], executes: [/etc/passwd]}\n"), 0o644)
+	var out, errOut bytes.Buffer
+	noEnv := func(string) (string, bool) { return "", false }
+	err := run(context.Background(), []string{"-check-config", cfg, "-workspace", dir}, noEnv, nil, &out, &errOut)
+	if err == nil || !strings.Contains(errOut.String(), "commands.tools") || !strings.Contains(errOut.String(), "make_check") {
+		t.Errorf("err %v, stderr %s", err, errOut.String())
 	}
 }

@@ -42,11 +42,18 @@ type protection struct {
 	allow bool        // AllowProtected: writes pass (the tools need confirmation)
 }
 
+// CheckProtected reports the first pattern of list that is not a glob
+// relative to the workspace, naming its tool; New refuses the same.
+func CheckProtected(list []Protected) error {
+	_, err := newProtection(list, false)
+	return err
+}
+
 func newProtection(list []Protected, allow bool) (*protection, error) {
 	p := &protection{allow: allow}
 	for _, g := range list {
 		pat := strings.ToLower(strings.TrimPrefix(g.Pattern, "./"))
-		if pat == "" || strings.HasPrefix(pat, "/") || !doublestar.ValidatePattern(pat) {
+		if pat == "" || strings.HasPrefix(pat, "/") || !localPath(path.Clean(pat)) || !doublestar.ValidatePattern(pat) {
 			return nil, fmt.Errorf("executes of %s: %q is not a glob relative to the workspace", g.By, g.Pattern)
 		}
 		if !strings.Contains(pat, "/") {

@@ -92,6 +92,9 @@ func TestAllowProtected(t *testing.T) {
 	if _, err := New(t.TempDir(), Options{Protected: []Protected{{Pattern: "/etc/passwd", By: "x"}}}); err == nil {
 		t.Error("an absolute executes pattern was accepted")
 	}
+	if _, err := New(t.TempDir(), Options{Protected: []Protected{{Pattern: "../up/Makefile", By: "x"}}}); err == nil {
+		t.Error("an executes pattern outside the workspace was accepted")
+	}
 	if _, err := New(t.TempDir(), Options{Protected: []Protected{{Pattern: "a[", By: "x"}}}); err == nil {
 		t.Error("a broken executes pattern was accepted")
 	}
