@@ -2,6 +2,8 @@
 // grep, write_file and edit_file. Every path a model supplies is checked by
 // resolvePath and then used only through one os.Root, so no tool can read or
 // write a byte outside the workspace, whatever the path or the symlinks in it.
+// write_file and edit_file also refuse the files other tools execute (.git,
+// and what command tools list in executes), see protect.go.
 //
 // The package is named fs because the brief asks for internal/tools/fs; the
 // standard io/fs is imported as iofs throughout to avoid the clash.
