@@ -171,9 +171,11 @@ type ProgramRule struct {
 	// (-eX, --regexp=X) or as the next word, which is then never read as
 	// an option; "-c[VALUE]" and "--color[=VALUE]" take an optional,
 	// attached value; {a,b} instead of VALUE allows only those values
-	// (--color={never,auto}). The arguments are parsed with GNU
-	// getopt_long's rules (clusters like -ie X, abbreviations of long
-	// options, options after operands, "--") and passed on canonically.
+	// (--color={never,auto}). Single-dash long options (find, Go's flag
+	// package) are written "-name VALUE", "-count=N" or "-v[=BOOL]" and
+	// matched whole. The arguments are parsed with GNU getopt_long's rules
+	// (clusters like -ie X, abbreviations of long options, options after
+	// operands, "--") and passed on canonically.
 	// "*" allows every option unparsed. Anything else starting with "-"
 	// is refused.
 	Options []string `yaml:"options" validate:"dive,required"`

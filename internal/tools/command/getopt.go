@@ -31,6 +31,10 @@ import (
 //   - "-" and words not starting with "-" are operands, and options may
 //     follow them (permutation), until "--".
 //
+// Programs with single-dash long options (find -name, Go's flag package:
+// -count=1, -run X) list them as "-name VALUE": such a word is matched
+// exactly, before it would be read as a cluster, like getopt_long_only.
+//
 // The checked arguments are rebuilt canonically: each option by its full
 // declared name (so the program never meets an abbreviation its own,
 // larger, table might resolve to another option), short options one per
@@ -39,7 +43,8 @@ import (
 
 // optSpec is one allowed option.
 type optSpec struct {
-	name   string   // "-e" or "--regexp"
+	name   string   // "-e", "--regexp" or "-name"
+	dash   bool     // a single-dash long option: "-name", or "-v[=BOOL]"
 	takes  takes    // whether it takes a value
 	values []string // when set, the only values allowed
 }
@@ -54,61 +59,97 @@ const (
 
 // optTable is a program's compiled allow-list.
 type optTable struct {
-	any   bool // "*": every option, unparsed
-	short map[byte]optSpec
-	long  []optSpec // in declaration order
+	any      bool // "*": every option, unparsed
+	short    map[byte]optSpec
+	long     []optSpec          // in declaration order
+	dashLong map[string]optSpec // "-name": single-dash long options (find, Go's flag package)
 }
 
-// specPattern is one allow-list entry: an option, then how it takes a
-// value: " VALUE" or "=VALUE" (required), "[VALUE]" or "[=VALUE]"
-// (optional, attached), a bare "=" (required, the older form). VALUE is a
-// placeholder in capitals, or {a,b,c}: the only values allowed.
-var specPattern = regexp.MustCompile(`^(-[A-Za-z0-9?]|--[A-Za-z0-9][A-Za-z0-9_.-]*)(?:(=)|( |=)([A-Z][A-Z0-9_]*|\{[^{}]*\})|\[(=?)([A-Z][A-Z0-9_]*|\{[^{}]*\})\])?$`)
+// namePattern and valuePattern are the two halves of an allow-list entry:
+// the option, then how it takes a value: " VALUE" or "=VALUE" (required),
+// "[VALUE]" or "[=VALUE]" (optional, attached), a bare "=" (required, the
+// older form). VALUE is a placeholder in capitals, or {a,b,c}: the only
+// values allowed.
+var (
+	namePattern  = regexp.MustCompile(`^(--?[A-Za-z0-9?][A-Za-z0-9_.-]*)(.*)$`)
+	valuePattern = regexp.MustCompile(`^(?:(=)|( |=)([A-Z][A-Z0-9_]*|\{[^{}]*\})|\[(=?)([A-Z][A-Z0-9_]*|\{[^{}]*\})\])?$`)
+)
 
 // compileOptions parses a rule's options.
 func compileOptions(list []string) (*optTable, error) {
-	t := &optTable{short: map[byte]optSpec{}}
+	t := &optTable{short: map[byte]optSpec{}, dashLong: map[string]optSpec{}}
 	seen := map[string]bool{}
 	for _, s := range list {
 		if s == "*" {
 			t.any = true
 			continue
 		}
-		m := specPattern.FindStringSubmatch(s)
-		if m == nil {
-			return nil, fmt.Errorf("option %q: write -x, --name, \"-x VALUE\", --name=VALUE, --name[=VALUE] or a value set like --color={auto,never}", s)
-		}
-		o := optSpec{name: m[1]}
-		long := strings.HasPrefix(o.name, "--")
-		placeholder := ""
-		switch {
-		case m[2] == "=":
-			o.takes = takesValue
-		case m[3] != "":
-			o.takes, placeholder = takesValue, m[4]
-			if !long && m[3] == "=" || long && m[3] == " " {
-				return nil, fmt.Errorf("option %q: a short option's value is written \"-x VALUE\", a long option's --name=VALUE", s)
-			}
-		case m[6] != "":
-			o.takes, placeholder = takesOptional, m[6]
-			if long != (m[5] == "=") {
-				return nil, fmt.Errorf("option %q: an optional value is written -x[VALUE] or --name[=VALUE]", s)
-			}
-		}
-		if strings.HasPrefix(placeholder, "{") {
-			o.values = strings.Split(strings.Trim(placeholder, "{}"), ",")
+		o, err := compileOption(s)
+		if err != nil {
+			return nil, err
 		}
 		if seen[o.name] {
 			return nil, fmt.Errorf("option %s is listed twice", o.name)
 		}
 		seen[o.name] = true
-		if long {
+		switch {
+		case o.dash:
+			t.dashLong[o.name[1:]] = o
+		case strings.HasPrefix(o.name, "--"):
 			t.long = append(t.long, o)
-		} else {
+		default:
 			t.short[o.name[1]] = o
 		}
 	}
 	return t, nil
+}
+
+func compileOption(s string) (optSpec, error) {
+	bad := func(why string) (optSpec, error) {
+		return optSpec{}, fmt.Errorf("option %q: %s; write -x, \"-x VALUE\", -x[VALUE], --name, --name=VALUE, --name[=VALUE], "+
+			"-name VALUE (single-dash long options), or a value set like --color={auto,never}", s, why)
+	}
+	n := namePattern.FindStringSubmatch(s)
+	if n == nil {
+		return bad("not an option")
+	}
+	m := valuePattern.FindStringSubmatch(n[2])
+	if m == nil {
+		return bad("cannot read how it takes a value")
+	}
+	o := optSpec{name: n[1]}
+	kind := "short"
+	switch {
+	case strings.HasPrefix(o.name, "--"):
+		kind = "long"
+	case len(o.name) > 2:
+		kind = "dash"
+	}
+	placeholder := ""
+	switch {
+	case m[1] == "=":
+		o.takes = takesValue
+		if kind == "short" {
+			return bad("a short option's value is written \"-x VALUE\"")
+		}
+	case m[2] != "":
+		o.takes, placeholder = takesValue, m[3]
+		if kind == "short" && m[2] == "=" || kind == "long" && m[2] == " " {
+			return bad("a short option's value is written \"-x VALUE\", a long option's --name=VALUE")
+		}
+	case m[5] != "":
+		o.takes, placeholder = takesOptional, m[5]
+		if kind == "short" && m[4] == "=" {
+			kind = "dash" // Go's flag package: -v, -v=false
+		} else if kind == "long" && m[4] != "=" || kind == "dash" && m[4] != "=" {
+			return bad("an optional value is written -x[VALUE], --name[=VALUE] or -name[=VALUE]")
+		}
+	}
+	o.dash = kind == "dash"
+	if strings.HasPrefix(placeholder, "{") {
+		o.values = strings.Split(strings.Trim(placeholder, "{}"), ",")
+	}
+	return o, nil
 }
 
 // parsedOpt is an option found in the arguments, with its value.
@@ -134,6 +175,13 @@ func (t *optTable) parse(prog string, args []string) (opts []parsedOpt, operands
 			}
 			opts, i = append(opts, o), i+used
 		case strings.HasPrefix(a, "-") && a != "-":
+			if o, used, ok, err := t.parseDashLong(prog, a, args[i+1:]); ok || err != nil {
+				if err != nil {
+					return nil, nil, err
+				}
+				opts, i = append(opts, o), i+used
+				continue
+			}
 			os, used, err := t.parseShort(prog, a, args[i+1:])
 			if err != nil {
 				return nil, nil, err
@@ -154,6 +202,29 @@ func (t *optTable) parseLong(prog, a string, rest []string) (o parsedOpt, used i
 	if err != nil {
 		return o, 0, err
 	}
+	return longValue(prog, a, spec, value, hasEq, rest)
+}
+
+// parseDashLong parses "-name[=value]" when name is a single-dash long
+// option of the table, matched exactly (programs with such options, find
+// or Go's flag package, do not abbreviate them); ok is false for any
+// other word, which is then a cluster of short options.
+func (t *optTable) parseDashLong(prog, a string, rest []string) (o parsedOpt, used int, ok bool, err error) {
+	if len(t.dashLong) == 0 {
+		return o, 0, false, nil
+	}
+	name, value, hasEq := strings.Cut(a[1:], "=")
+	spec, found := t.dashLong[name]
+	if !found {
+		return o, 0, false, nil
+	}
+	o, used, err = longValue(prog, a, spec, value, hasEq, rest)
+	return o, used, true, err
+}
+
+// longValue takes a long option's value: attached after "=", or (when
+// required) the next word.
+func longValue(prog, a string, spec optSpec, value string, hasEq bool, rest []string) (o parsedOpt, used int, err error) {
 	o = parsedOpt{spec: spec}
 	switch spec.takes {
 	case takesNone:
@@ -253,12 +324,14 @@ func checkValue(prog string, o parsedOpt) error {
 }
 
 // words renders a parsed option canonically (see the comment at the top).
+// A single-dash long option's required value is the next word, which find
+// needs and Go's flag package accepts.
 func (o parsedOpt) words() []string {
-	long := strings.HasPrefix(o.spec.name, "--")
+	long, dash := strings.HasPrefix(o.spec.name, "--"), o.spec.dash
 	switch {
 	case !o.hasValue:
 		return []string{o.spec.name}
-	case long:
+	case long, dash && o.spec.takes == takesOptional:
 		return []string{o.spec.name + "=" + o.value}
 	case o.spec.takes == takesOptional:
 		return []string{o.spec.name + o.value}
@@ -279,6 +352,9 @@ func (t *optTable) describe() string {
 	for _, o := range t.long {
 		names = append(names, o.describe())
 	}
+	for _, o := range t.dashLong {
+		names = append(names, o.describe())
+	}
 	if len(names) == 0 {
 		return "this program takes no options here"
 	}
@@ -291,7 +367,7 @@ func (o optSpec) describe() string {
 	if o.values != nil {
 		v = "{" + strings.Join(o.values, ",") + "}"
 	}
-	long := strings.HasPrefix(o.name, "--")
+	long := o.dash || strings.HasPrefix(o.name, "--")
 	switch {
 	case o.takes == takesNone:
 		return o.name
@@ -299,7 +375,7 @@ func (o optSpec) describe() string {
 		return o.name + "[=" + v + "]"
 	case o.takes == takesOptional:
 		return o.name + "[" + v + "]"
-	case long:
+	case strings.HasPrefix(o.name, "--"):
 		return o.name + "=" + v
 	}
 	return o.name + " " + v

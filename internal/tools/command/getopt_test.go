@@ -71,8 +71,42 @@ func TestOptionValuesAreNotOptions(t *testing.T) {
 	}
 }
 
+// TestSingleDashLongOptions: find's and Go's flag package's options are
+// matched whole before a word is read as a cluster, and their values are
+// values.
+func TestSingleDashLongOptions(t *testing.T) {
+	find := ProgramRule{Options: []string{"-name PATTERN", "-type {f,d}", "-maxdepth N", "-print"}}
+	goTest := ProgramRule{Subcommands: []string{"test"}, Options: []string{"-run=", "-count=N", "-v[=BOOL]"}}
+	cases := []struct {
+		name string
+		rule ProgramRule
+		args []string
+		want []string
+		kind tools.Kind
+	}{
+		{"find -name value is a value", find, []string{".", "-name", "-delete", "-print"}, []string{"-name", "-delete", "-print", "."}, ""},
+		{"find -exec refused", find, []string{".", "-exec", "sh", ";"}, nil, tools.PermissionError},
+		{"find -type outside its set", find, []string{".", "-type", "l"}, nil, tools.PermissionError},
+		{"find -name= attached", find, []string{"-name=x"}, []string{"-name", "x"}, ""},
+		{"go test -run=X -count 1 -v", goTest, []string{"test", "-run=TestX", "-count", "1", "-v", "./..."}, []string{"test", "-run", "TestX", "-count", "1", "-v", "./..."}, ""},
+		{"go test -v=false", goTest, []string{"test", "-v=false"}, []string{"test", "-v=false"}, ""},
+		{"go test -exec refused", goTest, []string{"test", "-exec=sh"}, nil, tools.PermissionError},
+		{"go test -run takes -exec as its value", goTest, []string{"test", "-run", "-exec=x"}, []string{"test", "-run", "-exec=x"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			opts, err := compileOptions(c.rule.Options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := checkArgs("prog", c.rule, opts, c.args)
+			checkOutcome(t, got, err, c.want, c.kind)
+		})
+	}
+}
+
 func TestCompileOptions(t *testing.T) {
-	for _, bad := range []string{"e", "-", "---x", "-e=VALUE", "--regexp VALUE", "-ab", "--x[VALUE]", "-x[=VALUE]", "--x=value", "-e VALUE extra", "--a=1"} {
+	for _, bad := range []string{"e", "-", "---x", "-e=VALUE", "-e=", "--regexp VALUE", "--x[VALUE]", "-name[X]", "--x=value", "-e VALUE extra", "--a=1"} {
 		if _, err := compileOptions([]string{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -80,7 +114,8 @@ func TestCompileOptions(t *testing.T) {
 	if _, err := compileOptions([]string{"-v", "-v"}); err == nil {
 		t.Error("a duplicate accepted")
 	}
-	for _, good := range []string{"-v", "--max-count=", "--max-count=NUM", "-C NUM", "-c[N]", "--color[=WHEN]", "--x={a,b}", "-?", "*"} {
+	for _, good := range []string{"-v", "--max-count=", "--max-count=NUM", "-C NUM", "-c[N]", "--color[=WHEN]", "--x={a,b}", "-?", "*",
+		"-name PATTERN", "-count=", "-run=REGEXP", "-v[=BOOL]", "-type {f,d}"} {
 		if _, err := compileOptions([]string{good}); err != nil {
 			t.Errorf("%q: %v", good, err)
 		}

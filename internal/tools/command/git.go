@@ -54,20 +54,20 @@ func gitGuards(workspace string) []string {
 
 // gitEnv are the variables every git command tool gets unless its own env
 // sets them: no system or global configuration (toold's host's, not the
-// operator's intent for these tools), no prompts, and repository discovery
-// stopped at the workspace's parent.
+// operator's intent for these tools), no prompts, no pager. Discovery may
+// still find a repository above the workspace: the model cannot write
+// there, and a workspace may well be a directory of a larger repository.
 func gitEnv(workspace string, env map[string]string) map[string]string {
 	out := maps.Clone(env)
 	if out == nil {
 		out = map[string]string{}
 	}
 	for k, v := range map[string]string{
-		"GIT_CONFIG_NOSYSTEM":     "1",
-		"GIT_CONFIG_GLOBAL":       "/dev/null",
-		"GIT_ATTR_NOSYSTEM":       "1",
-		"GIT_TERMINAL_PROMPT":     "0",
-		"GIT_PAGER":               "cat",
-		"GIT_CEILING_DIRECTORIES": filepath.Dir(workspace),
+		"GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_CONFIG_GLOBAL":   "/dev/null",
+		"GIT_ATTR_NOSYSTEM":   "1",
+		"GIT_TERMINAL_PROMPT": "0",
+		"GIT_PAGER":           "cat",
 	} {
 		if _, set := out[k]; !set {
 			out[k] = v
