@@ -44,7 +44,8 @@ func (w *Workspace) writeFileTool() tools.Tool {
 			"returned: if the file changed since, the write is refused with code conflict and you must read it " +
 			"again. Leave expected_sha256 out only to create a file that does not exist yet. Set create_dirs to " +
 			"create missing parent directories. The write is atomic: readers see the old or the new file, never " +
-			"a mix, and the file keeps its permissions.",
+			"a mix, and the file keeps its permissions. Files other tools execute (anything under .git, and files the " +
+			"operator protected, such as a Makefile a build tool runs) are refused with code protected_path: leave them to a person.",
 		Returns: "path, bytes_written, sha256 of the new content (use it for the next write or edit), and " +
 			"created (true for a new file).",
 		Examples: []tools.Example{
