@@ -95,11 +95,13 @@ var gitValueOptions = []string{"-C", "-c", "--git-dir", "--work-tree", "--namesp
 // aliasName is what git accepts as an alias's name (a config key part).
 var aliasName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
 
-// guardGit returns git's arguments (after the program) with the guards:
-// the -c settings first, and the driver guards right after the
-// subcommand, found past git's global options (-C and -c take a value).
+// guardGit returns git's arguments (after the program) with the guards
+// right before the subcommand, past git's global options (-C and -c take
+// a value), so they come after, and win over, any -c a caller could pass;
+// and the driver guards right after the subcommand. Without a subcommand
+// (git --version) the guards go first.
 func guardGit(workspace string, args []string) []string {
-	out := gitGuards(workspace)
+	guards := gitGuards(workspace)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -109,18 +111,16 @@ func guardGit(workspace string, args []string) []string {
 		case strings.HasPrefix(a, "-"):
 			continue
 		}
+		out := append(slices.Clone(args[:i]), guards...)
 		// A subcommand that is not one of git's own may be an alias the
 		// repository defines ("!cmd" runs cmd): an empty alias makes git
 		// refuse instead. git never reads an alias of a built-in.
 		if aliasName.MatchString(a) {
 			out = append(out, "-c", "alias."+a+"=")
 		}
-		if extra, ok := gitDriverGuards[a]; ok {
-			out = append(out, args[:i+1]...)
-			out = append(out, extra...)
-			return append(out, args[i+1:]...)
-		}
-		break
+		out = append(out, a)
+		out = append(out, gitDriverGuards[a]...)
+		return append(out, args[i+1:]...)
 	}
-	return append(out, slices.Clone(args)...)
+	return append(guards, args...)
 }

@@ -118,32 +118,35 @@ func TestGitToolsIgnoreRepositoryPrograms(t *testing.T) {
 	}
 }
 
-// TestGuardGit: the guards go before git's subcommand, past its global
-// options; the subcommand cannot be a repository's alias; and the driver
-// guards follow the subcommands that run drivers by default.
+// TestGuardGit: the guards go right before git's subcommand, past its
+// global options, so a caller's -c cannot override them; the subcommand
+// cannot be a repository's alias; and the driver guards follow the
+// subcommands that run drivers by default.
 func TestGuardGit(t *testing.T) {
 	g := gitGuards("/ws")
 	cases := []struct {
-		in    []string
-		alias string // the subcommand whose alias is emptied
-		want  []string
+		in      []string
+		globals int    // how many words come before the guards
+		alias   string // the subcommand whose alias is emptied
+		rest    []string
 	}{
-		{[]string{"status"}, "status", []string{"status"}},
-		{[]string{"log", "-p"}, "log", []string{"log", "--no-ext-diff", "--no-textconv", "-p"}},
-		{[]string{"-C", "diff", "diff"}, "diff", []string{"-C", "diff", "diff", "--no-ext-diff", "--no-textconv"}},
-		{[]string{"--no-pager", "-c", "x=y", "blame", "f"}, "blame", []string{"--no-pager", "-c", "x=y", "blame", "--no-textconv", "f"}},
-		{[]string{"--git-dir", "log", "status"}, "status", []string{"--git-dir", "log", "status"}},
-		{[]string{"x=y"}, "", []string{"x=y"}},
-		{nil, "", nil},
+		{[]string{"status"}, 0, "status", []string{"status"}},
+		{[]string{"log", "-p"}, 0, "log", []string{"log", "--no-ext-diff", "--no-textconv", "-p"}},
+		{[]string{"-C", "diff", "diff"}, 2, "diff", []string{"diff", "--no-ext-diff", "--no-textconv"}},
+		{[]string{"--no-pager", "-c", "core.fsmonitor=evil", "blame", "f"}, 3, "blame", []string{"blame", "--no-textconv", "f"}},
+		{[]string{"--git-dir", "log", "status"}, 2, "status", []string{"status"}},
+		{[]string{"x=y"}, 0, "", []string{"x=y"}},
+		{[]string{"--version"}, 0, "", []string{"--version"}},
+		{nil, 0, "", nil},
 	}
 	for _, c := range cases {
-		want := slices.Clone(g)
+		want := append(slices.Clone(c.in[:c.globals]), g...)
 		if c.alias != "" {
 			want = append(want, "-c", "alias."+c.alias+"=")
 		}
-		want = append(want, c.want...)
+		want = append(want, c.rest...)
 		if got := guardGit("/ws", c.in); !slices.Equal(got, want) {
-			t.Errorf("guardGit(%q) = %q\nwant %q", c.in, got[len(g):], want[len(g):])
+			t.Errorf("guardGit(%q) =\n%q\nwant\n%q", c.in, got, want)
 		}
 	}
 }
