@@ -157,10 +157,14 @@ func (o *options) checkStdioWorkspace(cfg *config.Config, lookupEnv func(string)
 		return fmt.Errorf("-stdio: the workspace %q: %v; pass -workspace DIR", cfg.Workspace, err)
 	}
 	what := ""
-	if home, ok := lookupEnv("HOME"); ok && home != "" && sameDir(ws, home) {
-		what = "your home directory (" + ws + ")"
-	} else if sameDir(ws, "/") {
+	home, _ := lookupEnv("HOME")
+	switch {
+	case sameDir(ws, "/"):
 		what = "the root of the file system"
+	case home != "" && sameDir(ws, home):
+		what = "your home directory (" + ws + ")"
+	case home != "" && contains(ws, home):
+		what = ws + ", which holds your home directory"
 	}
 	if what == "" {
 		return nil
@@ -178,4 +182,16 @@ func sameDir(a, b string) bool {
 		return filepath.Clean(a) == filepath.Clean(b)
 	}
 	return ra == rb
+}
+
+// contains reports whether dir is an ancestor of p, symlinks followed.
+func contains(dir, p string) bool {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
 }

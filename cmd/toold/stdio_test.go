@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,15 @@ import (
 // refuses to start and says to pass -workspace. Given explicitly, the
 // same directory is served.
 func TestStdioRefusesRootOrHomeWorkspace(t *testing.T) {
-	home := t.TempDir()
+	parent := t.TempDir()
+	home := filepath.Join(parent, "you")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(home, "project")
+	if err := os.Mkdir(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfg := home + "/toold.yaml"
 	if err := os.WriteFile(cfg, []byte("workspace: .\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -31,9 +40,11 @@ func TestStdioRefusesRootOrHomeWorkspace(t *testing.T) {
 		{"cwd is /", "/", nil, map[string]string{"HOME": home}, "the root of the file system"},
 		{"cwd is $HOME", home, nil, map[string]string{"HOME": home}, "your home directory"},
 		{"workspace: . in a config is still the cwd", home, []string{"-config", cfg}, map[string]string{"HOME": home}, "your home directory"},
+		{"cwd holds $HOME", parent, nil, map[string]string{"HOME": home}, "which holds your home directory"},
 		{"-workspace given", home, []string{"-workspace", home}, map[string]string{"HOME": home}, ""},
 		{"TOOLD_WORKSPACE given", "/", nil, map[string]string{"HOME": home, "TOOLD_WORKSPACE": "/"}, ""},
-		{"a project under $HOME", t.TempDir(), nil, map[string]string{"HOME": home}, ""},
+		{"a project elsewhere", t.TempDir(), nil, map[string]string{"HOME": home}, ""},
+		{"a project under $HOME", project, nil, map[string]string{"HOME": home}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
