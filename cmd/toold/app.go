@@ -322,8 +322,12 @@ func (a *app) tools() ([]tools.Tool, error) {
 // section (on: an operator who declares one wants it).
 func (a *app) candidates() ([]candidate, error) {
 	fsc := a.cfg.FS
+	if err := fs.CheckProtected(executedFiles(a.cfg.Commands)); err != nil {
+		return nil, &config.Error{Problems: []config.Problem{{Path: "commands.tools", Message: err.Error()}}}
+	}
 	ws, err := fs.New(a.cfg.Workspace, fs.Options{MaxReadBytes: fsc.MaxReadBytes, MaxTotalReadBytes: fsc.MaxTotalReadBytes,
-		MaxFileBytes: fsc.MaxFileBytes, MaxEntries: fsc.MaxEntries, MaxMatches: fsc.MaxMatches, MaxWriteBytes: fsc.MaxWriteBytes})
+		MaxFileBytes: fsc.MaxFileBytes, MaxEntries: fsc.MaxEntries, MaxMatches: fsc.MaxMatches, MaxWriteBytes: fsc.MaxWriteBytes,
+		Protected: executedFiles(a.cfg.Commands), AllowProtected: fsc.AllowProtected})
 	if err != nil {
 		return nil, &config.Error{Problems: []config.Problem{{Path: "workspace", Message: err.Error()}}}
 	}
@@ -374,6 +378,18 @@ func (a *app) candidates() ([]candidate, error) {
 		all = append(all, candidate{t, true})
 	}
 	return all, nil
+}
+
+// executedFiles are the files the command tools say they execute: the
+// file tools refuse to write them (fs.Protected).
+func executedFiles(c command.Config) []fs.Protected {
+	var out []fs.Protected
+	for _, t := range c.Tools {
+		for _, g := range t.Executes {
+			out = append(out, fs.Protected{Pattern: g, By: t.Name})
+		}
+	}
+	return out
 }
 
 // consultRedactor names the policy a synthesis prompt is redacted with:

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	storeFlags(fs, o)
 	fs.StringVar(&o.listen, "listen", "", "API listen `address` (default 127.0.0.1:8080)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "metrics (and pprof) listen `address` (default 127.0.0.1:9090; \"off\" disables)")
-	fs.StringVar(&o.workspace, "workspace", "", "`directory` the file tools are confined to (default: the current directory)")
+	fs.StringVar(&o.workspace, "workspace", "", "`directory` the file tools are confined to (default: the current directory; with -stdio it must be given when that is / or $HOME)")
 	fs.StringVar(&o.logLevel, "log-level", "", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "allow a non-loopback listen address without API keys (warns at every start)")
 	fs.DurationVar(&o.drainGrace, "drain-grace", 0, "how long accepted calls may finish after SIGTERM (default 30s)")
@@ -138,4 +139,59 @@ func (o *options) apply(c *config.Config) {
 		// unless told to.
 		c.AdminListen = ""
 	}
+}
+
+// checkStdioWorkspace refuses to serve the file system root or the home
+// directory as the workspace when nobody chose it. Agent hosts launch
+// `toold -stdio` from / or $HOME, and the default workspace is the current
+// directory: every file of the machine, or of the user (keys, tokens,
+// shell history), would be one read_file away from the model. A workspace
+// given with -workspace or TOOLD_WORKSPACE is the operator's choice and
+// served as given.
+func (o *options) checkStdioWorkspace(cfg *config.Config, lookupEnv func(string) (string, bool)) error {
+	if o.set["workspace"] {
+		return nil
+	}
+	ws, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		return fmt.Errorf("-stdio: the workspace %q: %v; pass -workspace DIR", cfg.Workspace, err)
+	}
+	what := ""
+	home, _ := lookupEnv("HOME")
+	switch {
+	case sameDir(ws, "/"):
+		what = "the root of the file system"
+	case home != "" && sameDir(ws, home):
+		what = "your home directory (" + ws + ")"
+	case home != "" && contains(ws, home):
+		what = ws + ", which holds your home directory"
+	}
+	if what == "" {
+		return nil
+	}
+	return fmt.Errorf("-stdio without -workspace would serve %s to the model: every file there would be readable. "+
+		"Pass -workspace DIR (the project the host works on), or set TOOLD_WORKSPACE", what)
+}
+
+// sameDir reports whether a and b name one directory, following symlinks
+// (a home under /home -> /usr/home is still the home).
+func sameDir(a, b string) bool {
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return ra == rb
+}
+
+// contains reports whether dir is an ancestor of p, symlinks followed.
+func contains(dir, p string) bool {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
 }

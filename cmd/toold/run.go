@@ -46,6 +46,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		fmt.Fprintf(stderr, "toold: the configuration has problems:\n%v\n", err)
 		return exitCode(2)
 	}
+	if o.stdio {
+		if err := o.checkStdioWorkspace(cfg, lookupEnv); err != nil {
+			fmt.Fprintln(stderr, "toold:", err)
+			return exitCode(2)
+		}
+	}
 	log, flush, err := newLogger(cfg.LogLevel, stderr)
 	if err != nil {
 		return err

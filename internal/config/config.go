@@ -305,6 +305,10 @@ type FSConfig struct {
 	MaxEntries        int   `yaml:"max_entries" validate:"gte=0"`
 	MaxMatches        int   `yaml:"max_matches" validate:"gte=0"`
 	MaxWriteBytes     int   `yaml:"max_write_bytes" validate:"gte=0"`
+	// AllowProtected lets write_file and edit_file change the files other
+	// tools execute (.git, and every command tool's executes); each call
+	// of the two then needs confirmation. Off: those writes are refused.
+	AllowProtected bool `yaml:"allow_protected"`
 }
 
 // Enabled reports whether the named tool is on, given its default.

@@ -126,6 +126,13 @@ type ToolConfig struct {
 	// Idempotent declares that running the command twice with the same
 	// arguments has no additional effect (implied by read_only).
 	Idempotent bool `yaml:"idempotent"`
+	// Executes lists the workspace files the command runs, or reads as
+	// configuration that names programs (Makefile, package.json, .npmrc,
+	// .envrc, ...): doublestar globs relative to the workspace, a glob
+	// without "/" matching at any depth, case ignored. write_file and
+	// edit_file refuse to change them (a model could otherwise turn this
+	// tool into any command it likes); .git is always protected.
+	Executes []string `yaml:"executes" validate:"dive,required"`
 	// Examples are argument objects shown to models; each must validate.
 	Examples []tools.ExampleConfig `yaml:"examples" validate:"dive"`
 	Sandbox  `yaml:"sandbox"`
@@ -158,9 +165,19 @@ type ProgramRule struct {
 	// Subcommands, when set, are the only words allowed as the first
 	// argument (for git, go, ...); options before it are refused.
 	Subcommands []string `yaml:"subcommands" validate:"dive,required"`
-	// Options are the arguments starting with "-" a caller may pass: exact
-	// words, or prefixes ending in "=" ("--max-count=" allows any count).
-	// "*" allows every option. Anything else starting with "-" is refused.
+	// Options are the options a caller may pass, each saying whether it
+	// takes a value: "-v" and "--verbose" take none; "-e VALUE" and
+	// "--regexp=VALUE" (or the older "--regexp=") take one, attached
+	// (-eX, --regexp=X) or as the next word, which is then never read as
+	// an option; "-c[VALUE]" and "--color[=VALUE]" take an optional,
+	// attached value; {a,b} instead of VALUE allows only those values
+	// (--color={never,auto}). Single-dash long options (find, Go's flag
+	// package) are written "-name VALUE", "-count=N" or "-v[=BOOL]" and
+	// matched whole. The arguments are parsed with GNU getopt_long's rules
+	// (clusters like -ie X, abbreviations of long options, options after
+	// operands, "--") and passed on canonically.
+	// "*" allows every option unparsed. Anything else starting with "-"
+	// is refused.
 	Options []string `yaml:"options" validate:"dive,required"`
 	// EndOfOptions says the program understands "--": toold then puts the
 	// allowed options first and "--" before the operands, so an operand

@@ -22,6 +22,7 @@ type declared struct {
 	output    string
 	sb        *sandbox
 	defaults  map[string]any
+	git       bool // the program is git: its arguments get gitGuards
 }
 
 var _ tools.Tool = (*declared)(nil)
@@ -51,11 +52,15 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 	if err := checkNames(tc, known); err != nil {
 		return nil, err
 	}
-	sb, err := s.sandbox(tc.Sandbox)
-	if err != nil {
+	if av.program, err = findProgram(av.program, envPath(buildEnv(tc.EnvAllow, tc.Env))); err != nil {
 		return nil, err
 	}
-	if av.program, err = findProgram(av.program, envPath(sb.env)); err != nil {
+	git := isGit(av.program)
+	if git {
+		tc.Env = gitEnv(s.host.workspace, tc.Env)
+	}
+	sb, err := s.sandbox(tc.Sandbox)
+	if err != nil {
 		return nil, err
 	}
 	dir, err := resolveDir(s.host.workspace, tc.Workdir)
@@ -71,7 +76,7 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 		return nil, err
 	}
 	d := &declared{set: s, argv: av, dir: dir, stdin: tc.Stdin, successes: tc.SuccessCodes,
-		output: tc.Output, sb: sb, defaults: defaults}
+		output: tc.Output, sb: sb, defaults: defaults, git: git}
 	d.spec = tools.Spec{Name: tc.Name, Description: tc.Description, Instructions: tc.Instructions,
 		Returns: returnsText, Category: tools.SystemCommand, Parameters: params, Output: resultSchema(),
 		Examples: examples, Confirmation: tools.ConfirmedIf(tc.RequiresConfirmation), Limits: tc.Limits.Limits(),
@@ -103,6 +108,9 @@ func (d *declared) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	args, err := d.argv.render(params)
 	if err != nil {
 		return nil, err
+	}
+	if d.git {
+		args = append(args[:1:1], guardGit(d.set.host.workspace, args[1:])...)
 	}
 	req := runReq{argv: args, dir: d.dir, successes: d.successes}
 	if d.stdin != "" {

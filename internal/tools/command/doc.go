@@ -29,6 +29,11 @@
 //   - auto: namespaces when toold is root and they work, else bwrap when
 //     it works, else none; Set.Describe says which and why.
 //
+// A command tool whose program is git runs with the repository's
+// program-naming settings overridden (git.go); execute_command parses a
+// caller's options with getopt_long's rules against the allow-list
+// (getopt.go).
+//
 // How the per-command setup is done without a shim process is explained
 // on the launcher type.
 package command

@@ -32,6 +32,7 @@ type execTool struct {
 type program struct {
 	path string
 	rule ProgramRule
+	opts *optTable
 }
 
 var _ tools.Tool = (*execTool)(nil)
@@ -52,11 +53,7 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 		}
 		sbc.Env["PATH"] = path
 	}
-	sb, err := s.sandbox(sbc)
-	if err != nil {
-		return nil, err
-	}
-	t := &execTool{set: s, sb: sb, programs: map[string]program{}, maxTimeout: c.MaxTimeout}
+	t := &execTool{set: s, programs: map[string]program{}, maxTimeout: c.MaxTimeout}
 	if t.maxTimeout <= 0 {
 		t.maxTimeout = DefaultMaxTimeout
 	}
@@ -73,10 +70,25 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("programs.%s: %w", name, err)
 		}
-		t.programs[name] = program{path: abs, rule: rule}
+		opts, err := compileOptions(rule.Options)
+		if err != nil {
+			return nil, fmt.Errorf("programs.%s: %w", name, err)
+		}
+		t.programs[name] = program{path: abs, rule: rule, opts: opts}
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	for _, p := range t.programs {
+		if isGit(p.path) {
+			sbc.Env = gitEnv(s.host.workspace, sbc.Env)
+			break
+		}
+	}
+	sb, err := s.sandbox(sbc)
+	if err != nil {
+		return nil, err
+	}
+	t.sb = sb
 	t.spec = tools.Spec{
 		Name:        ExecuteCommandName,
 		Description: "Runs one program of an allow-list with the given arguments and returns its exit code, stdout and stderr. No shell is involved.",
@@ -140,9 +152,12 @@ func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	args, err := checkArgs(words[0], prog.rule, words[1:])
+	args, err := checkArgs(words[0], prog.rule, prog.opts, words[1:])
 	if err != nil {
 		return nil, err
+	}
+	if isGit(prog.path) {
+		args = guardGit(t.set.host.workspace, args)
 	}
 	dir, err := resolveDir(t.set.host.workspace, in.Cwd)
 	if err != nil {
@@ -192,9 +207,11 @@ func (t *execTool) lookup(name string) (program, error) {
 }
 
 // checkArgs applies a program's rule and returns the arguments to run:
-// the subcommand, then the allowed options, then "--" (when the program
-// understands it) and the operands, so no operand can act as an option.
-func checkArgs(name string, rule ProgramRule, args []string) ([]string, error) {
+// the subcommand, then the allowed options as getopt_long parses them,
+// rebuilt canonically (getopt.go), then "--" (when the program
+// understands it) and the operands, so no operand and no option's value
+// can act as an option.
+func checkArgs(name string, rule ProgramRule, opts *optTable, args []string) ([]string, error) {
 	var out []string
 	if len(rule.Subcommands) > 0 {
 		if len(args) == 0 || !slices.Contains(rule.Subcommands, args[0]) {
@@ -207,25 +224,21 @@ func checkArgs(name string, rule ProgramRule, args []string) ([]string, error) {
 		}
 		out, args = append(out, args[0]), args[1:]
 	}
-	var opts, operands []string
-	endSeen := false
-	for _, a := range args {
-		switch {
-		case endSeen:
-			operands = append(operands, a)
-		case a == "--":
-			endSeen = true
-		case strings.HasPrefix(a, "-") && a != "-":
-			if !optionAllowed(rule.Options, a) {
-				return nil, tools.NewPermissionError("option %q is not allowed for %s", a, name).WithCode("option_not_allowed").
-					WithSuggestion("%s", allowedOptions(rule.Options))
-			}
-			opts = append(opts, a)
-		default:
-			operands = append(operands, a)
-		}
+	if opts.any {
+		// "*": the operator trusts callers with every option; the program
+		// parses the words as given.
+		return append(out, args...), nil
 	}
-	out = append(out, opts...)
+	parsed, operands, err := opts.parse(name, args)
+	if err != nil {
+		if te, ok := tools.AsError(err); ok {
+			te.Suggestion = opts.describe() + "; put operands that start with - after --"
+		}
+		return nil, err
+	}
+	for _, o := range parsed {
+		out = append(out, o.words()...)
+	}
 	if rule.EndOfOptions {
 		if len(operands) > 0 {
 			out = append(out, "--")
@@ -239,20 +252,4 @@ func checkArgs(name string, rule ProgramRule, args []string) ([]string, error) {
 		}
 	}
 	return append(out, operands...), nil
-}
-
-func optionAllowed(allowed []string, a string) bool {
-	for _, o := range allowed {
-		if o == "*" || o == a || (strings.HasSuffix(o, "=") && strings.HasPrefix(a, o)) {
-			return true
-		}
-	}
-	return false
-}
-
-func allowedOptions(allowed []string) string {
-	if len(allowed) == 0 {
-		return "this program takes no options here"
-	}
-	return "allowed options: " + strings.Join(allowed, " ") + " (a trailing = takes a value: --name=value)"
 }

@@ -33,7 +33,11 @@ func TestCheckArgs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := checkArgs("prog", c.rule, c.args)
+			opts, err := compileOptions(c.rule.Options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := checkArgs("prog", c.rule, opts, c.args)
 			checkOutcome(t, got, err, c.want, c.kind)
 		})
 	}

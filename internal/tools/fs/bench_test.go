@@ -65,3 +65,42 @@ func BenchmarkBraceBomb(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteFileProtection compares write_file of a new 4 KiB file four
+// directories deep with the protected-path check (the default) and without
+// it (allow_protected, which skips the check), side by side.
+func BenchmarkWriteFileProtection(b *testing.B) {
+	content := strings.Repeat("x", 4095) + "\n"
+	for _, c := range []struct {
+		name  string
+		allow bool
+	}{{"checked", false}, {"unchecked", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			tw := newTestWS(b, Options{AllowProtected: c.allow, Protected: []Protected{{Pattern: "Makefile", By: "make"}}})
+			tw.write(b, map[string]string{"a/b/c/d/keep": ""})
+			tl := tw.tool(b, "write_file")
+			ctx := context.Background()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				args := fmt.Sprintf(`{"path":"a/b/c/d/f%d.txt","content":%q}`, i, content)
+				if _, err := tl.Execute(ctx, tools.NewCall([]byte(args), "req-1", "bench", nil)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCheckProtected is the check alone on that path.
+func BenchmarkCheckProtected(b *testing.B) {
+	tw := newTestWS(b, Options{Protected: []Protected{{Pattern: "Makefile", By: "make"}}})
+	tw.write(b, map[string]string{"a/b/c/d/keep": ""})
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := tw.w.checkProtected("a/b/c/d/f.txt"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -26,18 +26,20 @@ type editResult struct {
 
 func (w *Workspace) editFileTool() tools.Tool {
 	return tools.Typed(tools.Spec{
-		Name:        "edit_file",
-		Title:       "Edit a file",
-		Effects:     tools.Effects{Destructive: true},
-		Category:    tools.Direct,
-		Description: "Change a text file in the workspace by replacing exact occurrences of a string.",
+		Name:         "edit_file",
+		Confirmation: w.writeConfirmation(),
+		Title:        "Edit a file",
+		Effects:      tools.Effects{Destructive: true},
+		Category:     tools.Direct,
+		Description:  "Change a text file in the workspace by replacing exact occurrences of a string.",
 		Instructions: "Use edit_file for targeted changes to a file you have read: copy old_string exactly " +
 			"from read_file's content (without the line number and tab in front of each line), with enough " +
 			"surrounding lines to be unique. Pass the file's sha256 from read_file as expected_sha256; if the " +
 			"file changed since, the edit is refused with code conflict and you must read it again. Every " +
 			"occurrence is replaced, and the count must equal expected_occurrences (default 1), so a snippet " +
 			"that appears more often than you thought is refused instead of changing the wrong place. Chain " +
-			"several edits by passing each result's sha256 to the next. To rewrite most of a file, use write_file.",
+			"several edits by passing each result's sha256 to the next. To rewrite most of a file, use write_file. " +
+			"Files other tools execute (under .git, and those the operator protected) are refused with code protected_path.",
 		Returns: "path, replacements made, and sha256 of the new content.",
 		Examples: []tools.Example{
 			{Description: "rename a function call", Arguments: []byte(`{"path":"src/main.go","old_string":"\tlog.Print(msg)\n","new_string":"\tlogger.Info(msg)\n","expected_sha256":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}`)},

@@ -2,6 +2,8 @@
 // grep, write_file and edit_file. Every path a model supplies is checked by
 // resolvePath and then used only through one os.Root, so no tool can read or
 // write a byte outside the workspace, whatever the path or the symlinks in it.
+// write_file and edit_file also refuse the files other tools execute (.git,
+// and what command tools list in executes), see protect.go.
 //
 // The package is named fs because the brief asks for internal/tools/fs; the
 // standard io/fs is imported as iofs throughout to avoid the clash.
@@ -37,6 +39,13 @@ type Options struct {
 	// MaxWriteBytes caps the content write_file and edit_file may produce
 	// (default 4 MiB).
 	MaxWriteBytes int
+	// Protected are the files, besides .git, that write_file and edit_file
+	// refuse: those a declared tool executes or reads as configuration
+	// (see protect.go).
+	Protected []Protected
+	// AllowProtected lets write_file and edit_file change protected files,
+	// .git included; every call of the two then needs confirmation.
+	AllowProtected bool
 }
 
 func (o Options) withDefaults() Options {
@@ -68,7 +77,9 @@ type Workspace struct {
 	fsys  iofs.FS // root.FS(): the confined view list_files and grep walk
 	opts  Options
 	locks pathLocks
-	tools []tools.Tool
+	// protect is the set of files a write must not change (protect.go).
+	protect *protection
+	tools   []tools.Tool
 }
 
 // New opens workspace as an os.Root. It fails when workspace is not an
@@ -81,11 +92,15 @@ func New(workspace string, opts Options) (*Workspace, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory", workspace)
 	}
+	protect, err := newProtection(opts.Protected, opts.AllowProtected)
+	if err != nil {
+		return nil, err
+	}
 	root, err := os.OpenRoot(workspace)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	w := &Workspace{root: root, fsys: root.FS(), opts: opts.withDefaults()}
+	w := &Workspace{root: root, fsys: root.FS(), opts: opts.withDefaults(), protect: protect}
 	w.locks.m = map[string]*pathLock{}
 	w.tools = []tools.Tool{w.readFileTool(), w.listFilesTool(), w.grepTool(), w.writeFileTool(), w.editFileTool()}
 	return w, nil

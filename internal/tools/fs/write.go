@@ -33,17 +33,19 @@ type writeResult struct {
 
 func (w *Workspace) writeFileTool() tools.Tool {
 	return tools.Typed(tools.Spec{
-		Name:        "write_file",
-		Title:       "Write a file",
-		Effects:     tools.Effects{Destructive: true},
-		Category:    tools.Direct,
-		Description: "Create a text file in the workspace, or replace a whole file whose current content you have read.",
+		Name:         "write_file",
+		Confirmation: w.writeConfirmation(),
+		Title:        "Write a file",
+		Effects:      tools.Effects{Destructive: true},
+		Category:     tools.Direct,
+		Description:  "Create a text file in the workspace, or replace a whole file whose current content you have read.",
 		Instructions: "Use write_file to create a new file, or to rewrite most of an existing one; for a small " +
 			"change prefer edit_file. To replace an existing file pass expected_sha256, the sha256 read_file " +
 			"returned: if the file changed since, the write is refused with code conflict and you must read it " +
 			"again. Leave expected_sha256 out only to create a file that does not exist yet. Set create_dirs to " +
 			"create missing parent directories. The write is atomic: readers see the old or the new file, never " +
-			"a mix, and the file keeps its permissions.",
+			"a mix, and the file keeps its permissions. Files other tools execute (anything under .git, and files the " +
+			"operator protected, such as a Makefile a build tool runs) are refused with code protected_path: leave them to a person.",
 		Returns: "path, bytes_written, sha256 of the new content (use it for the next write or edit), and " +
 			"created (true for a new file).",
 		Examples: []tools.Example{
@@ -100,11 +102,20 @@ func (w *Workspace) writablePath(p string, size int) (string, error) {
 	if rel == "." {
 		return "", checkRegular(p, iofs.ModeDir)
 	}
+	if err := w.checkProtected(rel); err != nil {
+		return "", err
+	}
 	if size > w.opts.MaxWriteBytes {
 		return "", tools.NewUserError("the new content is %d bytes; the limit is %d", size, w.opts.MaxWriteBytes).
 			WithCode("content_too_large").WithSuggestion("split the content over several smaller files")
 	}
 	return rel, nil
+}
+
+// writeConfirmation: the writing tools need a person's confirmation when
+// they may change files other tools execute (fs.allow_protected).
+func (w *Workspace) writeConfirmation() tools.Confirmation {
+	return tools.ConfirmedIf(w.protect.allow)
 }
 
 // lockFor takes the write lock of rel, keyed by its parent directory's
