@@ -5,7 +5,7 @@
 import { call, problem, code } from './api.js';
 import { el, pretty, duration, meta } from './dom.js';
 
-const every = 1000;
+const every = 500; // ms: a waiting call reaches the inbox within a second, with room to spare
 const cards = new Map(); // id -> {node, item}
 const seen = new Set();
 const toolInfo = new Map(); // name -> spec (or null)
