@@ -29,13 +29,17 @@ const Prefix = "/console/"
 // only to toold, no plugins, no framing (clickjacking an Approve button),
 // no <base> rewriting, no form posting anywhere (forms are handled by the
 // scripts, which POST with a bearer header).
+// Trusted Types are required too: the scripts never write HTML, and a
+// stray innerHTML would be refused rather than parsed.
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'"
 
 // Handler serves the console's assets under Prefix. Only GET and HEAD are
 // answered; the assets are public (they hold no data: everything shown is
-// fetched by the page with the user's key).
-func Handler() http.Handler {
+// fetched by the page with the user's key). A path that names no asset is
+// handed to notFound, so it is answered as the API answers any unknown
+// route.
+func Handler(notFound http.Handler) http.Handler {
 	sub, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -59,6 +63,12 @@ func Handler() http.Handler {
 		if r.URL.Path == strings.TrimSuffix(Prefix, "/") {
 			http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 			return
+		}
+		if name := strings.TrimPrefix(r.URL.Path, Prefix); name != "" {
+			if _, err := fs.Stat(sub, name); err != nil {
+				notFound.ServeHTTP(w, r)
+				return
+			}
 		}
 		files.ServeHTTP(w, r)
 	})

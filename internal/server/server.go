@@ -226,7 +226,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/audit", s.role(auth.RoleAdmin, s.audit))
 	// The console: static assets behind the same Origin and Host checks;
 	// its pages call the routes above with the user's key.
-	page := s.originOnly(console.Handler().ServeHTTP)
+	page := s.originOnly(console.Handler(http.HandlerFunc(s.notFound)).ServeHTTP)
 	r.Get("/console", page)
 	r.Get("/console/*", page)
 	if s.opts.MCP != nil {

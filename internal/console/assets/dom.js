@@ -1,5 +1,5 @@
 // Small DOM helpers. Everything toold or a caller sent is set as text,
-// never as HTML: the page has no innerHTML at all (and the CSP requires
+// never parsed as HTML: no script here writes markup (and the CSP requires
 // Trusted Types, so a stray one would be refused).
 
 // el builds an element: el('button', {type: 'button', class: 'x'}, 'text', child...).
