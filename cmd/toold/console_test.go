@@ -65,9 +65,20 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("SKIPPED: the console's browser tests need Chromium and none was found: install Debian's package " +
+	missing(t, "the console's browser tests need Chromium and none was found: install Debian's package "+
 		"(apt-get install chromium) or set TOOLD_CHROMIUM to a Chromium binary")
 	return ""
+}
+
+// missing skips a test for want of a tool, loudly; where the tool must be
+// there (TOOLD_REQUIRE_CHROMIUM=1, as .ci/run sets), it fails instead, so
+// a lost install step cannot pass as green.
+func missing(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("TOOLD_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("TOOLD_REQUIRE_CHROMIUM is set, and " + why)
+	}
+	t.Skip("SKIPPED: " + why)
 }
 
 // browser is one headless Chromium tab on the console, and every script
@@ -322,5 +333,67 @@ func TestConsoleQuestion(t *testing.T) {
 	a = send(t, "GET", in.url+"/executions/"+env.ExecutionID+"?wait=10s", "", bearer(consoleAgentKey)...)
 	if got := decodeWaiting(t, a); got.Status != "success" || string(got.Data) != `{"answer":{"canary":true,"region":"eu","replicas":3}}` {
 		t.Fatalf("the answered call: %d %s", a.status, a.body)
+	}
+}
+
+// axeSource is axe-core, pinned in test/console (npm ci --prefix
+// test/console), or at $TOOLD_AXE.
+func axeSource(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("TOOLD_AXE")
+	if path == "" {
+		path = filepath.Join("..", "..", "test", "console", "node_modules", "axe-core", "axe.min.js")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		missing(t, "the accessibility check needs axe-core: run npm ci --prefix test/console ("+err.Error()+")")
+	}
+	return string(b)
+}
+
+// axeFinding is what the test reads of an axe-core violation.
+type axeFinding struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  int    `json:"nodes"`
+}
+
+// TestConsoleAccessibility runs axe-core on every view, with an approval
+// and a question waiting: no serious or critical finding.
+func TestConsoleAccessibility(t *testing.T) {
+	in := consoleServer(t)
+	axe := axeSource(t)
+	callWaiting(t, in, "deploy")
+	if a := send(t, "POST", in.url+"/tools/request_user_input/execute", `{"prompt":"Which branch?","choices":["main","release"]}`,
+		bearer(consoleAgentKey)...); a.status != 202 {
+		t.Fatalf("the question: %d %s", a.status, a.body)
+	}
+	b := newBrowser(t, in.url)
+	for _, v := range []struct{ view, key, ready string }{
+		{"approvals", consoleApproverKey, "article.approval h3"},
+		{"questions", consoleAgentKey, "article.question h3"},
+		{"activity", consoleApproverKey, "#activity-status"},
+		{"tools", consoleAgentKey, "details.tool summary"},
+		{"audit", consoleAdminKey, "#audit-load"},
+	} {
+		b.open(v.view, v.key)
+		b.do(chromedp.WaitVisible(chromedp.CSS(v.ready)))
+		eval[bool](b, `typeof axe === 'object' || (()=>{ (0, eval)(`+jsString(axe)+`); return true })()`)
+		res := eval[struct {
+			Passes     int
+			Violations []axeFinding
+		}](b, `axe.run(document).then(r => ({passes: r.passes.length,
+			violations: r.violations.map(v => ({id: v.id, impact: v.impact || '', help: v.help, nodes: v.nodes.length}))}))`)
+		if res.Passes == 0 {
+			t.Errorf("%s: axe-core checked nothing", v.view)
+		}
+		for _, f := range res.Violations {
+			if f.Impact == "serious" || f.Impact == "critical" {
+				t.Errorf("%s: axe-core finds %s (%s): %s, on %d elements", v.view, f.ID, f.Impact, f.Help, f.Nodes)
+			} else {
+				t.Logf("%s: axe-core notes %s (%s): %s", v.view, f.ID, f.Impact, f.Help)
+			}
+		}
 	}
 }
