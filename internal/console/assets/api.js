@@ -36,6 +36,17 @@ export async function call(method, path, body) {
   return { status: res.status, ok: res.ok, data };
 }
 
+// text fetches path and answers {status, ok, text}: the body as sent,
+// for what must be read byte for byte (the audit log's sealed lines).
+export async function text(path) {
+  try {
+    const res = await fetch(path, { headers: headers(), cache: 'no-store', credentials: 'omit', redirect: 'error' });
+    return { status: res.status, ok: res.ok, text: await res.text() };
+  } catch (e) {
+    return { status: 0, ok: false, text: '' };
+  }
+}
+
 // problem is the text of a refusal: message, suggestion, and the failing
 // fields, as the envelope gives them.
 export function problem(r) {
