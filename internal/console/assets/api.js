@@ -53,7 +53,10 @@ export function problem(r) {
   const e = r.data && r.data.error;
   if (!e) return 'toold answered ' + r.status;
   let text = e.message || e.type || 'refused';
-  for (const f of e.fields || []) text += '\n' + (f.pointer || f.field || '') + ': ' + f.message;
+  for (const f of e.fields || []) {
+    const line = (f.pointer || f.field || '') + ': ' + f.message;
+    if (!text.includes(f.message)) text += '\n' + line;
+  }
   if (e.suggestion) text += '\n' + e.suggestion;
   return text;
 }

@@ -45,6 +45,7 @@ async function poll() {
     list.dataset.state = 'refused';
     return;
   }
+  if (list.dataset.state === 'refused') status(''); // the refusal is over (a key was entered)
   list.dataset.state = 'ok';
   const items = r.data.approvals || [];
   const ids = new Set(items.map((a) => a.id));
@@ -67,7 +68,6 @@ async function poll() {
   const n = items.length;
   document.getElementById('approvals-count').textContent = n ? String(n) : '';
   document.title = (n ? '(' + n + ') ' : '') + 'toold console';
-  if (!n && list.dataset.state === 'ok' && !document.getElementById('approvals-status').textContent) status('');
   if (!n) list.dataset.empty = 'true'; else delete list.dataset.empty;
 }
 

@@ -27,8 +27,11 @@ async function poll() {
   const list = document.getElementById('questions-list');
   if (!r.ok) {
     status(problem(r));
+    list.dataset.state = 'refused';
     return;
   }
+  if (list.dataset.state === 'refused') status('');
+  list.dataset.state = 'ok';
   const waiting = (r.data.executions || []).filter((e) => e.waiting && e.waiting.for === 'input');
   const ids = new Set(waiting.map((e) => e.execution_id));
   for (const [id, c] of cards) {
