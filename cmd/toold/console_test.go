@@ -296,6 +296,13 @@ func TestConsoleWithoutApproveRole(t *testing.T) {
 	if !strings.Contains(string(a.body), id) {
 		t.Errorf("the call is no longer waiting: %s", a.body)
 	}
+	// Each refusal of a role is an audit record: the open page asked once,
+	// not every half second.
+	time.Sleep(2 * time.Second)
+	a = send(t, "GET", in.url+"/audit?limit=100", "", bearer(consoleAdminKey)...)
+	if n := strings.Count(string(a.body), `"caller":"watcher","action":"refused"`); n != 2 { // the page's listing, the test's POST
+		t.Errorf("the page's key was refused %d times in the audit log, want 2:\n%s", n, a.body)
+	}
 }
 
 // TestConsoleQuestion: a question with a schema is answered through the

@@ -2,7 +2,7 @@
 // kept (with its reason being typed and its focus) across polls; approve
 // or deny with POST /approvals/{id}. A key without the approve role is
 // refused the listing by toold, and is shown no buttons.
-import { call, problem, code } from './api.js';
+import { call, problem, code, key } from './api.js';
 import { el, pretty, duration, meta } from './dom.js';
 
 const every = 500; // ms: a waiting call reaches the inbox within a second, with room to spare
@@ -21,9 +21,17 @@ export function init() {
   });
 }
 
+// refusedKey is the key toold refused the listing for lack of the approve
+// role: it is not asked again until the key changes, since every refusal
+// of a role is an audit record.
+let refusedKey = null;
+
 export function background() {
   if (timer) return;
-  const tick = async () => { await poll(); timer = setTimeout(tick, every); };
+  const tick = async () => {
+    if (refusedKey !== key()) await poll();
+    timer = setTimeout(tick, every);
+  };
   tick();
 }
 
@@ -36,6 +44,7 @@ async function poll() {
   const r = await call('GET', '/approvals');
   const list = document.getElementById('approvals-list');
   if (!r.ok) {
+    if (code(r) === 'missing_role') refusedKey = key();
     for (const c of cards.values()) c.node.remove();
     cards.clear();
     document.getElementById('approvals-count').textContent = '';
