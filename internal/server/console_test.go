@@ -94,3 +94,21 @@ func TestSameOriginPOST(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSameOrigin: an Origin is toold's own only when it is exactly
+// http:// or https:// and the request's Host, whatever the bytes.
+func FuzzSameOrigin(f *testing.F) {
+	for _, s := range [][2]string{{"http://127.0.0.1:8080", "127.0.0.1:8080"}, {"https://LOCALHOST", "localhost"},
+		{"http://a.example.evil", "a.example"}, {"file://x", "x"}, {"http://", ""}, {"null", "null"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, origin, host string) {
+		if !sameOrigin(origin, host) {
+			return
+		}
+		o, h := strings.ToLower(origin), strings.ToLower(host)
+		if h == "" || (o != "http://"+h && o != "https://"+h) {
+			t.Errorf("sameOrigin(%q, %q) is true", origin, host)
+		}
+	})
+}
