@@ -441,6 +441,8 @@ func TestConsoleActivityToolsAudit(t *testing.T) {
 	tool := `details.tool[data-tool="echo"]`
 	b.do(chromedp.Click(chromedp.CSS(tool+" summary")), chromedp.SendKeys(chromedp.CSS(tool+" input[type=text], "+tool+" textarea"), "tried"),
 		chromedp.Click(chromedp.CSS(tool+" button[type=submit]")))
+	b.waitText(tool, "timeout_ms: 5000")      // its limits
+	b.waitText(tool, "read only, idempotent") // its effects
 	b.waitText(tool+" .result", "HTTP 200")
 	b.waitText(tool+" .result", "tried")
 	b.shot("tools")

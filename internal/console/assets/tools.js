@@ -29,6 +29,11 @@ function limits(l) {
   return Object.entries(l).map(([k, v]) => k + ': ' + (typeof v === 'object' ? JSON.stringify(v) : v)).join(', ');
 }
 
+function effects(e) {
+  if (!e) return '';
+  return Object.entries(e).filter(([, v]) => v === true).map(([k]) => k.replace(/_/g, ' ')).join(', ') || 'none declared';
+}
+
 function tool(t) {
   const params = t.parameters || t.input_schema || {};
   const form = build(params, { label: 'Arguments' });
@@ -49,7 +54,9 @@ function tool(t) {
     el('summary', {}, t.name + (t.category ? ' (' + t.category + ')' : '')),
     el('p', {}, t.description || ''),
     meta([['Limits', limits(t.limits)], ['Targets', limits(t.targets)],
-      ['Confirmation', t.requires_confirmation ? 'required' : ''], ['Effects', t.effects ? JSON.stringify(t.effects) : '']]),
+      ['Confirmation', t.requires_confirmation ? (t.confirmation || 'required') : 'none'], ['Effects', effects(t.effects)],
+      ['Source', t.source], ['Containment', t.containment], ['Fallbacks', (t.fallback || []).join(', ')],
+      ['Upstream', t.upstream ? limits(t.upstream) : '']]),
     el('h4', {}, 'Schema'), pretty(params),
     el('h4', {}, 'Try it'),
     el('form', { novalidate: true, onsubmit: run }, form.node, el('div', { class: 'buttons' }, el('button', { type: 'submit' }, 'Run ' + t.name))),
