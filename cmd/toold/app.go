@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,12 +26,14 @@ import (
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/config"
 	"github.com/toold/toold/internal/confirm"
+	"github.com/toold/toold/internal/console"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/limits"
 	"github.com/toold/toold/internal/mcpserver"
 	"github.com/toold/toold/internal/metrics"
+	"github.com/toold/toold/internal/netguard"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/sanitize"
@@ -153,11 +156,15 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	if err != nil {
 		return nil, err
 	}
+	onApproval, err := a.approvalWebhook()
+	if err != nil {
+		return nil, err
+	}
 	ec := cfg.Executions
 	a.exec, err = executions.New(executions.Options{Store: a.store, Dispatcher: disp, Recorder: rec, Workers: ec.Workers,
 		Heartbeat: ec.Heartbeat, MaxAttempts: ec.MaxAttempts, BatchMax: ec.BatchMax, MaxWait: ec.MaxWait,
 		IdempotencyWait: ec.IdempotencyWait, Allows: keyring.Allows, Logger: log.Named("executions"), Registerer: a.metrics,
-		Tracer: a.tracing.Tracer()})
+		Tracer: a.tracing.Tracer(), OnApproval: onApproval})
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +192,37 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	a.api, a.admin = a.httpServers()
 	ok = true
 	return a, nil
+}
+
+// approvalWebhook starts the webhook of approvals.webhook_url, through
+// an outbound guard of its own policy; nil when none is configured. A URL
+// the guard would refuse whatever the address (plain http not allowed,
+// credentials in it) is a configuration error, told at start.
+func (a *app) approvalWebhook() (func(executions.PendingApproval), error) {
+	ac := a.cfg.Approvals
+	if ac.WebhookURL == "" {
+		return nil, nil
+	}
+	fail := func(path string, err error) error {
+		return &config.Error{Problems: []config.Problem{{Path: path, Message: err.Error()}}}
+	}
+	g, err := netguard.New(netguard.Policy{Allow: ac.WebhookAllow, AllowHTTP: ac.WebhookAllowHTTP})
+	if err != nil {
+		return nil, fail("approvals.webhook_allow", err)
+	}
+	u, err := url.Parse(ac.WebhookURL)
+	if err == nil {
+		err = g.CheckURL(u)
+	}
+	if err != nil {
+		return nil, fail("approvals.webhook_url", errors.New(console.WebhookError(err, ac.WebhookURL)))
+	}
+	wh, err := console.NewWebhook(console.WebhookOptions{URL: ac.WebhookURL, Guard: g, Logger: a.log.Named("webhook")})
+	if err != nil {
+		return nil, fail("approvals.webhook_url", err)
+	}
+	a.closers = append(a.closers, func() error { wh.Close(); return nil })
+	return wh.Notify, nil
 }
 
 // openState opens the store the configuration names, and the recorder of

@@ -76,6 +76,14 @@ type ApprovalsConfig struct {
 	// SelfApproval lets a key with the approve role approve its own calls;
 	// off, another key must.
 	SelfApproval bool `yaml:"self_approval"`
+	// WebhookURL receives a Slack-compatible {"text": "..."} once per call
+	// that starts waiting for approval (tool, caller, execution, expiry;
+	// never the arguments); empty sends none. It is dialled through the
+	// outbound guard (internal/netguard): https and public addresses only,
+	// unless WebhookAllow and WebhookAllowHTTP say otherwise.
+	WebhookURL       string   `yaml:"webhook_url" validate:"omitempty,url"`
+	WebhookAllow     []string `yaml:"webhook_allow"`
+	WebhookAllowHTTP bool     `yaml:"webhook_allow_http"`
 }
 
 // StateConfig configures the NATS JetStream store (see internal/state).

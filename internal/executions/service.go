@@ -67,6 +67,10 @@ type Options struct {
 	// Tracer, when set, gives each run of an execution a span in the
 	// trace of the request that made it; nil is tracing off.
 	Tracer trace.Tracer
+	// OnApproval, when set, is told of each call that starts waiting for
+	// approval, once, by the replica that parked it (a webhook); it must
+	// not block.
+	OnApproval func(PendingApproval)
 }
 
 // Service runs executions; safe for concurrent use.

@@ -154,6 +154,10 @@ func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Env
 			s.log.Warn("executions: a call waiting for approval could not be indexed; approvers will not list it",
 				zap.String("execution_id", r.ID), zap.Error(err))
 		}
+		if s.opts.OnApproval != nil {
+			s.opts.OnApproval(PendingApproval{ID: r.ID, Tool: r.Tool, Caller: r.Caller, Request: r.Wait.Request,
+				Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
+		}
 	}
 	s.rec.Execution(events.Event{Type: events.TypeWaiting, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool,
 		Caller: r.Caller, Status: string(dispatch.StatusWaiting), Envelope: view.AppendJSON(nil)})

@@ -270,14 +270,26 @@ func (s *Server) originRefusal(r *http.Request) *tools.Error {
 }
 
 // foreignOrigin refuses a browser request from an origin not on the
-// allow-list.
+// allow-list. A page toold served itself (the console) is not foreign:
+// browsers send Origin on its POSTs, naming the Host it was loaded from.
+// Accepting that gives an attacker nothing: a page that reached toold
+// under another name (DNS rebinding) is same-origin too, and sends no
+// Origin on its GETs either way; what stops it is the Host check below
+// (no keys) or the key it does not have.
 func (s *Server) foreignOrigin(r *http.Request) *tools.Error {
 	o := r.Header.Get("Origin")
-	if o != "" && !s.origins[strings.ToLower(o)] {
+	if o != "" && !s.origins[strings.ToLower(o)] && !sameOrigin(o, r.Host) {
 		return tools.NewPermissionError("requests from the origin %q are not allowed", o).
 			WithCode("origin_not_allowed").WithSuggestion("add the origin to server.allowed_origins in the config")
 	}
 	return nil
+}
+
+// sameOrigin reports whether origin (scheme://host[:port]) names host, the
+// request's Host header.
+func sameOrigin(origin, host string) bool {
+	scheme, rest, ok := strings.Cut(origin, "://")
+	return ok && (scheme == "http" || scheme == "https") && host != "" && strings.EqualFold(rest, host)
 }
 
 func hostRefusal(host string) *tools.Error {

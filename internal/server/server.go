@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/console"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
@@ -223,6 +224,11 @@ func (s *Server) routes() chi.Router {
 	r.Post("/batch", s.role(auth.RoleCall, s.batch))
 	r.Get("/events", s.role(auth.RoleObserve, s.activity))
 	r.Get("/audit", s.role(auth.RoleAdmin, s.audit))
+	// The console: static assets behind the same Origin and Host checks;
+	// its pages call the routes above with the user's key.
+	page := s.originOnly(console.Handler(http.HandlerFunc(s.notFound)).ServeHTTP)
+	r.Get("/console", page)
+	r.Get("/console/*", page)
 	if s.opts.MCP != nil {
 		r.Options("/mcp", s.originOnly(s.preflight))
 		r.Handle("/mcp", s.mcp(s.opts.MCP))

@@ -1,0 +1,56 @@
+// The console's entry: the key form, the views (one per #hash), and
+// starting and stopping each view's live updates as it is shown.
+import { key, setKey } from './api.js';
+import * as approvals from './approvals.js';
+import * as questions from './questions.js';
+import * as activity from './activity.js';
+import * as toolsView from './tools.js';
+import * as audit from './audit.js';
+
+const views = { approvals, questions, activity, tools: toolsView, audit };
+let current = null;
+
+function who() {
+  document.getElementById('who').textContent = key()
+    ? 'Using the key you entered (kept in this tab only).'
+    : 'No key: toold without keys serves loopback only, with every role.';
+}
+
+function show() {
+  const name = (location.hash || '#approvals').slice(1);
+  const view = views[name] ? name : 'approvals';
+  if (current && current !== view) views[current].stop();
+  for (const n of Object.keys(views)) {
+    document.getElementById('view-' + n).hidden = n !== view;
+    const tab = document.getElementById('tab-' + n);
+    if (n === view) tab.setAttribute('aria-current', 'page'); else tab.removeAttribute('aria-current');
+  }
+  current = view;
+  views[view].start();
+}
+
+function restart() {
+  who();
+  if (current) views[current].stop();
+  current = null;
+  show();
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  for (const v of Object.values(views)) v.init && v.init();
+  document.getElementById('key-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const input = document.getElementById('key');
+    setKey(input.value.trim());
+    input.value = '';
+    restart();
+  });
+  document.getElementById('forget').addEventListener('click', () => { setKey(''); restart(); });
+  window.addEventListener('hashchange', show);
+  // The inbox and the questions count keep polling whichever view is
+  // shown, so a waiting approval is never missed.
+  approvals.background();
+  questions.background();
+  who();
+  show();
+});

@@ -1,0 +1,64 @@
+// Tools: GET /tools, each tool with its description, limits, flags and
+// schema, and a "try it" form generated from the schema that calls
+// POST /tools/{name}/execute — the same call any client makes, with the
+// same auth, confirmation and sanitization.
+import { call, problem } from './api.js';
+import { el, pretty, meta } from './dom.js';
+import { build } from './form.js';
+
+let loaded = false;
+
+function status(text) { document.getElementById('tools-status').textContent = text; }
+
+export function start() {
+  if (!loaded) load();
+}
+export function stop() {}
+
+async function load() {
+  const r = await call('GET', '/tools');
+  if (!r.ok) { status(problem(r)); return; }
+  loaded = true;
+  status('');
+  const list = document.getElementById('tools-list');
+  list.replaceChildren(...(r.data.tools || []).map(tool));
+}
+
+function limits(l) {
+  if (!l) return '';
+  return Object.entries(l).map(([k, v]) => k + ': ' + (typeof v === 'object' ? JSON.stringify(v) : v)).join(', ');
+}
+
+function effects(e) {
+  if (!e) return '';
+  return Object.entries(e).filter(([, v]) => v === true).map(([k]) => k.replace(/_/g, ' ')).join(', ') || 'none declared';
+}
+
+function tool(t) {
+  const params = t.parameters || t.input_schema || {};
+  const form = build(params, { label: 'Arguments' });
+  const out = el('div', { class: 'result', 'aria-live': 'polite' });
+  const err = el('p', { class: 'error', role: 'alert' });
+  const run = async (e) => {
+    e.preventDefault();
+    err.textContent = '';
+    out.replaceChildren();
+    let args;
+    try { args = form.value(); } catch (x) { err.textContent = x.message; return; }
+    const r = await call('POST', '/tools/' + encodeURIComponent(t.name) + '/execute', args);
+    if (!r.data) { err.textContent = problem(r); return; }
+    if (r.data.error) err.textContent = problem(r);
+    out.replaceChildren(el('p', {}, 'HTTP ' + r.status + ' — ' + (r.data.status || '')), pretty(r.data));
+  };
+  return el('details', { class: 'tool', 'data-tool': t.name },
+    el('summary', {}, t.name + (t.category ? ' (' + t.category + ')' : '')),
+    el('p', {}, t.description || ''),
+    meta([['Limits', limits(t.limits)], ['Targets', limits(t.targets)],
+      ['Confirmation', t.requires_confirmation ? (t.confirmation || 'required') : 'none'], ['Effects', effects(t.effects)],
+      ['Source', t.source], ['Containment', t.containment], ['Fallbacks', (t.fallback || []).join(', ')],
+      ['Upstream', t.upstream ? limits(t.upstream) : '']]),
+    el('h4', {}, 'Schema'), pretty(params),
+    el('h4', {}, 'Try it'),
+    el('form', { novalidate: true, onsubmit: run }, form.node, el('div', { class: 'buttons' }, el('button', { type: 'submit' }, 'Run ' + t.name))),
+    err, out);
+}
