@@ -244,13 +244,28 @@ func (a *app) openState(lookupEnv func(string) (string, bool)) (*events.Recorder
 	return rec, nil
 }
 
-// stateDir is the embedded store's directory: state.dir, or the user's
-// state directory; empty for an external store.
+// stateDir is the embedded store's directory: state.dir, or the
+// workspace's own directory under the user's state directory; empty for an
+// external store.
 func stateDir(cfg *config.Config) (string, error) {
 	if cfg.State.Dir != "" || cfg.State.NATS.URL != "" {
 		return cfg.State.Dir, nil
 	}
-	return state.DefaultDir(os.LookupEnv)
+	return state.DefaultDir(os.LookupEnv, cfg.Workspace)
+}
+
+// noteSharedStore says where the store of an older toold is, when one is
+// in the directory every workspace used to share: its executions and audit
+// log stay there, and -state-dir takes this toold back to them.
+func noteSharedStore(dir string, log *zap.Logger) {
+	shared, err := state.SharedDir(os.LookupEnv)
+	if err != nil || shared == dir {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(shared, "jetstream")); err == nil {
+		log.Info("each workspace now has its own state directory; an older toold's store (executions, audit log) stays in the shared one: start with -state-dir to use it",
+			zap.String("state_dir", dir), zap.String("shared_state_dir", shared))
+	}
 }
 
 // openState opens the store the configuration names: an external NATS, or
@@ -260,6 +275,9 @@ func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer) (
 	dir, err := stateDir(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if sc.Dir == "" && sc.NATS.URL == "" {
+		noteSharedStore(dir, log)
 	}
 	name := sc.Replica
 	if name == "" {

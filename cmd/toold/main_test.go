@@ -55,10 +55,17 @@ var adminLine = regexp.MustCompile(`metrics on (http://\S+)/metrics`)
 
 func start(t *testing.T, env map[string]string, args ...string) *instance {
 	t.Helper()
+	return startArgs(t, env, append([]string{"-state-dir", t.TempDir()}, args...)...)
+}
+
+// startArgs is start without a state directory of the test's own: the
+// instance finds its default.
+func startArgs(t *testing.T, env map[string]string, args ...string) *instance {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{t: t, stdout: &syncBuffer{}, stderr: &syncBuffer{}, stop: cancel, done: make(chan error, 1),
 		client: &http.Client{Transport: apitest.Checker(t, http.DefaultTransport), Timeout: 10 * time.Second}}
-	args = append([]string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-state-dir", t.TempDir()}, args...)
+	args = append([]string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0"}, args...)
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	go func() { in.done <- run(ctx, args, lookup, strings.NewReader(""), in.stdout, in.stderr) }()
 	deadline := time.Now().Add(10 * time.Second)
