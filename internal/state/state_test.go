@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/state/statetest"
@@ -321,5 +323,22 @@ func TestExpectedSequenceConflict(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(reg, "toold_store_errors_total"); n != 0 {
 		t.Errorf("contention counted as %d store error series", n)
+	}
+}
+
+// TestCleanCloseIsQuiet: closing a store is no loss of its connection:
+// nothing at warn level or above is logged.
+func TestCleanCloseIsQuiet(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), Name: "quiet", Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the client's callbacks run on their own goroutine
+	for _, e := range logs.All() {
+		t.Errorf("a clean close logged %s %q %v", e.Level, e.Message, e.ContextMap())
 	}
 }
