@@ -355,25 +355,34 @@ func (a *app) candidates() ([]candidate, error) {
 	for _, t := range await.Tools(await.Options{MaxDepth: a.cfg.Delegate.MaxDepth}) {
 		all = append(all, candidate{t, false}) // they need the state store, and a caller that can answer
 	}
+	// Each family's problems are reported, not only the first family's:
+	// -check-config lists them all in one pass. The consultation tools need
+	// the command and HTTP tools, so they are built only when both were.
+	var errs []error
 	cs, err := command.New(a.cfg.Commands, a.cfg.Workspace, a.log.Named("command"))
 	if err != nil {
-		return nil, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}}
-	}
-	a.closers = append(a.closers, cs.Close)
-	a.commands = cs
-	for _, line := range cs.Describe() {
-		a.log.Info("command tool", zap.String("containment", line))
-	}
-	for _, t := range cs.Tools() {
-		all = append(all, candidate{t, true})
+		errs = append(errs, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}})
+	} else {
+		a.closers = append(a.closers, cs.Close)
+		a.commands = cs
+		for _, line := range cs.Describe() {
+			a.log.Info("command tool", zap.String("containment", line))
+		}
+		for _, t := range cs.Tools() {
+			all = append(all, candidate{t, true})
+		}
 	}
 	hs, err := httpapi.New(a.cfg.HTTP, httpapi.Options{Registerer: a.metrics})
 	if err != nil {
-		return nil, config.SectionError("http", err)
+		errs = append(errs, config.SectionError("http", err))
+	} else {
+		a.closers = append(a.closers, hs.Close)
+		for _, t := range hs.Tools() {
+			all = append(all, candidate{t, true})
+		}
 	}
-	a.closers = append(a.closers, hs.Close)
-	for _, t := range hs.Tools() {
-		all = append(all, candidate{t, true})
+	if errs != nil {
+		return nil, errors.Join(errs...)
 	}
 	co, err := consult.New(a.cfg.Consult, consult.Options{Commands: cs, HTTP: hs, Registerer: a.metrics,
 		Redact: func(s string) string { return a.san.RedactString(consultRedactor, s) }})

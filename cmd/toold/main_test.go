@@ -416,3 +416,31 @@ func TestBadSettingsSayWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckConfigListsEveryProblem: one pass of -check-config lists the
+// problems of every stage: the settings' rules, the command tools and the
+// HTTP tools, not only the first stage that has one.
+func TestCheckConfigListsEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("workspace: "+dir+`
+log_level: loud
+commands:
+  tools:
+    - {name: "bad name", description: x, argv: ["true"]}
+http:
+  tools:
+    - {name: h1, description: d, request: {url: "ftp://example.com/"}}
+`), 0o644)
+	var out, errOut bytes.Buffer
+	noEnv := func(string) (string, bool) { return "", false }
+	err := run(context.Background(), []string{"-check-config", bad}, noEnv, nil, &out, &errOut)
+	if ec, ok := err.(exitCode); !ok || ec == 0 {
+		t.Fatalf("bad config: %v", err)
+	}
+	for _, want := range []string{"log_level: ", `commands: command tool "bad name"`, `http.tools[0]: h1: request.url`} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}
