@@ -2,18 +2,22 @@ package main
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/examples/standins/fakeapi"
 )
 
 // TestExamplesRunOffline starts example configurations as their headers
 // say and makes the calls they document, with nothing from the internet:
-// the workspace is a fresh local repository, and an MCP server is one of
-// the pinned reference servers (make deps). A call's envelope must say
+// the workspace is a fresh local repository, the HTTP APIs are the shipped
+// stand-in (examples/standins), and an MCP server is one of the pinned
+// reference servers (make deps). A call's envelope must say
 // success and its result must say the command worked.
 func TestExamplesRunOffline(t *testing.T) {
 	t.Run("commands", func(t *testing.T) {
@@ -34,6 +38,23 @@ func TestExamplesRunOffline(t *testing.T) {
 			status, env := in.exec(c.tool, c.args)
 			data, _ := env["data"].(map[string]any)
 			if status != 200 || env["status"] != "success" || data["ok"] != true || !strings.Contains(fmt.Sprint(data["stdout"]), c.want) {
+				t.Errorf("%s %s: %d %v", c.tool, c.args, status, env)
+			}
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		// The example's offline stand-in, configured as its header says.
+		api := httptest.NewServer(fakeapi.Handler())
+		t.Cleanup(api.Close)
+		env := map[string]string{"TOOLD_EXAMPLE_API": api.URL, "TOOLD_EXAMPLE_ALLOW": "127.0.0.1", "TOOLD_EXAMPLE_ALLOW_HTTP": "true"}
+		in := start(t, env, "-config", "../../examples/http.yaml", "-workspace", t.TempDir())
+		for _, c := range []struct{ tool, args, want string }{
+			{"github_issue_search", `{"query": "repo:golang/go is:issue is:open label:NeedsFix http2", "per_page": 2}`, "repository:example/repo"},
+			{"weather_current", `{"city": "Oslo,NO"}`, "city:Oslo"},
+			{"weather_wttr", `{"city": "Oslo"}`, "city:Oslo"},
+		} {
+			status, env := in.exec(c.tool, c.args)
+			if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), c.want) {
 				t.Errorf("%s %s: %d %v", c.tool, c.args, status, env)
 			}
 		}
