@@ -59,6 +59,22 @@ func TestExamplesRunOffline(t *testing.T) {
 			}
 		}
 	})
+	t.Run("consult", func(t *testing.T) {
+		// No AI CLI is needed: the local provider asks the stand-in model
+		// server, and consult_providers says which CLIs are missing.
+		api := httptest.NewServer(fakeapi.Handler())
+		t.Cleanup(api.Close)
+		in := start(t, map[string]string{"TOOLD_EXAMPLE_LOCAL_URL": api.URL + "/v1"}, "-config", "../../examples/consult.yaml",
+			"-workspace", sharedWorkspace(t))
+		status, env := in.exec("consult_providers", `{}`)
+		if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), "name:local") {
+			t.Errorf("consult_providers: %d %v", status, env)
+		}
+		status, env = in.exec("consult", `{"prompt": "Why does TestTransfer deadlock?", "provider": "local"}`)
+		if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), "stand-in model read your prompt") {
+			t.Errorf("consult: %d %v", status, env)
+		}
+	})
 	t.Run("mcp", func(t *testing.T) {
 		interop(t)
 		// As its header says: from the repository's root, which is the

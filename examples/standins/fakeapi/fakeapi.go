@@ -1,7 +1,8 @@
 // Package fakeapi is a local stand-in for the public APIs examples/http.yaml
-// calls (GitHub's issue search, OpenWeather, wttr.in): the same paths and
-// the fields the example's jq programs read, with made-up data, so the
-// example runs without the internet. Run it with
+// calls (GitHub's issue search, OpenWeather, wttr.in) and for the local
+// model server of examples/consult.yaml (an OpenAI-compatible API): the same
+// paths and the fields toold reads, with made-up data, so the examples run
+// without the internet. Run it with
 //
 //	go run ./examples/standins/cmd/fakeapi
 package fakeapi
@@ -14,9 +15,12 @@ import (
 )
 
 // Handler answers GET /search/issues (GitHub), GET /data/2.5/weather
-// (OpenWeather) and GET /{city}?format=j1 (wttr.in).
+// (OpenWeather), GET /{city}?format=j1 (wttr.in), and GET /v1/models and
+// POST /v1/chat/completions (a model server such as Ollama).
 func Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", models)
+	mux.HandleFunc("POST /v1/chat/completions", chat)
 	mux.HandleFunc("GET /search/issues", searchIssues)
 	mux.HandleFunc("GET /data/2.5/weather", weather)
 	mux.HandleFunc("GET /{city}", wttr)
@@ -65,4 +69,30 @@ func wttr(w http.ResponseWriter, r *http.Request) {
 			"weatherDesc": []map[string]any{{"value": "Light rain"}}}},
 		"nearest_area": []map[string]any{{"areaName": []map[string]any{{"value": city}}, "country": []map[string]any{{"value": "Norway"}}}},
 	})
+}
+
+func models(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{{"id": "qwen2.5-coder:7b", "object": "model"}}})
+}
+
+// chat answers every prompt with a sentence that quotes its start.
+func chat(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil || len(req.Messages) == 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": "send a JSON body with messages"}})
+		return
+	}
+	prompt := []rune(req.Messages[len(req.Messages)-1].Content)
+	if len(prompt) > 60 {
+		prompt = append(prompt[:60], '…')
+	}
+	answer := "The stand-in model read your prompt (" + string(prompt) + ") and suggests checking the lock order."
+	writeJSON(w, http.StatusOK, map[string]any{"object": "chat.completion", "model": req.Model,
+		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": answer}, "finish_reason": "stop"}},
+		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22}})
 }
