@@ -361,7 +361,8 @@ func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, terr := parseLimit(q.Get("limit"))
-	f := executions.Filter{Tool: q.Get("tool"), Status: dispatch.Status(q.Get("status"))}
+	// Records hold the canonical name; a function name finds them too.
+	f := executions.Filter{Tool: s.opts.Dispatcher.Registry().Canonical(q.Get("tool")), Status: dispatch.Status(q.Get("status"))}
 	cursor := q.Get("cursor")
 	switch {
 	case terr != nil:

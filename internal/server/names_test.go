@@ -30,7 +30,7 @@ func (h hosted) Spec() tools.Spec {
 // name, which is also what a key's allow-list is written with.
 func TestFunctionNamesExecute(t *testing.T) {
 	const key = "toold_key_for_tests_0123456789"
-	h := newHarness(t, harnessOpts{tools: []tools.Tool{diag.Echo(), hosted{diag.Echo(), "up.echo"}},
+	h := newHarness(t, harnessOpts{tools: []tools.Tool{diag.Echo(), hosted{diag.Echo(), "up.echo"}}, store: true,
 		keys: []auth.Key{{Name: "up-only", SHA256: auth.Hash(key), Tools: []string{"up.*"}}}})
 	hdr := map[string]string{"Authorization": "Bearer " + key}
 
@@ -61,6 +61,19 @@ func TestFunctionNamesExecute(t *testing.T) {
 				t.Errorf("batch calling %s: %d %s", name, b.status, b.body)
 			}
 		})
+	}
+	// An async execution started by the function name is listed under
+	// either name.
+	sub := h.do("POST", "/executions", []byte(`{"tool":"up__echo","arguments":{"message":"later"}}`), hdr)
+	if sub.status != http.StatusAccepted && sub.status != http.StatusOK {
+		t.Fatalf("POST /executions by function name: %d %s", sub.status, sub.body)
+	}
+	for _, name := range []string{"up__echo", "up.echo"} {
+		var page struct{ Executions []struct{ Tool string } }
+		r := h.do("GET", "/executions?tool="+name, nil, hdr)
+		if err := json.Unmarshal(r.body, &page); err != nil || len(page.Executions) != 1 || page.Executions[0].Tool != "up.echo" {
+			t.Errorf("GET /executions?tool=%s: %d %s", name, r.status, r.body)
+		}
 	}
 	// The alias of a tool the key may not use is as absent as the tool.
 	if r := h.exec("echo", `{"message":"hi"}`, hdr); r.status != http.StatusForbidden {
