@@ -7,7 +7,12 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 IMAGE    ?= toold:$(VERSION)
 
-.PHONY: build run test test-race lint fuzz bench load image ci
+.DEFAULT_GOAL := build
+
+.PHONY: help build run deps test test-race test-all lint fuzz bench load image ci
+
+help: ## this list
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## static binary in bin/, build info stamped
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/toold ./cmd/toold
@@ -15,11 +20,19 @@ build: ## static binary in bin/, build info stamped
 run: ## the service on 127.0.0.1:8080 with the built-in config
 	go run ./cmd/toold
 
-test:
+deps: ## what the tests use besides Go: the MCP peers and the contract's linters (npm ci, pinned)
+	go mod download
+	npm ci --prefix test/mcp --ignore-scripts --no-audit --no-fund
+	npm ci --prefix test/openapi --ignore-scripts --no-audit --no-fund
+
+test: ## the tests (those needing make deps skip, saying so with -v)
 	go test ./...
 
-test-race:
+test-race: ## the tests with the race detector
 	go test -race ./...
+
+test-all: deps ## every test, none skipped for a missing npm package (as CI runs them)
+	TOOLD_REQUIRE_NPM=1 go test -race ./...
 
 lint: ## format and vet, as CI checks them
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

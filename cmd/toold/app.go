@@ -282,13 +282,28 @@ func (a *app) openState(lookupEnv func(string) (string, bool)) (*events.Recorder
 	return rec, nil
 }
 
-// stateDir is the embedded store's directory: state.dir, or the user's
-// state directory; empty for an external store.
+// stateDir is the embedded store's directory: state.dir, or the
+// workspace's own directory under the user's state directory; empty for an
+// external store.
 func stateDir(cfg *config.Config) (string, error) {
 	if cfg.State.Dir != "" || cfg.State.NATS.URL != "" {
 		return cfg.State.Dir, nil
 	}
-	return state.DefaultDir(os.LookupEnv)
+	return state.DefaultDir(os.LookupEnv, cfg.Workspace)
+}
+
+// noteSharedStore says where the store of an older toold is, when one is
+// in the directory every workspace used to share: its executions and audit
+// log stay there, and -state-dir takes this toold back to them.
+func noteSharedStore(dir string, log *zap.Logger) {
+	shared, err := state.SharedDir(os.LookupEnv)
+	if err != nil || shared == dir {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(shared, "jetstream")); err == nil {
+		log.Info("each workspace now has its own state directory; an older toold's store (executions, audit log) stays in the shared one: start with -state-dir to use it",
+			zap.String("state_dir", dir), zap.String("shared_state_dir", shared))
+	}
 }
 
 // openState opens the store the configuration names: an external NATS, or
@@ -298,6 +313,9 @@ func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer) (
 	dir, err := stateDir(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if sc.Dir == "" && sc.NATS.URL == "" {
+		noteSharedStore(dir, log)
 	}
 	name := sc.Replica
 	if name == "" {
@@ -379,25 +397,34 @@ func (a *app) candidates() ([]candidate, error) {
 	for _, t := range await.Tools(await.Options{MaxDepth: a.cfg.Delegate.MaxDepth}) {
 		all = append(all, candidate{t, false}) // they need the state store, and a caller that can answer
 	}
+	// Each family's problems are reported, not only the first family's:
+	// -check-config lists them all in one pass. The consultation tools need
+	// the command and HTTP tools, so they are built only when both were.
+	var errs []error
 	cs, err := command.New(a.cfg.Commands, a.cfg.Workspace, a.log.Named("command"))
 	if err != nil {
-		return nil, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}}
-	}
-	a.closers = append(a.closers, cs.Close)
-	a.commands = cs
-	for _, line := range cs.Describe() {
-		a.log.Info("command tool", zap.String("containment", line))
-	}
-	for _, t := range cs.Tools() {
-		all = append(all, candidate{t, true})
+		errs = append(errs, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}})
+	} else {
+		a.closers = append(a.closers, cs.Close)
+		a.commands = cs
+		for _, line := range cs.Describe() {
+			a.log.Info("command tool", zap.String("containment", line))
+		}
+		for _, t := range cs.Tools() {
+			all = append(all, candidate{t, true})
+		}
 	}
 	hs, err := httpapi.New(a.cfg.HTTP, httpapi.Options{Registerer: a.metrics})
 	if err != nil {
-		return nil, config.SectionError("http", err)
+		errs = append(errs, config.SectionError("http", err))
+	} else {
+		a.closers = append(a.closers, hs.Close)
+		for _, t := range hs.Tools() {
+			all = append(all, candidate{t, true})
+		}
 	}
-	a.closers = append(a.closers, hs.Close)
-	for _, t := range hs.Tools() {
-		all = append(all, candidate{t, true})
+	if errs != nil {
+		return nil, errors.Join(errs...)
 	}
 	co, err := consult.New(a.cfg.Consult, consult.Options{Commands: cs, HTTP: hs, Registerer: a.metrics,
 		Redact: func(s string) string { return a.san.RedactString(consultRedactor, s) }})

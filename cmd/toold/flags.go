@@ -74,7 +74,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 // the same store from the same flags and TOOLD_* variables.
 func storeFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.config, "config", "", "configuration `file` (YAML), read on top of the built-in defaults")
-	fs.StringVar(&o.stateDir, "state-dir", "", "`directory` of the embedded state store (default $XDG_STATE_HOME/toold or ~/.local/state/toold)")
+	fs.StringVar(&o.stateDir, "state-dir", "", "`directory` of the embedded state store (default: one per workspace, under $XDG_STATE_HOME/toold or ~/.local/state/toold)")
 	fs.StringVar(&o.natsURL, "nats-url", "", "external NATS `url` for the state store instead of the embedded one")
 }
 

@@ -55,10 +55,17 @@ var adminLine = regexp.MustCompile(`metrics on (http://\S+)/metrics`)
 
 func start(t *testing.T, env map[string]string, args ...string) *instance {
 	t.Helper()
+	return startArgs(t, env, append([]string{"-state-dir", t.TempDir()}, args...)...)
+}
+
+// startArgs is start without a state directory of the test's own: the
+// instance finds its default.
+func startArgs(t *testing.T, env map[string]string, args ...string) *instance {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{t: t, stdout: &syncBuffer{}, stderr: &syncBuffer{}, stop: cancel, done: make(chan error, 1),
 		client: &http.Client{Transport: apitest.Checker(t, http.DefaultTransport), Timeout: 10 * time.Second}}
-	args = append([]string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-state-dir", t.TempDir()}, args...)
+	args = append([]string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0"}, args...)
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	go func() { in.done <- run(ctx, args, lookup, strings.NewReader(""), in.stdout, in.stderr) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -407,5 +414,33 @@ func TestBadSettingsSayWhy(t *testing.T) {
 				t.Errorf("err %v, stderr %q: want it to name %s", err, stderr.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckConfigListsEveryProblem: one pass of -check-config lists the
+// problems of every stage: the settings' rules, the command tools and the
+// HTTP tools, not only the first stage that has one.
+func TestCheckConfigListsEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("workspace: "+dir+`
+log_level: loud
+commands:
+  tools:
+    - {name: "bad name", description: x, argv: ["true"]}
+http:
+  tools:
+    - {name: h1, description: d, request: {url: "ftp://example.com/"}}
+`), 0o644)
+	var out, errOut bytes.Buffer
+	noEnv := func(string) (string, bool) { return "", false }
+	err := run(context.Background(), []string{"-check-config", bad}, noEnv, nil, &out, &errOut)
+	if ec, ok := err.(exitCode); !ok || ec == 0 {
+		t.Fatalf("bad config: %v", err)
+	}
+	for _, want := range []string{"log_level: ", `commands: command tool "bad name"`, `http.tools[0]: h1: request.url`} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
 	}
 }

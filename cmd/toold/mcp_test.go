@@ -22,20 +22,29 @@ import (
 )
 
 // interop is the npm project of the MCP peers (test/mcp): the official
-// TypeScript SDK and the reference servers, installed by .ci/run with
-// npm ci. Tests that need them skip, saying why, where node or the
-// packages are missing.
+// TypeScript SDK and the reference servers, installed by .ci/run and make
+// deps with npm ci. Tests that need them skip, saying what to run, where
+// node or the packages are missing; with TOOLD_REQUIRE_NPM set (CI, make
+// test-all) they fail instead, so a run that should cover them cannot pass
+// without them.
 func interop(t *testing.T) string {
 	t.Helper()
+	missing := func(msg string) {
+		t.Helper()
+		if os.Getenv("TOOLD_REQUIRE_NPM") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPED: " + msg)
+	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the MCP interop tests need Node 20 or later")
+		missing("node is not installed: the MCP interop tests need Node 20 or later, then: npm ci --prefix test/mcp (or make deps)")
 	}
 	dir, err := filepath.Abs("../../test/mcp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		t.Skip("the MCP peers are not installed: run npm ci --prefix test/mcp (.ci/run does)")
+		missing("the MCP peers are not installed: run npm ci --prefix test/mcp (or make deps)")
 	}
 	return dir
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,7 +81,7 @@ func loadConfig(o *options, lookupEnv func(string) (string, bool)) (*config.Conf
 	cfg := config.Default()
 	if o.config != "" {
 		var err error
-		if cfg, err = config.Load(o.config, lookupEnv); err != nil {
+		if cfg, err = config.Load(o.config, lookupEnv); err != nil && cfg == nil {
 			return nil, err
 		}
 	}
@@ -93,18 +94,44 @@ func loadConfig(o *options, lookupEnv func(string) (string, bool)) (*config.Conf
 func checkConfig(o *options, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
 	o.config = o.checkConfig
 	cfg, err := loadConfig(o, lookupEnv)
-	if err == nil {
-		var a *app
-		if a, err = build(cfg, zap.NewNop(), lookupEnv, false); err == nil {
-			a.close()
+	var problems []string
+	if err != nil {
+		problems = append(problems, strings.Split(err.Error(), "\n")...)
+	}
+	// A file that parsed is built even when its settings broke rules: the
+	// tools, the registry and the upstream servers have problems of their
+	// own, and one pass should list them all.
+	if cfg != nil {
+		if err := checkBuild(cfg, lookupEnv); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !slices.Contains(problems, line) {
+					problems = append(problems, line)
+				}
+			}
 		}
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, err)
+	if len(problems) > 0 {
+		fmt.Fprintln(stderr, strings.Join(problems, "\n"))
 		return exitCode(1)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", o.checkConfig)
 	return nil
+}
+
+// checkBuild builds the app as toold would run it, without the store. A
+// configuration that broke its own rules may trip code that relies on them:
+// such a panic is no further problem to report.
+func checkBuild(cfg *config.Config, lookupEnv func(string) (string, bool)) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = nil
+		}
+	}()
+	a, err := build(cfg, zap.NewNop(), lookupEnv, false)
+	if err == nil {
+		a.close()
+	}
+	return err
 }
 
 // hashKey prints the SHA-256 of the key read from stdin. The key comes on

@@ -91,8 +91,9 @@ type StateConfig struct {
 	// Enabled turns the store on (the default). Off, there are no async
 	// executions, idempotency keys, turns, activity stream or audit log.
 	Enabled bool `yaml:"enabled"`
-	// Dir holds the embedded store; empty means the user's state
-	// directory ($XDG_STATE_HOME/toold or ~/.local/state/toold).
+	// Dir holds the embedded store; empty means the workspace's own
+	// directory under the user's state directory ($XDG_STATE_HOME/toold or
+	// ~/.local/state/toold; see state.DefaultDir).
 	Dir string `yaml:"dir"`
 	// Replica names this process in records, events and audit; empty
 	// means the host name and a random suffix.

@@ -219,8 +219,17 @@ func writeRPCError(w http.ResponseWriter, status int, code int64, msg string) {
 
 // ServeStdio serves MCP on in and out (newline-delimited JSON-RPC) until
 // the client closes in or ctx ends. Nothing else may write to out.
+// A line that is not a JSON-RPC message is answered with a JSON-RPC error,
+// and the session goes on (see filterStdio).
 func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	err := s.sdk.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: int(max(s.opts.MaxBodyBytes, DefaultMaxBodyBytes))})
+	limit := int(max(s.opts.MaxBodyBytes, DefaultMaxBodyBytes))
+	w := &lockedWriter{w: out}
+	filtered := filterStdio(in, w, limit)
+	defer filtered.Close()
+	err := s.sdk.Run(ctx, &mcp.IOTransport{Reader: filtered, Writer: struct {
+		io.Writer
+		io.Closer
+	}{w, out}, MaxLineLength: limit + 1})
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}

@@ -54,7 +54,7 @@ func (l *Live) SetSource(source string, ts []tools.Tool) []error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old := l.Load()
-	next := &Registry{byName: map[string]*Entry{}}
+	next := newRegistry()
 	for _, e := range old.entries {
 		if e.Spec.Source != source {
 			next.add(e)
@@ -71,6 +71,8 @@ func (l *Live) SetSource(source string, ts []tools.Tool) []error {
 		case next.byName[e.Spec.Name] != nil:
 			errs = append(errs, fmt.Errorf("tool %q: the name is taken by another tool (source %q)", e.Spec.Name,
 				cmp.Or(next.byName[e.Spec.Name].Spec.Source, "toold")))
+		case next.nameTaken(e) != nil:
+			errs = append(errs, duplicate(e, next.nameTaken(e)))
 		default:
 			next.add(e)
 		}
@@ -83,8 +85,15 @@ func (l *Live) SetSource(source string, ts []tools.Tool) []error {
 	return errs
 }
 
+func newRegistry() *Registry {
+	return &Registry{byName: map[string]*Entry{}, aliases: map[string]string{}}
+}
+
 func (r *Registry) add(e *Entry) {
 	r.byName[e.Spec.Name] = e
+	if e.fname != e.Spec.Name {
+		r.aliases[e.fname] = e.Spec.Name
+	}
 	r.entries = append(r.entries, e)
 }
 

@@ -4,6 +4,7 @@
 package registry
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,9 @@ type Override struct {
 type Registry struct {
 	entries []*Entry // sorted by name
 	byName  map[string]*Entry
+	// aliases maps the function names that differ from their tool's name
+	// to that name.
+	aliases map[string]string
 }
 
 // Entry is a registered tool with its resolved spec and compiled schemas.
@@ -50,6 +54,7 @@ type Entry struct {
 	params  *jsonschema.Schema
 	output  *jsonschema.Schema
 	example json.RawMessage
+	fname   string // FunctionName(Spec.Name)
 }
 
 // New builds a registry. Every problem (duplicate or invalid name, invalid
@@ -57,7 +62,7 @@ type Entry struct {
 // an unknown tool, a fallback that could not work) is reported, each naming
 // its tool.
 func New(opts Options, ts ...tools.Tool) (*Registry, error) {
-	r := &Registry{byName: map[string]*Entry{}}
+	r := newRegistry()
 	var errs []error
 	for _, t := range ts {
 		e, err := newEntry(t, opts)
@@ -65,8 +70,8 @@ func New(opts Options, ts ...tools.Tool) (*Registry, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if _, dup := r.byName[e.Spec.Name]; dup {
-			errs = append(errs, fmt.Errorf("tool %q: registered twice; tool names must be unique", e.Spec.Name))
+		if o := r.nameTaken(e); o != nil {
+			errs = append(errs, duplicate(e, o))
 			continue
 		}
 		r.add(e)
@@ -111,7 +116,7 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 		return nil, fail("limits: %v", err)
 	}
 	spec.Limits = limits
-	e := &Entry{Tool: t, Spec: spec}
+	e := &Entry{Tool: t, Spec: spec, fname: FunctionName(spec.Name)}
 	if e.params, err = compile(spec.Name, "parameters", spec.Parameters); err != nil {
 		return nil, fail("%v", err)
 	}
@@ -138,6 +143,15 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	}
 	e.example = buildExample(spec, e.params)
 	return e, nil
+}
+
+// duplicate is the error of a tool e whose name or function name o holds.
+func duplicate(e, o *Entry) error {
+	if o.Spec.Name == e.Spec.Name {
+		return fmt.Errorf("tool %q: registered twice; tool names must be unique", e.Spec.Name)
+	}
+	return fmt.Errorf("tool %q: its name or function name %q is taken by the tool %q (source %q); rename one of them",
+		e.Spec.Name, e.fname, o.Spec.Name, cmp.Or(o.Spec.Source, "toold"))
 }
 
 // ResolveLimits completes a tool's limits as the registry serves them:

@@ -50,7 +50,10 @@ func (f Format) ContentType() string {
 
 // Item is a tool as the native listing shows it.
 type Item struct {
-	Name                 string          `json:"name"`
+	Name string `json:"name"`
+	// FunctionName is the name function-calling APIs get (see
+	// FunctionName), when it is not Name; execute accepts either.
+	FunctionName         string          `json:"function_name,omitempty"`
 	Description          string          `json:"description"`
 	Instructions         string          `json:"instructions,omitempty"`
 	Returns              string          `json:"returns,omitempty"`
@@ -124,6 +127,9 @@ func (e *Entry) Item() Item {
 		Effects: EffectsItem(s.Effects), Source: s.Source,
 		Limits:  LimitsItem{ms(l.Timeout), ms(l.QueueWait), l.MaxInFlight, l.Queue(), ms(l.WaitTimeout)},
 		Targets: TargetsItem{ms(l.Target), ms(l.Max)}}
+	if e.fname != s.Name {
+		it.FunctionName = e.fname
+	}
 	for _, ex := range s.Examples {
 		it.Examples = append(it.Examples, exampleItem(ex))
 	}
@@ -203,11 +209,11 @@ func bareSchema(raw json.RawMessage) json.RawMessage {
 
 func openAIItem(e *Entry) any {
 	return map[string]any{"type": "function", "function": map[string]any{
-		"name": e.Spec.Name, "description": e.modelDescription(), "parameters": bareSchema(e.Spec.Parameters)}}
+		"name": e.fname, "description": e.modelDescription(), "parameters": bareSchema(e.Spec.Parameters)}}
 }
 
 func anthropicItem(e *Entry) any {
-	return map[string]any{"name": e.Spec.Name, "description": e.modelDescription(),
+	return map[string]any{"name": e.fname, "description": e.modelDescription(),
 		"input_schema": bareSchema(e.Spec.Parameters)}
 }
 

@@ -258,6 +258,7 @@ func (s *Server) pipelineRequest(r *http.Request, tool string, body []byte) (*di
 		return nil, terr
 	}
 	p := principal(r)
+	tool = s.opts.Dispatcher.Registry().Canonical(tool)
 	return &dispatch.Request{Tool: tool, Body: body, Unwrap: true, RequestID: info(r).id, Caller: p.Name,
 		Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm"),
 		Lineage: s.opts.Executions.LineageFor(p.Name)}, nil
@@ -360,7 +361,8 @@ func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, terr := parseLimit(q.Get("limit"))
-	f := executions.Filter{Tool: q.Get("tool"), Status: dispatch.Status(q.Get("status"))}
+	// Records hold the canonical name; a function name finds them too.
+	f := executions.Filter{Tool: s.opts.Dispatcher.Registry().Canonical(q.Get("tool")), Status: dispatch.Status(q.Get("status"))}
 	cursor := q.Get("cursor")
 	switch {
 	case terr != nil:
@@ -411,6 +413,10 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	if terr != nil {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return
+	}
+	reg := s.opts.Dispatcher.Registry()
+	for i := range b.Calls {
+		b.Calls[i].Tool = reg.Canonical(b.Calls[i].Tool)
 	}
 	p := principal(r)
 	mode := "batch"

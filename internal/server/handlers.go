@@ -83,7 +83,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 // entry resolves {name} for the caller; a tool the caller may not use is
 // reported as absent, so a key cannot probe what other keys may call.
 func (s *Server) entry(w http.ResponseWriter, r *http.Request) (*registry.Entry, bool) {
-	name := chi.URLParam(r, "name")
+	name := s.toolName(r)
 	info(r).tool = name
 	e, ok := s.opts.Dispatcher.Registry().Lookup(name)
 	if !ok || !principal(r).Allows(name) {
@@ -92,6 +92,12 @@ func (s *Server) entry(w http.ResponseWriter, r *http.Request) (*registry.Entry,
 		return nil, false
 	}
 	return e, true
+}
+
+// toolName is the tool {name} names, by its canonical name: a caller may
+// use the function name the openai and anthropic listings show.
+func (s *Server) toolName(r *http.Request) string {
+	return s.opts.Dispatcher.Registry().Canonical(chi.URLParam(r, "name"))
 }
 
 func (s *Server) getTool(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +129,7 @@ const smallBody = 16 << 10
 // read at once are bounded by the slots. An async call runs later and is
 // admitted then: now only the byte budget bounds its body.
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name := s.toolName(r)
 	info(r).tool = name
 	if !s.admit() {
 		s.refuse(w, r, name, dispatch.StatusRejected, drainingError())

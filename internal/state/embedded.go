@@ -1,22 +1,57 @@
 package state
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"golang.org/x/sys/unix"
 )
 
 // DefaultDir is where the embedded store lives unless state.dir says
-// otherwise: the user's state directory ($XDG_STATE_HOME/toold, else
-// ~/.local/state/toold), never the workspace the tools read.
-func DefaultDir(lookupEnv func(string) (string, bool)) (string, error) {
+// otherwise: a directory of its own for each workspace, under the user's
+// state directory ($XDG_STATE_HOME/toold, else ~/.local/state/toold), never
+// in the workspace the tools read. Two checkouts served side by side so get
+// two stores, and neither locks the other out; the same workspace finds its
+// store again at every start. The directory is named for the workspace's
+// last element and the first 12 hex digits of the SHA-256 of its absolute
+// path (symlinks resolved): ~/.local/state/toold/myrepo-3f2c9a1b7d0e.
+// An empty workspace gives the shared directory older versions used.
+func DefaultDir(lookupEnv func(string) (string, bool), workspace string) (string, error) {
+	base, err := userStateDir(lookupEnv)
+	if err != nil || workspace == "" {
+		return base, err
+	}
+	abs, err := filepath.Abs(workspace)
+	if err != nil {
+		return "", fmt.Errorf("state.dir is not set and the workspace %s has no absolute path: %w", workspace, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(base, dirLabel(filepath.Base(abs))+"-"+hex.EncodeToString(sum[:6])), nil
+}
+
+// SharedDir is the directory every workspace shared before DefaultDir gave
+// each its own; toold says so when it finds a store there.
+func SharedDir(lookupEnv func(string) (string, bool)) (string, error) {
+	return userStateDir(lookupEnv)
+}
+
+func userStateDir(lookupEnv func(string) (string, bool)) (string, error) {
 	if d, ok := lookupEnv("XDG_STATE_HOME"); ok && filepath.IsAbs(d) {
 		return filepath.Join(d, "toold"), nil
 	}
@@ -29,6 +64,22 @@ func DefaultDir(lookupEnv func(string) (string, bool)) (string, error) {
 		home = h
 	}
 	return filepath.Join(home, ".local", "state", "toold"), nil
+}
+
+// dirLabel is a workspace's name as part of a directory name: letters,
+// digits, '.', '_' and '-', at most 40 of them.
+func dirLabel(name string) string {
+	label := strings.Map(func(r rune) rune {
+		if r == '.' || r == '_' || r == '-' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '_'
+	}, name)
+	label = strings.TrimLeft(label, ".")
+	if len(label) > 40 {
+		label = label[:40]
+	}
+	return cmp.Or(label, "workspace")
 }
 
 // embed starts the in-process server on Dir: JetStream on, no network
@@ -80,6 +131,44 @@ func (s *Store) embed() error {
 	return nil
 }
 
+// InUseError is the refusal of a state directory another process holds:
+// it says which process, and how to run this one anyway.
+type InUseError struct {
+	Dir string
+	// Holder is what the holder wrote in the lock file: its pid and when
+	// it took the lock ("" when unreadable).
+	Holder string
+	Err    error
+}
+
+func (e *InUseError) Error() string {
+	who := "another toold"
+	if e.Holder != "" {
+		who += " (" + e.Holder + ")"
+	}
+	return fmt.Sprintf("state: the state directory %s is in use by %s. "+
+		"Stop that one, or give this one its own directory: -state-dir DIR, TOOLD_STATE_DIR=DIR or state.dir in its config "+
+		"(or state.enabled: false to run without a store); replicas that should share one store connect to one NATS server "+
+		"with state.nats.url", e.Dir, who)
+}
+
+func (e *InUseError) Unwrap() error { return e.Err }
+
+// holderOf reads a lock file's line "PID TIME" as "pid PID, since TIME".
+func holderOf(line []byte) string {
+	f := strings.Fields(string(line))
+	if len(f) == 0 {
+		return ""
+	}
+	if _, err := strconv.Atoi(f[0]); err != nil {
+		return ""
+	}
+	if len(f) > 1 {
+		return "pid " + f[0] + ", since " + f[1]
+	}
+	return "pid " + f[0]
+}
+
 // ClientURL is where other processes reach the embedded server when
 // Listen was given; empty otherwise.
 func (s *Store) ClientURL() string {
@@ -99,8 +188,9 @@ func lockDir(dir string) (func(), error) {
 		return nil, fmt.Errorf("state: state.dir %s is not writable: %w (give a writable directory in state.dir or TOOLD_STATE_DIR)", dir, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := io.ReadAll(io.LimitReader(f, 200))
 		f.Close()
-		return nil, fmt.Errorf("state: state.dir %s is in use by another toold (%w); give each toold its own state.dir, or point them all at one NATS server with state.nats.url", dir, err)
+		return nil, &InUseError{Dir: dir, Holder: holderOf(holder), Err: err}
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteString(strconv.Itoa(os.Getpid()) + " " + time.Now().UTC().Format(time.RFC3339) + "\n")

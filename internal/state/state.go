@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -129,10 +130,12 @@ type Store struct {
 	log      *zap.Logger
 	embedded *server.Server
 	unlock   func()
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	work     jetstream.Stream
-	metrics  *metrics
+	// closing is set by Close: the disconnection it causes is no news.
+	closing atomic.Bool
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	work    jetstream.Stream
+	metrics *metrics
 	// Executions, Idempotency and Waits are the KV buckets.
 	Executions  *Bucket
 	Idempotency *Bucket
@@ -208,6 +211,9 @@ func (s *Store) connect() (*nats.Conn, error) {
 		nats.RetryOnFailedConnect(false), nats.Timeout(o.ConnectTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			s.metrics.connected.Set(0)
+			if s.closing.Load() {
+				return
+			}
 			s.log.Warn("state: lost the connection to NATS; reconnecting", zap.Error(err))
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
@@ -350,6 +356,7 @@ func (s *Store) Close() error {
 	if s == nil {
 		return nil
 	}
+	s.closing.Store(true)
 	if s.nc != nil && !s.nc.IsClosed() {
 		// The connection stays set, closed: users racing with Close get
 		// ErrUnavailable, not a nil connection.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/state/statetest"
@@ -169,8 +173,84 @@ func TestDefaultDir(t *testing.T) {
 		{map[string]string{"XDG_STATE_HOME": "relative", "HOME": "/home/u"}, "/home/u/.local/state/toold"},
 		{map[string]string{"HOME": "/home/u"}, "/home/u/.local/state/toold"},
 	} {
-		if got, err := state.DefaultDir(env(tt.env)); err != nil || got != tt.want {
+		if got, err := state.DefaultDir(env(tt.env), ""); err != nil || got != tt.want {
 			t.Errorf("%v: %q %v, want %q", tt.env, got, err, tt.want)
+		}
+	}
+}
+
+// TestDefaultDirPerWorkspace: two checkouts get two state directories (so
+// neither locks the other out), the same checkout the same one however it
+// is named, and the directory says which checkout it is for.
+func TestDefaultDirPerWorkspace(t *testing.T) {
+	home := map[string]string{"HOME": "/home/u"}
+	env := func(k string) (string, bool) { v, ok := home[k]; return v, ok }
+	root := t.TempDir()
+	a, b := filepath.Join(root, "checkout-a"), filepath.Join(root, "other", "checkout b")
+	for _, d := range []string{a, b} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(root, "link-to-a")
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	dir := func(ws string) string {
+		t.Helper()
+		d, err := state.DefaultDir(env, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	da, db := dir(a), dir(b)
+	if da == db {
+		t.Fatalf("two workspaces share %s", da)
+	}
+	for _, d := range []string{da, db} {
+		if filepath.Dir(d) != "/home/u/.local/state/toold" {
+			t.Errorf("%s is not under the user's state directory", d)
+		}
+	}
+	if got := filepath.Base(da); !regexp.MustCompile(`^checkout-a-[0-9a-f]{12}$`).MatchString(got) {
+		t.Errorf("the directory of %s is %s", a, got)
+	}
+	if got := filepath.Base(db); !regexp.MustCompile(`^checkout_b-[0-9a-f]{12}$`).MatchString(got) {
+		t.Errorf("the directory of %s is %s", b, got)
+	}
+	if dir(link) != da || dir(a+"/.") != da {
+		t.Errorf("the same workspace named otherwise: %s, %s, want %s", dir(link), dir(a+"/."), da)
+	}
+	wd, _ := os.Getwd()
+	if dir(".") != dir(wd) {
+		t.Errorf("a relative workspace: %s, want %s", dir("."), dir(wd))
+	}
+}
+
+// TestSecondOpenSaysWhatToDo: a second store on a directory in use is
+// refused, naming the process that holds it and every way to pick another
+// directory.
+func TestSecondOpenSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	first, err := state.Open(context.Background(), state.Options{Dir: dir, Name: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := state.Open(context.Background(), state.Options{Dir: dir, Name: "second"})
+	if err == nil {
+		second.Close()
+		t.Fatal("a second store opened on a directory in use")
+	}
+	var inUse *state.InUseError
+	if !errors.As(err, &inUse) || inUse.Dir != dir {
+		t.Fatalf("error %v (%T), want an InUseError for %s", err, err, dir)
+	}
+	for _, say := range []string{dir, "in use by another toold (pid " + strconv.Itoa(os.Getpid()) + ", since ",
+		"-state-dir DIR", "TOOLD_STATE_DIR=DIR", "state.dir", "state.nats.url"} {
+		if !strings.Contains(err.Error(), say) {
+			t.Errorf("error %q does not say %q", err, say)
 		}
 	}
 }
@@ -243,5 +323,22 @@ func TestExpectedSequenceConflict(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(reg, "toold_store_errors_total"); n != 0 {
 		t.Errorf("contention counted as %d store error series", n)
+	}
+}
+
+// TestCleanCloseIsQuiet: closing a store is no loss of its connection:
+// nothing at warn level or above is logged.
+func TestCleanCloseIsQuiet(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), Name: "quiet", Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the client's callbacks run on their own goroutine
+	for _, e := range logs.All() {
+		t.Errorf("a clean close logged %s %q %v", e.Level, e.Message, e.ContextMap())
 	}
 }

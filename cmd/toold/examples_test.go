@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/examples/standins/fakeapi"
+)
+
+// TestExamplesRunOffline starts example configurations as their headers
+// say and makes the calls they document, with nothing from the internet:
+// the workspace is a fresh local repository, the HTTP APIs are the shipped
+// stand-in (examples/standins), and an MCP server is one of the pinned
+// reference servers (make deps). A call's envelope must say
+// success and its result must say the command worked.
+func TestExamplesRunOffline(t *testing.T) {
+	t.Run("commands", func(t *testing.T) {
+		if _, err := exec.LookPath("git"); err != nil {
+			t.Skip("SKIPPED: git is not installed; examples/commands.yaml serves git tools")
+		}
+		ws := exampleRepo(t)
+		in := start(t, nil, "-config", "../../examples/commands.yaml", "-workspace", ws)
+		calls := []struct{ tool, args, want string }{
+			{"git_status", `{}`, "## "},
+			{"git_log", `{"max_count": 5}`, "first commit"},
+		}
+		if !testing.Short() { // go test builds the standard library afresh: minutes on a small machine
+			calls = append(calls, struct{ tool, args, want string }{"go_test", `{"packages": ["./..."]}`, "ok  \texample.com/demo"})
+		}
+		in.client.Timeout = 5 * time.Minute // go_test's own timeout, and more
+		for _, c := range calls {
+			status, env := in.exec(c.tool, c.args)
+			data, _ := env["data"].(map[string]any)
+			if status != 200 || env["status"] != "success" || data["ok"] != true || !strings.Contains(fmt.Sprint(data["stdout"]), c.want) {
+				t.Errorf("%s %s: %d %v", c.tool, c.args, status, env)
+			}
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		// The example's offline stand-in, configured as its header says.
+		api := httptest.NewServer(fakeapi.Handler())
+		t.Cleanup(api.Close)
+		env := map[string]string{"TOOLD_EXAMPLE_API": api.URL, "TOOLD_EXAMPLE_ALLOW": "127.0.0.1", "TOOLD_EXAMPLE_ALLOW_HTTP": "true"}
+		in := start(t, env, "-config", "../../examples/http.yaml", "-workspace", t.TempDir())
+		for _, c := range []struct{ tool, args, want string }{
+			{"github_issue_search", `{"query": "repo:golang/go is:issue is:open label:NeedsFix http2", "per_page": 2}`, "repository:example/repo"},
+			{"weather_current", `{"city": "Oslo,NO"}`, "city:Oslo"},
+			{"weather_wttr", `{"city": "Oslo"}`, "city:Oslo"},
+		} {
+			status, env := in.exec(c.tool, c.args)
+			if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), c.want) {
+				t.Errorf("%s %s: %d %v", c.tool, c.args, status, env)
+			}
+		}
+	})
+	t.Run("consult", func(t *testing.T) {
+		// No AI CLI is needed: the local provider asks the stand-in model
+		// server, and consult_providers says which CLIs are missing.
+		api := httptest.NewServer(fakeapi.Handler())
+		t.Cleanup(api.Close)
+		in := start(t, map[string]string{"TOOLD_EXAMPLE_LOCAL_URL": api.URL + "/v1"}, "-config", "../../examples/consult.yaml",
+			"-workspace", sharedWorkspace(t))
+		status, env := in.exec("consult_providers", `{}`)
+		if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), "name:local") {
+			t.Errorf("consult_providers: %d %v", status, env)
+		}
+		status, env = in.exec("consult", `{"prompt": "Why does TestTransfer deadlock?", "provider": "local"}`)
+		if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), "stand-in model read your prompt") {
+			t.Errorf("consult: %d %v", status, env)
+		}
+	})
+	t.Run("mcp", func(t *testing.T) {
+		interop(t)
+		// As its header says: from the repository's root, which is the
+		// workspace (the servers' scripts are named relative to it).
+		chdir(t, "../..")
+		in := start(t, nil, "-config", "examples/mcp.yaml")
+		waitReady(t, in)
+		for _, c := range []struct{ tool, args, want string }{
+			{"everything.echo", `{"message": "hi"}`, "hi"},
+			{"everything__echo", `{"message": "by its function name"}`, "by its function name"},
+			{"files.read_text_file", `{"path": "go.mod"}`, "module github.com/toold/toold"},
+		} {
+			status, env := in.exec(c.tool, c.args)
+			if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), c.want) {
+				t.Errorf("%s %s: %d %v", c.tool, c.args, status, env)
+			}
+		}
+	})
+}
+
+// exampleRepo is a git repository with one commit and a Go module without
+// dependencies, readable by the uid commands run as.
+func exampleRepo(t *testing.T) string {
+	t.Helper()
+	ws := sharedWorkspace(t)
+	files := map[string]string{
+		"go.mod":       "module example.com/demo\n\ngo 1.22\n",
+		"demo.go":      "package demo\n\nfunc Add(a, b int) int { return a + b }\n",
+		"demo_test.go": "package demo\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"1+2\")\n\t}\n}\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first commit"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	if err := filepath.Walk(ws, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chmod(p, fi.Mode()|0o444|dirX(fi))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+func dirX(fi os.FileInfo) os.FileMode {
+	if fi.IsDir() {
+		return 0o111
+	}
+	return 0
+}
+
+func chdir(t *testing.T, dir string) {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chdir(wd) })
+}
+
+// waitReady waits until every required upstream server is connected.
+func waitReady(t *testing.T, in *instance) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, body := in.get("/readyz")
+		if status == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready: %d %s", status, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
