@@ -17,7 +17,7 @@
 //     go-sdk client, and through toold (REST and /mcp), one at a time;
 //  7. uploads (uploads.go): RSS growth under 1,000 stalled 1 MiB uploads.
 //
-// -only runs some of them (throughput,overload,memory,executions,mcp,hosting,uploads).
+// -only runs some of them (peers,throughput,overload,memory,executions,mcp,hosting,uploads).
 //
 // Servers run pinned to CPU 0 and the generator to CPU 1 when taskset
 // exists. Run it with `make load` (go run ./bench/load).
@@ -40,7 +40,7 @@ import (
 )
 
 // scenarios names every scenario, as -only takes them.
-var scenarios = []string{"throughput", "overload", "memory", "executions", "mcp", "hosting", "uploads"}
+var scenarios = []string{"peers", "throughput", "overload", "memory", "executions", "mcp", "hosting", "uploads"}
 
 type options struct {
 	round, overload time.Duration
@@ -94,6 +94,9 @@ func main() {
 	case "baremcp":
 		serveBareMCP()
 		return
+	case "baremcpraw":
+		serveBareMCPRaw()
+		return
 	case "mcpstdio":
 		serveMCPStdio()
 		return
@@ -136,6 +139,11 @@ tools:
 	defer td.stop()
 	idle := td.rss()
 
+	if o.runs("peers") {
+		if err := peers(o, dir, pinned, bare, td); err != nil {
+			return err
+		}
+	}
 	if o.runs("throughput") {
 		if err := throughput(o, bare.addr, td.addr); err != nil {
 			return err
