@@ -17,7 +17,7 @@
 //     go-sdk client, and through toold (REST and /mcp), one at a time;
 //  7. uploads (uploads.go): RSS growth under 1,000 stalled 1 MiB uploads.
 //
-// -only runs some of them (throughput,overload,memory,executions,mcp,hosting,uploads).
+// -only runs some of them (peers,gc,throughput,overload,memory,executions,mcp,hosting,uploads).
 //
 // Servers run pinned to CPU 0 and the generator to CPU 1 when taskset
 // exists. Run it with `make load` (go run ./bench/load).
@@ -40,7 +40,7 @@ import (
 )
 
 // scenarios names every scenario, as -only takes them.
-var scenarios = []string{"throughput", "overload", "memory", "executions", "mcp", "hosting", "uploads"}
+var scenarios = []string{"peers", "gc", "throughput", "overload", "memory", "executions", "mcp", "hosting", "uploads"}
 
 type options struct {
 	round, overload time.Duration
@@ -94,6 +94,9 @@ func main() {
 	case "baremcp":
 		serveBareMCP()
 		return
+	case "baremcpraw":
+		serveBareMCPRaw()
+		return
 	case "mcpstdio":
 		serveMCPStdio()
 		return
@@ -136,6 +139,16 @@ tools:
 	defer td.stop()
 	idle := td.rss()
 
+	if o.runs("peers") {
+		if err := peers(o, dir, pinned, bare, td); err != nil {
+			return err
+		}
+	}
+	if o.runs("gc") {
+		if err := gcTuning(o, bin, dir, pinned); err != nil {
+			return err
+		}
+	}
 	if o.runs("throughput") {
 		if err := throughput(o, bare.addr, td.addr); err != nil {
 			return err
@@ -224,15 +237,21 @@ func (s *server) stop() {
 }
 
 // rss reads the server's resident set from /proc, in bytes.
-func (s *server) rss() int64 {
+func (s *server) rss() int64 { return s.status("VmRSS:") }
+
+// peakRSS is the largest resident set the server has had, in bytes.
+func (s *server) peakRSS() int64 { return s.status("VmHWM:") }
+
+// status reads a size in kB from /proc/PID/status, in bytes.
+func (s *server) status(field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, field) {
 			var kb int64
-			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")), "%d", &kb)
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, field)), "%d", &kb)
 			return kb << 10
 		}
 	}
@@ -310,7 +329,7 @@ func startBare(dir string, pinned bool) (*server, error) {
 
 // startToold starts toold with the config (on top of the built-in one), its
 // logs going to a file as an operator's would.
-func startToold(bin, dir, name, config string, pinned bool) (*server, error) {
+func startToold(bin, dir, name, config string, pinned bool, env ...string) (*server, error) {
 	ws := filepath.Join(dir, "ws-"+name)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, err
@@ -326,6 +345,9 @@ func startToold(bin, dir, name, config string, pinned bool) (*server, error) {
 	cmd := command(pinned, bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
 		"-state-dir", filepath.Join(dir, "state-"+name))
 	cmd.Stderr = logf
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	s, addrs, err := start(cmd, "listening on", "/metrics")
 	if err != nil {
 		return nil, err

@@ -12,8 +12,8 @@ func TestSelected(t *testing.T) {
 		skip bool
 		want []string
 	}{
-		{"", true, []string{"throughput", "overload", "memory", "mcp", "hosting", "uploads"}},
-		{"", false, []string{"throughput", "overload", "memory", "executions", "mcp", "hosting", "uploads"}}, // untouched by the one before
+		{"", true, []string{"peers", "gc", "throughput", "overload", "memory", "mcp", "hosting", "uploads"}},
+		{"", false, []string{"peers", "gc", "throughput", "overload", "memory", "executions", "mcp", "hosting", "uploads"}}, // untouched by the one before
 		{"throughput,executions", false, []string{"throughput", "executions"}},
 		{"throughput,executions", true, []string{"throughput"}},
 	} {

@@ -127,7 +127,7 @@ func compare(o options, title string, targets []target) ([]*stats, error) {
 // compareAround is compare calling around, when set, just before each
 // measured round (round 0 the first) of targets[i], and what it returns
 // just after: for figures of the round besides the generator's.
-func compareAround(o options, title string, targets []target, around func(i, round int) (after func())) ([]*stats, error) {
+func compareAround(o options, title string, targets []target, around func(i, round int) (after func()), extra ...column) ([]*stats, error) {
 	total := make([]*stats, len(targets))
 	for i := range total {
 		total[i] = &stats{}
@@ -155,14 +155,29 @@ func compareAround(o options, title string, targets []target, around func(i, rou
 		}
 	}
 	fmt.Printf("\n## %s: %d connections, %d alternating rounds of %v each\n\n", title, o.conns, o.rounds, o.round)
-	fmt.Println("| server | req/s | p50 | p99 | bad answers |")
-	fmt.Println("|---|---|---|---|---|")
+	head, rule := "| server | req/s | p50 | p99 | bad answers |", "|---|---|---|---|---|"
+	for _, c := range extra {
+		head, rule = head+" "+c.name+" |", rule+"---|"
+	}
+	fmt.Println(head)
+	fmt.Println(rule)
 	for i, t := range targets {
 		s := total[i]
-		fmt.Printf("| %s | %.0f | %v | %v | %d |\n", t.name, s.rate(), pct(s.lat, .50).Round(time.Microsecond),
+		fmt.Printf("| %s | %.0f | %v | %v | %d |", t.name, s.rate(), pct(s.lat, .50).Round(time.Microsecond),
 			pct(s.lat, .99).Round(time.Microsecond), s.errs)
+		for _, c := range extra {
+			fmt.Printf(" %s |", c.value(i, total))
+		}
+		fmt.Println()
 	}
 	return total, nil
+}
+
+// column is an extra column of compareAround's table: its heading, and
+// its cell for targets[i], given what the generator measured of each.
+type column struct {
+	name  string
+	value func(i int, total []*stats) string
 }
 
 // overload hits the sleep tool (10 in flight, 100 queued, 50 ms per call)

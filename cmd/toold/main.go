@@ -18,6 +18,7 @@ func main() {
 	defer stop()
 	// The audit key leaves the environment before anything else runs.
 	lookupEnv := withdrawEnv(os.LookupEnv, os.Unsetenv, auditKeyEnv)
+	gcTuned = tuneGC(lookupEnv, "/")
 	err := run(ctx, os.Args[1:], lookupEnv, os.Stdin, os.Stdout, os.Stderr)
 	var ec exitCode
 	switch {

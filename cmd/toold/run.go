@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	defer flush()
+	logGC(log, gcTuned)
 	// A host may start many toold -stdio processes, each for a project:
 	// they share no embedded store (its directory takes one process), and
 	// use the store only where one is configured for them.

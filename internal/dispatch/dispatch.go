@@ -216,7 +216,13 @@ func (c *call) logFields() []zap.Field {
 }
 
 func newCall(req *Request, start time.Time) *call {
-	return &call{req: req, env: &Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID}}
+	// One allocation for both: the envelope lives as long as the call.
+	ce := &struct {
+		c   call
+		env Envelope
+	}{call{req: req}, Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID}}
+	ce.c.env = &ce.env
+	return &ce.c
 }
 
 // callInfo builds (once) what call observers are told.
@@ -322,12 +328,11 @@ func (d *Dispatcher) check(ctx context.Context, c *call, confirm bool) (Status, 
 	if status, err := d.identify(c); err != nil {
 		return status, err
 	}
-	var err2 error
-	d.workers.await(func() {
-		if err2 = d.prepare(ctx, c); err2 == nil && confirm && c.req.ConfirmToken == "" {
-			err2 = d.confirmed(ctx, c)
-		}
-	})
+	t := newTask(prepareTask, d, ctx, c)
+	t.confirm = confirm && c.req.ConfirmToken == ""
+	d.workers.await(t)
+	err2 := t.err
+	t.free()
 	var w *wait
 	if errors.As(err2, &w) {
 		return "", nil // waiting for an approval is not a refusal
@@ -411,13 +416,20 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 // grown already; the caller's goroutine stays shallow, so a call parked in
 // a queue costs little memory.
 func (d *Dispatcher) prepared(ctx context.Context, c *call) error {
-	var err error
-	d.workers.await(func() {
-		if err = d.prepare(ctx, c); err == nil {
-			err = d.confirmed(ctx, c)
-		}
-	})
+	t := newTask(prepareTask, d, ctx, c)
+	t.confirm = true
+	d.workers.await(t)
+	err := t.err
+	t.free()
 	return err
+}
+
+// prepareTask prepares t.c and, with t.confirm, passes it through the
+// confirmation gate; on a worker.
+func prepareTask(t *task) {
+	if t.err = t.d.prepare(t.ctx, t.c); t.err == nil && t.confirm {
+		t.err = t.d.confirmed(t.ctx, t.c)
+	}
 }
 
 func (d *Dispatcher) resolve(req *Request) (*registry.Entry, error) {

@@ -316,3 +316,25 @@ func TestCheck(t *testing.T) {
 		t.Errorf("observed %q", l.lines)
 	}
 }
+
+// The hot path's allocations stay within budget: a no-op call through the
+// whole pipeline took 54 before the hand-offs to workers were pooled and the
+// call and its envelope became one allocation (issue 17).
+func TestDispatchAllocs(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector allocates")
+	}
+	d := newDispatcher(t, nil, noop{})
+	body := []byte(`{"x":"hello"}`)
+	ctx := context.Background()
+	const budget = 48
+	got := testing.AllocsPerRun(200, func() {
+		if env := d.Execute(ctx, &Request{Tool: "noop", Body: body, RequestID: "bench"}); !env.Success {
+			t.Fatal(env.Error)
+		}
+	})
+	t.Logf("%.1f allocations per call", got)
+	if got > budget {
+		t.Errorf("%.0f allocations per call, budget %d", got, budget)
+	}
+}

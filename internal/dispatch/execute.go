@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/registry"
@@ -53,22 +54,12 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 	for _, o := range d.calls {
 		o.CallStarted(c.callInfo())
 	}
-	done := make(chan outcome, 1)
-	release = sync.OnceFunc(release) // the worker and watchStuck may both free the slot
+	r := &running{d: d, ctx: ctx, c: c, entry: c.entry, tc: tc, release: release, flush: flush, done: make(chan outcome, 1)}
+	done := r.done
 	start := time.Now()
-	entry := c.entry
-	tctx, es := d.phase(ctx, c, "execute")
-	d.workers.run(func() {
-		o := d.invoke(tctx, entry, tc)
-		o.execute = time.Since(start)
-		endPhase(es, o.err)
-		release()
-		flush()
-		if o.err == nil {
-			d.finish(ctx, c, &o)
-		}
-		done <- o
-	})
+	r.start = start
+	r.tctx, r.span = d.phase(ctx, c, "execute")
+	d.workers.start(r)
 	defer func() { // what a remote-calling tool counted, even past the deadline
 		c.env.Timing.Attempts, c.env.Timing.WaitMS = tc.Attempts(), millis(tc.Waited())
 	}()
@@ -87,12 +78,43 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		return StatusSuccess, nil
 	case <-ctx.Done():
 		c.env.Timing.ExecuteMS = millis(time.Since(start))
-		go d.watchStuck(c, done, release)
+		go d.watchStuck(c, done, r.free)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return StatusTimeout, timeoutError(timeout, "while running")
 		}
 		return cancelled(ctx, StatusError)
 	}
+}
+
+// running is one execution handed to a worker: one allocation (and its
+// channel) where closures would take several.
+type running struct {
+	d         *Dispatcher
+	ctx, tctx context.Context // the call's, and the execute phase's
+	c         *call
+	entry     *registry.Entry
+	tc        *tools.Call
+	span      trace.Span
+	start     time.Time
+	release   func()
+	once      sync.Once // the worker and watchStuck may both free the slot
+	flush     func()
+	done      chan outcome
+}
+
+// free frees the call's slot, once.
+func (r *running) free() { r.once.Do(r.release) }
+
+func (r *running) run() {
+	o := r.d.invoke(r.tctx, r.entry, r.tc)
+	o.execute = time.Since(r.start)
+	endPhase(r.span, o.err)
+	r.free()
+	r.flush()
+	if o.err == nil {
+		r.d.finish(r.ctx, r.c, &o)
+	}
+	r.done <- o
 }
 
 // invoke calls the tool, turning a panic into a system error.

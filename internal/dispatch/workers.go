@@ -1,6 +1,10 @@
 package dispatch
 
-import "time"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // workers reuses the goroutines that run tools. A fresh goroutine starts
 // with a small stack that decoding and validating arguments grow two or
@@ -8,49 +12,88 @@ import "time"
 // small call. A worker keeps its grown stack for the next call, and exits
 // after idling, so a burst leaves nothing behind.
 type workers struct {
-	jobs chan func()
+	jobs chan job
 	idle time.Duration
 }
 
+// job is what a worker runs: a func(), or a *task.
+type job interface{ run() }
+
+type funcJob func()
+
+func (f funcJob) run() { f() }
+
 func newWorkers(idle time.Duration) *workers {
-	return &workers{jobs: make(chan func()), idle: idle}
+	return &workers{jobs: make(chan job), idle: idle}
 }
 
 // run hands job to an idle worker, or starts one. It never blocks, so the
 // number of workers follows the calls running (which the bulkheads bound).
-func (w *workers) run(job func()) {
+func (w *workers) run(fn func()) { w.start(funcJob(fn)) }
+
+func (w *workers) start(j job) {
 	select {
-	case w.jobs <- job:
+	case w.jobs <- j:
 	default:
-		go w.loop(job)
+		go w.loop(j)
 	}
 }
 
-// await runs job on a worker and waits for it to finish. A panic in job is
+// task is a step run on a worker while the caller waits, reused from a
+// pool: the hot path's hand-off to a worker and back allocates nothing.
+type task struct {
+	do      func(*task) // a plain function, so no closure is allocated
+	d       *Dispatcher
+	ctx     context.Context
+	c       *call
+	confirm bool
+	err     error // do's result
+	failure any   // a panic in do
+	done    chan struct{}
+}
+
+var tasks = sync.Pool{New: func() any { return &task{done: make(chan struct{}, 1)} }}
+
+func newTask(do func(*task), d *Dispatcher, ctx context.Context, c *call) *task {
+	t := tasks.Get().(*task)
+	t.do, t.d, t.ctx, t.c = do, d, ctx, c
+	return t
+}
+
+// free returns t to the pool; the caller has read what it needs.
+func (t *task) free() {
+	*t = task{done: t.done}
+	tasks.Put(t)
+}
+
+func (t *task) run() {
+	defer func() {
+		t.failure = recover()
+		t.done <- struct{}{} // the worker's last touch of t
+	}()
+	t.do(t)
+}
+
+// await runs t on a worker and waits for it to finish. A panic in it is
 // raised again in the caller, where the server's recoverer answers it: a
 // worker must never take the process down.
-func (w *workers) await(job func()) {
-	done := make(chan struct{})
-	var failure any
-	w.run(func() {
-		defer close(done)
-		defer func() { failure = recover() }()
-		job()
-	})
-	<-done
-	if failure != nil {
-		panic(failure)
+func (w *workers) await(t *task) {
+	w.start(t)
+	<-t.done
+	if p := t.failure; p != nil {
+		t.free()
+		panic(p)
 	}
 }
 
-func (w *workers) loop(job func()) {
+func (w *workers) loop(j job) {
 	t := time.NewTimer(w.idle)
 	defer t.Stop()
 	for {
-		job()
+		j.run()
 		t.Reset(w.idle)
 		select {
-		case job = <-w.jobs:
+		case j = <-w.jobs:
 		case <-t.C:
 			return
 		}

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +15,8 @@ const echoArgs = `{"message":"hello, toold","data":{"n":1,"tags":["a","b"]}}`
 
 // BenchmarkCall compares, in process and side by side, one echo call over
 // REST, over toold's /mcp, and on a bare go-sdk stateless server (no
-// pipeline): what toold's MCP transport costs on top of the SDK, and what
+// pipeline; typed, so the SDK validates, and low-level, as toold registers
+// its tools): what toold's MCP transport costs on top of the SDK, and what
 // the SDK costs on top of REST. B/op shows where the time goes: the SDK
 // decodes each message several times, each with a fresh 32 KiB buffer.
 func BenchmarkCall(b *testing.B) {
@@ -25,6 +27,22 @@ func BenchmarkCall(b *testing.B) {
 			return nil, map[string]any{"message": in["message"], "data": in["data"], "length": len(in["message"].(string))}, nil
 		})
 	bareH := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return bare }, &mcp.StreamableHTTPOptions{Stateless: true})
+	// The like-for-like baseline: a low-level tool, no schema validation
+	// by the SDK, as toold registers its tools.
+	low := mcp.NewServer(&mcp.Implementation{Name: "bare-low", Version: "1"}, nil)
+	low.AddTool(&mcp.Tool{Name: "echo", Description: "Echoes.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in map[string]any
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return nil, err
+			}
+			b, err := json.Marshal(map[string]any{"message": in["message"], "data": in["data"], "length": len(in["message"].(string))})
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
+		})
+	lowH := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return low }, &mcp.StreamableHTTPOptions{Stateless: true})
 	mcpBody := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":` + echoArgs + `}}`
 	for _, c := range []struct {
 		name    string
@@ -36,6 +54,7 @@ func BenchmarkCall(b *testing.B) {
 		{"rest", h, "/tools/echo/execute", echoArgs, `"success":true`},
 		{"mcp", h, "/mcp", mcpBody, `"structuredContent"`},
 		{"bare-sdk", bareH, "/mcp", mcpBody, `"structuredContent"`},
+		{"bare-sdk-lowlevel", lowH, "/mcp", mcpBody, `"structuredContent"`},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
