@@ -45,7 +45,7 @@ fuzz: ## every fuzz target, FUZZTIME each (default 10s)
 bench: ## in-process benchmarks (pipeline, file tools, sanitizer, command tools)
 	go test -run '^$$' -bench . -benchmem ./...
 
-load: ## the loopback load harness (bench/load): throughput vs a bare net/http server, overload, memory, the state store and executions, MCP, an upstream MCP server hosted
+load: ## the loopback load harness (bench/load; -only peers,gc for the hot-path comparison): throughput vs a bare net/http server, overload, memory, the state store and executions, MCP, an upstream MCP server hosted
 	go run ./bench/load
 
 image: ## the container image (needs a Docker engine)
