@@ -162,9 +162,9 @@ func TestMinimalRoot(t *testing.T) {
 // per process or per uid.
 func TestLimitsPerRun(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
-		// Three processes of 150 MiB each in a run of 300 MiB: each is
-		// far below the address-space limit, together they are not.
-		script := `for i in 1 2 3; do perl -e '$x = "x" x (150<<20); sleep 2; print "alive\n"' & done; wait`
+		// Four processes of 120 MiB each in a run of 300 MiB: each is far
+		// below the address-space limit (512 MiB), together they are not.
+		script := `for i in 1 2 3 4; do perl -e '$x = "x" x (120<<20); sleep 2; print "alive\n"' & done; wait`
 		for _, m := range modes {
 			t.Run(string(m), func(t *testing.T) {
 				tc := argvTool("mem", "sh", "-c", script)
@@ -175,8 +175,8 @@ func TestLimitsPerRun(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n := strings.Count(r.Stdout, "alive"); n == 3 {
-					t.Errorf("three processes held 450 MiB in a run limited to 300 MiB: %+v", r)
+				if n := strings.Count(r.Stdout, "alive"); n == 4 {
+					t.Errorf("four processes held 480 MiB in a run limited to 300 MiB: %+v", r)
 				}
 				if !strings.Contains(r.Limits["memory"], "cgroup") {
 					t.Errorf("limits say %q", r.Limits["memory"])
