@@ -190,7 +190,7 @@ func TestLimitsPerRun(t *testing.T) {
 		// unavailable" in the other caller's command).
 		for _, m := range modes {
 			t.Run(string(m), func(t *testing.T) {
-				hog := argvTool("hog", "sh", "-c", `i=0; while [ $i -lt 60 ]; do sleep 5 & i=$((i+1)); done 2>/dev/null; echo full; wait`)
+				hog := argvTool("hog", "bash", "-c", `i=0; while [ $i -lt 60 ]; do sleep 5 & i=$((i+1)); done 2>/dev/null; echo full; wait`)
 				hog.Rlimits.Processes = 20
 				other := argvTool("other", "sh", "-c", `for i in 1 2 3 4 5; do /bin/true || exit 1; done; echo forked`)
 				other.Rlimits.Processes = 20

@@ -166,7 +166,7 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 	}
 	var cg *runCgroup
 	if sb.cg.usable() {
-		if cg, err = sb.cg.newRun(runID, sb.call); err != nil {
+		if cg, err = sb.cg.newRun(sb.call); err != nil {
 			return nil, err
 		}
 		undo = append(undo, cg.remove)
