@@ -51,8 +51,9 @@ type sandbox struct {
 // notIsolated is how a result of containment none names it.
 const notIsolated = "none (not isolated)"
 
-// minimalRoot says whether runs see the minimal root (namespaces as root).
-func (sb *sandbox) minimalRoot() bool { return sb.mode == ModeNamespaces && !sb.userns }
+// minimalRoot says whether runs see the minimal root (namespaces: built by
+// the launcher thread as root, by the shim without).
+func (sb *sandbox) minimalRoot() bool { return sb.mode == ModeNamespaces }
 
 // short is the containment in a few words, as every result carries it.
 func (sb *sandbox) short() string {
@@ -85,8 +86,6 @@ func (sb *sandbox) describe() string {
 	switch {
 	case sb.mode == ModeNone:
 		parts = append(parts, "host file system visible, workspace protected by file permissions only")
-	case sb.userns:
-		parts = append(parts, "host file system visible as toold's uid")
 	case sb.writable:
 		parts = append(parts, "workspace writable")
 	default:
@@ -203,8 +202,11 @@ func (sb *sandbox) command(argv []string, dir, workspace, tmp string, env []stri
 		if sb.userns {
 			uid, gid := os.Getuid(), os.Getgid()
 			attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+			// uid 0 inside, so the shim keeps its capabilities through its
+			// execve; it drops them all before the command's (shim.go).
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+			cmd.Path, cmd.Args, cmd.Dir = "/proc/self/exe", sb.shimArgs(argv, dir, workspace), ""
 		}
 	case ModeBwrap:
 		args := append([]string{sb.bwrap}, sb.bwrapArgs(argv[0], dir, workspace, tmp)...)
@@ -213,12 +215,10 @@ func (sb *sandbox) command(argv []string, dir, workspace, tmp string, env []stri
 	return cmd
 }
 
-// runMounts is what a run of the minimal root adds to it: its /tmp, the
-// workspace, the read-only paths and the program when it is elsewhere.
-func (sb *sandbox) runMounts(program, workspace string) (*callMounts, error) {
-	if !sb.minimalRoot() {
-		return nil, nil
-	}
+// runPaths are the host paths a run sees in the minimal root, and which
+// are read-only: the workspace, the read-only paths and the program when
+// it is elsewhere.
+func (sb *sandbox) runPaths(program, workspace string) ([]string, []bool) {
 	paths, ro := []string{workspace}, []bool{!sb.writable}
 	for _, p := range sb.roPaths {
 		paths, ro = append(paths, p), append(ro, true)
@@ -226,7 +226,16 @@ func (sb *sandbox) runMounts(program, workspace string) (*callMounts, error) {
 	if !underAny(program, append(append([]string{workspace}, sb.roPaths...), systemDirs...)) {
 		paths, ro = append(paths, program), append(ro, true)
 	}
-	trees, err := openTrees(paths, ro)
+	return paths, ro
+}
+
+// runMounts is what a run of the minimal root adds to it: its /tmp, the
+// workspace, the read-only paths and the program when it is elsewhere.
+func (sb *sandbox) runMounts(program, workspace string) (*callMounts, error) {
+	if !sb.minimalRoot() || sb.userns {
+		return nil, nil // the shim mounts them (shim.go)
+	}
+	trees, err := openTrees(sb.runPaths(program, workspace))
 	if err != nil {
 		return nil, err
 	}

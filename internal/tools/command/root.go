@@ -51,67 +51,74 @@ func buildRoot(owner, group int) (hostDir string, err error) {
 	if err != nil {
 		return "", err
 	}
-	r := hostDir
+	return hostDir, buildRootAt(hostDir, owner, group)
+}
+
+// buildRootAt builds the minimal root on a tmpfs mounted at r and pivots
+// into it.
+func buildRootAt(r string, owner, group int) error {
 	if err := unix.Mount("toold-root", r, "tmpfs", rootTmpfsFlags, "mode=0755,size=1m"); err != nil {
-		return hostDir, fmt.Errorf("mounting the root tmpfs: %w", err)
+		return fmt.Errorf("mounting the root tmpfs: %w", err)
 	}
 	for _, d := range systemDirs {
 		if d == "/etc" {
 			continue
 		}
 		if err := mirror(d, r+d, true); err != nil {
-			return hostDir, err
+			return err
 		}
 	}
 	for _, d := range []string{"/etc", "/dev", "/proc", "/var"} {
 		if err := os.Mkdir(r+d, 0o755); err != nil {
-			return hostDir, err
+			return err
 		}
 	}
 	for _, f := range etcFiles {
 		if err := mirror("/etc/"+f, r+"/etc/"+f, false); err != nil {
-			return hostDir, err
+			return err
 		}
 	}
 	for _, f := range devFiles {
 		if err := mirror("/dev/"+f, r+"/dev/"+f, false); err != nil {
-			return hostDir, err
+			return err
 		}
 	}
 	links := map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
 		"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2", "/dev/shm": "/tmp", "/var/tmp": "/tmp"}
 	for name, target := range links {
 		if err := os.Symlink(target, r+name); err != nil {
-			return hostDir, err
+			return err
 		}
 	}
 	if err := os.Mkdir(r+"/tmp", 0o1777); err != nil {
-		return hostDir, err
+		return err
 	}
 	if err := unix.Mount("proc", r+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=2"); err != nil {
-		return hostDir, fmt.Errorf("mounting /proc: %w", err)
+		return fmt.Errorf("mounting /proc: %w", err)
 	}
-	if err := chownDirs(r, owner, group); err != nil {
-		return hostDir, err
+	if owner != os.Getuid() || group != os.Getgid() {
+		if err := chownDirs(r, owner, group); err != nil {
+			return err
+		}
 	}
 	if err := unix.Chdir(r); err != nil {
-		return hostDir, err
+		return err
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
-		return hostDir, fmt.Errorf("pivot_root: %w", err)
+		return fmt.Errorf("pivot_root: %w", err)
 	}
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return hostDir, fmt.Errorf("detaching the host's root: %w", err)
+		return fmt.Errorf("detaching the host's root: %w", err)
 	}
 	if err := unix.Chdir("/"); err != nil {
-		return hostDir, err
+		return err
 	}
 	// Read-only for every run: only this mount is, the tmpfs stays
 	// writable for the mount points runs add in their own namespace.
 	if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|rootTmpfsFlags, ""); err != nil {
-		return hostDir, fmt.Errorf("making the root read-only: %w", err)
+		return fmt.Errorf("making the root read-only: %w", err)
 	}
-	return hostDir, nil
+	return nil
 }
 
 // mirror makes dst show src read-only: a symlink is copied as a symlink
@@ -231,6 +238,12 @@ func enterRun(base int, cm *callMounts) (err error) {
 			_ = leaveRun(base)
 		}
 	}()
+	return populate(cm)
+}
+
+// populate mounts the run's /tmp and attaches its paths, in the calling
+// thread's mount namespace, under the minimal root.
+func populate(cm *callMounts) error {
 	opts := "mode=1777"
 	if cm.tmpSize > 0 {
 		opts += ",size=" + strconv.FormatInt(cm.tmpSize, 10)

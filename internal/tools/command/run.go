@@ -157,7 +157,9 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 		if mounts, err = sb.runMounts(argv[0], s.host.workspace); err != nil {
 			return nil, fmt.Errorf("preparing the run's file system: %w", err)
 		}
-		defer closeTrees(mounts.trees) // attached or not, the descriptors go
+		if mounts != nil {
+			defer closeTrees(mounts.trees) // attached or not, the descriptors go
+		}
 	} else {
 		if tmp, err = s.tempDir(sb); err != nil {
 			return nil, fmt.Errorf("creating the private temporary directory: %w", err)
@@ -183,7 +185,7 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 	if err != nil {
 		return nil, err
 	}
-	if err := sb.launcher.start(cmd, runSetup{limits: sb.limits, mounts: mounts, cg: cg}); err != nil {
+	if err := sb.launcher.start(cmd, runSetup{limits: sb.launcherLimits(), mounts: mounts, cg: cg}); err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Wait()
 		}
