@@ -24,8 +24,9 @@ import (
 //     which it pivots into a minimal root (see root.go); for each run it
 //     enters a fresh copy of it with the run's /tmp and paths, clones the
 //     child (new PID, IPC, UTS and network namespaces) into it and goes
-//     back. Unprivileged, the child gets a user namespace mapping only the
-//     thread's own uid, with the same PID, IPC, UTS and network namespaces;
+//     back. Unprivileged, the child gets a user namespace mapping toold's
+//     uid (to 0) too, and runs toold's own binary as a shim that builds
+//     the same root in it and execs the command (shim.go);
 //   - cgroups: the stopped child (below) is moved into the run's cgroups
 //     before its first instruction;
 //   - rlimits: a child is started under ptrace, so it stops right after its
