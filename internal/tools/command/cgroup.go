@@ -311,24 +311,41 @@ func (ch *cgroupHost) limitWrites(dirs []string, lim callLimits) error {
 	return errors.Join(errs...)
 }
 
-// place moves pid into every leaf. It runs on a fresh goroutine, so on a
-// thread with toold's credentials, whatever thread calls it.
-func (rc *runCgroup) place(pid int) error {
+// procsFiles opens the leaves' cgroup.procs for place, on toold's side:
+// the kernel checks a move against the credentials the file was opened
+// with, and the launcher thread may run as the run-as uid, in a mount
+// namespace without /sys.
+func (rc *runCgroup) procsFiles() ([]int, error) {
 	if rc == nil {
-		return nil
+		return nil, nil
 	}
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		for _, d := range rc.dirs {
-			if err = os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-				err = fmt.Errorf("moving the command into its cgroup %s: %w", d, err)
-				break
-			}
+	var fds []int
+	for _, d := range rc.dirs {
+		fd, err := unix.Open(filepath.Join(d, "cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeFDs(fds)
+			return nil, fmt.Errorf("opening the run's cgroup %s: %w", d, err)
 		}
-		done <- err
-	}()
-	return <-done
+		fds = append(fds, fd)
+	}
+	return fds, nil
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
+// place moves pid into every leaf through files procsFiles opened.
+func place(fds []int, pid int) error {
+	b := []byte(strconv.Itoa(pid))
+	for _, fd := range fds {
+		if _, err := unix.Write(fd, b); err != nil {
+			return fmt.Errorf("moving the command into its cgroups: %w", err)
+		}
+	}
+	return nil
 }
 
 // kill ends every process in the run's cgroups and waits (up to killWait)

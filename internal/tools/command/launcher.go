@@ -28,7 +28,8 @@ import (
 //     uid (to 0) too, and runs toold's own binary as a shim that builds
 //     the same root in it and execs the command (shim.go);
 //   - cgroups: the stopped child (below) is moved into the run's cgroups
-//     before its first instruction;
+//     before its first instruction, through cgroup.procs files toold's
+//     side opened (the kernel checks the opener's credentials);
 //   - rlimits: a child is started under ptrace, so it stops right after its
 //     execve, before running a single instruction of the program; the
 //     thread (the tracer, which the kernel requires) sets its rlimits with
@@ -136,9 +137,9 @@ func (l *launcher) close() {
 
 // runSetup is what a run gets on top of its exec.Cmd.
 type runSetup struct {
-	limits []rlimit
-	mounts *callMounts // minimal root: the run's /tmp and paths
-	cg     *runCgroup  // the run's cgroups, nil when none
+	limits  []rlimit
+	mounts  *callMounts // minimal root: the run's /tmp and paths
+	cgProcs []int       // the run's cgroup.procs files, opened by toold
 }
 
 // start starts cmd on the launcher's thread. On error cmd.Process may be
@@ -196,7 +197,7 @@ func startStopped(cmd *exec.Cmd, rs runSetup) error {
 		cmd.Process = nil
 		return fmt.Errorf("the command ended before it started (%v)", ws)
 	}
-	if err := rs.cg.place(pid); err != nil {
+	if err := place(rs.cgProcs, pid); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		_ = unix.PtraceDetach(pid)
 		return err

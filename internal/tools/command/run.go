@@ -167,11 +167,16 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 		undo = append(undo, func() { _ = os.RemoveAll(tmp) })
 	}
 	var cg *runCgroup
+	var cgProcs []int
 	if sb.cg.usable() {
 		if cg, err = sb.cg.newRun(sb.call); err != nil {
 			return nil, err
 		}
 		undo = append(undo, cg.remove)
+		if cgProcs, err = cg.procsFiles(); err != nil {
+			return nil, err
+		}
+		defer closeFDs(cgProcs)
 	}
 	env := append(append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+runID), extraEnv...)
 	if !hasVar(env, "HOME") {
@@ -185,7 +190,7 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 	if err != nil {
 		return nil, err
 	}
-	if err := sb.launcher.start(cmd, runSetup{limits: sb.launcherLimits(), mounts: mounts, cg: cg}); err != nil {
+	if err := sb.launcher.start(cmd, runSetup{limits: sb.launcherLimits(), mounts: mounts, cgProcs: cgProcs}); err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Wait()
 		}
