@@ -162,8 +162,13 @@ func (sb *sandbox) enforcement(r Rlimits) map[string]string {
 	default:
 		e["processes"] = "not limited"
 	}
-	if s, ok := cg("cpu", "cpu.max", strconv.FormatFloat(r.CPUs, 'g', -1, 64)+" CPUs", r.CPUs > 0); ok {
-		e["cpus"] = s
+	quota := strconv.FormatInt(max(1000, int64(r.CPUs*100000)), 10)
+	if how, ok := sb.cg.has("cpu"); ok && r.CPUs > 0 {
+		file := "cpu.max=" + quota + " 100000"
+		if how == "cgroup v1" {
+			file = "cpu.cfs_quota_us=" + quota + " (period 100000)"
+		}
+		e["cpus"] = fmt.Sprintf("%s %s, %s CPUs for the whole run", how, file, strconv.FormatFloat(r.CPUs, 'g', -1, 64))
 	} else {
 		e["cpus"] = "not limited"
 	}
