@@ -55,6 +55,10 @@ const notIsolated = "none (not isolated)"
 // the launcher thread as root, by the shim without).
 func (sb *sandbox) minimalRoot() bool { return sb.mode == ModeNamespaces }
 
+// tmpfsTmp says whether a run's /tmp (and TMPDIR) is a tmpfs of its own:
+// the minimal root's, or bwrap's --tmpfs.
+func (sb *sandbox) tmpfsTmp() bool { return sb.minimalRoot() || sb.mode == ModeBwrap }
+
 // short is the containment in a few words, as every result carries it.
 func (sb *sandbox) short() string {
 	switch {
@@ -110,7 +114,7 @@ func (sb *sandbox) finish(h *host, r Rlimits) {
 			sb.procs = true
 		}
 	}
-	if sb.minimalRoot() {
+	if sb.tmpfsTmp() {
 		sb.tmpSize = max(r.TmpSize, 0)
 	}
 	sb.enforced = sb.enforcement(r)
@@ -173,9 +177,9 @@ func (sb *sandbox) enforcement(r Rlimits) map[string]string {
 		e["cpus"] = "not limited"
 	}
 	switch {
-	case sb.minimalRoot() && sb.tmpSize > 0:
+	case sb.tmpfsTmp() && sb.tmpSize > 0:
 		e["tmp"] = fmt.Sprintf("private tmpfs /tmp of %d bytes, gone with the run", sb.tmpSize)
-	case sb.minimalRoot():
+	case sb.tmpfsTmp():
 		e["tmp"] = "private tmpfs /tmp, gone with the run (size not capped)"
 	default:
 		e["tmp"] = "private TMPDIR removed after the run (size not capped; file size per process)"
@@ -268,7 +272,11 @@ func (sb *sandbox) bwrapArgs(program, dir, workspace, tmp string) []string {
 			a = append(a, "--ro-bind", d, d)
 		}
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--perms", "1777")
+	if sb.tmpSize > 0 {
+		a = append(a, "--size", strconv.FormatInt(sb.tmpSize, 10))
+	}
+	a = append(a, "--tmpfs", "/tmp")
 	for _, p := range sb.roPaths {
 		a = append(a, "--ro-bind-try", p, p)
 	}
@@ -279,7 +287,11 @@ func (sb *sandbox) bwrapArgs(program, dir, workspace, tmp string) []string {
 	if sb.writable {
 		bind = "--bind"
 	}
-	return append(a, bind, workspace, workspace, "--bind", tmp, tmp, "--chdir", dir)
+	a = append(a, bind, workspace, workspace)
+	if tmp != "/tmp" {
+		a = append(a, "--bind", tmp, tmp) // the probe's host directory
+	}
+	return append(a, "--chdir", dir)
 }
 
 func underAny(path string, dirs []string) bool {

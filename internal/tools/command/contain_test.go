@@ -219,7 +219,7 @@ func TestLimitsPerRun(t *testing.T) {
 				tc.Rlimits.FileSize = -1
 				tc.Rlimits.TmpSize = 32 << 20
 				s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}})
-				if !s.tools[0].(*declared).sb.minimalRoot() {
+				if !s.tools[0].(*declared).sb.tmpfsTmp() {
 					t.Skipf("containment %s: TMPDIR is a host directory, not size-capped (documented; file size is limited per process)", m)
 				}
 				r, err := call(t, tool(t, s, "tmp"), map[string]any{}, 20*time.Second)

@@ -152,7 +152,7 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 		}
 	}()
 	var mounts *callMounts
-	if sb.minimalRoot() {
+	if sb.tmpfsTmp() {
 		tmp = "/tmp" // the run's own tmpfs
 		if mounts, err = sb.runMounts(argv[0], s.host.workspace); err != nil {
 			return nil, fmt.Errorf("preparing the run's file system: %w", err)
@@ -198,7 +198,7 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 		return nil, startError(argv[0], err)
 	}
 	p.closeChildEnds()
-	if sb.minimalRoot() {
+	if sb.tmpfsTmp() {
 		tmp = ""
 	}
 	return &launched{cmd: cmd, pipes: p, tmp: tmp, cg: cg,
