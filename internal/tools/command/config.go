@@ -57,6 +57,19 @@ type Rlimits struct {
 	// 256). It holds only where commands run under a uid of their own:
 	// toold root with run_as (none, namespaces), or bwrap's user namespace.
 	Processes int `yaml:"processes" validate:"gte=-1,lte=1048576"`
+
+	// Per run (every process of one call together), enforced by the run's
+	// cgroups where toold can create them (root, or a delegated cgroup v2
+	// subtree); each result's "limits" says what held. With cgroups,
+	// Processes above is the run's pids.max rather than a per-uid rlimit.
+
+	// Memory bounds the run's memory, its /tmp included (default 1 GiB).
+	Memory int64 `yaml:"memory" validate:"gte=-1"`
+	// CPUs bounds the run's CPU bandwidth, in CPUs (default 1).
+	CPUs float64 `yaml:"cpus" validate:"gte=-1"`
+	// TmpSize caps the run's private /tmp, a tmpfs under namespaces as
+	// root (default 64 MiB).
+	TmpSize int64 `yaml:"tmp_size" validate:"gte=-1"`
 }
 
 // Sandbox is the isolation settings a declarative tool and
@@ -196,6 +209,9 @@ const (
 	defaultFileSize       = 10 << 20
 	defaultOpenFiles      = 1024
 	defaultProcesses      = 256
+	defaultMemory         = 1 << 30
+	defaultCPUs           = 1
+	defaultTmpSize        = 64 << 20
 	defaultPath           = "/usr/local/bin:/usr/bin:/bin"
 )
 
@@ -215,6 +231,15 @@ func (r Rlimits) merge(d Rlimits) Rlimits {
 	}
 	if r.Processes == 0 {
 		r.Processes = d.Processes
+	}
+	if r.Memory == 0 {
+		r.Memory = d.Memory
+	}
+	if r.CPUs == 0 {
+		r.CPUs = d.CPUs
+	}
+	if r.TmpSize == 0 {
+		r.TmpSize = d.TmpSize
 	}
 	return r
 }
@@ -236,5 +261,6 @@ func (r Rlimits) unboundedUnlessSet() Rlimits {
 
 func defaultRlimits() Rlimits {
 	return Rlimits{CPU: defaultCPU, AddressSpace: defaultAddressSpace, FileSize: defaultFileSize,
-		OpenFiles: defaultOpenFiles, Processes: defaultProcesses}
+		OpenFiles: defaultOpenFiles, Processes: defaultProcesses,
+		Memory: defaultMemory, CPUs: defaultCPUs, TmpSize: defaultTmpSize}
 }

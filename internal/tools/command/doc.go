@@ -10,24 +10,27 @@
 // (the command is killed at the cap) and streamed through Call.Emit as
 // valid UTF-8.
 //
-// Containment, per tool:
+// Containment, per tool (docs/security.md, "Containment"):
 //
-//   - none: only the above. When toold is root, commands still run as the
-//     run-as uid (65534), which makes the process-count limit hold. A
-//     process that leaves the group (setsid) is found by its TOOLD_RUN_ID
-//     variable and killed when the command is stopped; the network is not
-//     isolated.
-//   - namespaces (root): new PID, mount, IPC, UTS and (unless the tool
-//     allows the network) network namespaces, the workspace read-only
-//     unless the tool may write, /proc showing only the command's own uid,
-//     and the run-as uid. The command is the init of its PID namespace, so
-//     nothing it starts outlives it.
-//   - bwrap (unprivileged hosts): bubblewrap with --unshare-all
-//     --die-with-parent --new-session, read-only system directories, the
-//     workspace read-write only if the tool allows, --share-net only if the
-//     network is allowed.
-//   - auto: namespaces when toold is root and they work, else bwrap when
-//     it works, else none; Set.Describe says which and why.
+//   - none (explicit only): only the above; every result says "none (not
+//     isolated)". When toold is root, commands still run as the run-as uid
+//     (65534). The network and the host's file system are not isolated.
+//   - namespaces: new PID, IPC, UTS and (unless the tool allows the
+//     network) network namespaces. As root, a minimal root (system
+//     directories, a few files of /etc, the workspace read-only unless the
+//     tool may write) with a size-capped tmpfs /tmp per run, and the run-as
+//     uid. Not root, an unprivileged user namespace mapping toold's uid,
+//     over the host's file system.
+//   - bwrap: bubblewrap with --unshare-all --die-with-parent --new-session,
+//     read-only system directories, the workspace read-write only if the
+//     tool allows, --share-net only if the network is allowed.
+//   - auto: namespaces when toold is root, else bwrap, else namespaces in
+//     a user namespace; never none: without a sandbox the tool does not
+//     start. Set.Describe says which and why.
+//
+// Every run also gets cgroups of its own when toold can make them (see
+// cgroup.go): the limits on memory, processes and CPU then hold for the
+// whole call, and everything the run started is killed when it ends.
 //
 // A command tool whose program is git runs with the repository's
 // program-naming settings overridden (git.go); execute_command parses a

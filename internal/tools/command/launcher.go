@@ -3,6 +3,7 @@ package command
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 
@@ -19,10 +20,16 @@ import (
 //     set to create the namespaces, a capability execve then drops;
 //   - no_new_privs: set on the thread and inherited, so no command gains
 //     privileges through a setuid binary;
-//   - namespaces mode: the thread has a private mount namespace in which the
-//     workspace is remounted read-only (unless the profile may write) and
-//     /proc is a fresh instance with hidepid=2; each child gets a copy of it
-//     plus new PID, IPC and network namespaces;
+//   - namespaces mode (root): the thread has a private mount namespace in
+//     which it pivots into a minimal root (see root.go); for each run it
+//     enters a fresh copy of it with the run's /tmp and paths, clones the
+//     child (new PID, IPC, UTS and network namespaces) into it and goes
+//     back. Unprivileged, the child gets a user namespace mapping toold's
+//     uid (to 0) too, and runs toold's own binary as a shim that builds
+//     the same root in it and execs the command (shim.go);
+//   - cgroups: the stopped child (below) is moved into the run's cgroups
+//     before its first instruction, through cgroup.procs files toold's
+//     side opened (the kernel checks the opener's credentials);
 //   - rlimits: a child is started under ptrace, so it stops right after its
 //     execve, before running a single instruction of the program; the
 //     thread (the tracer, which the kernel requires) sets its rlimits with
@@ -39,21 +46,26 @@ type launcher struct {
 	reqs chan func()
 	stop chan struct{}
 	done chan struct{}
+	// Set by the thread before it is ready (minimal root only).
+	rootDir string // the host directory the root was built at
+	baseNS  int    // the thread's mount namespace, to come back to
 }
 
 // profile is what a launcher thread sets up.
 type profile struct {
-	mode      Mode
-	workspace string // resolved, absolute
-	writable  bool   // namespaces: leave the workspace writable
-	drop      bool   // switch to uid/gid (toold is root)
-	uid, gid  int
+	mode     Mode
+	drop     bool // switch to uid/gid (toold is root)
+	uid, gid int
+	userns   bool // namespaces without root: a user namespace per child
 }
+
+// minimalRoot says whether the profile's thread pivots into a minimal root.
+func (p profile) minimalRoot() bool { return p.mode == ModeNamespaces && !p.userns }
 
 var errClosed = errors.New("command tools are closed")
 
 func newLauncher(p profile) (*launcher, error) {
-	l := &launcher{reqs: make(chan func()), stop: make(chan struct{}), done: make(chan struct{})}
+	l := &launcher{reqs: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), baseNS: -1}
 	ready := make(chan error, 1)
 	go l.loop(p, ready)
 	if err := <-ready; err != nil {
@@ -88,7 +100,7 @@ func (l *launcher) serve(p profile, ready chan<- error, locked chan<- struct{}) 
 		ready <- errors.New("launcher: landed on the main thread")
 		return
 	}
-	if err := prepareThread(p); err != nil {
+	if err := l.prepareThread(p); err != nil {
 		ready <- err
 		return
 	}
@@ -111,21 +123,59 @@ func (l *launcher) close() {
 		close(l.stop)
 	}
 	<-l.done
+	if l.baseNS >= 0 {
+		_ = unix.Close(l.baseNS)
+		l.baseNS = -1
+	}
+	if l.rootDir != "" {
+		// Only the thread's namespace had the tmpfs on it: on the host it
+		// is an empty directory.
+		_ = os.Remove(l.rootDir)
+		l.rootDir = ""
+	}
 }
 
-// start starts cmd on the launcher's thread with the given rlimits. On
-// error cmd.Process may be set (the child was killed): the caller reaps it.
-func (l *launcher) start(cmd *exec.Cmd, limits []rlimit) error {
+// runSetup is what a run gets on top of its exec.Cmd.
+type runSetup struct {
+	limits  []rlimit
+	mounts  *callMounts // minimal root: the run's /tmp and paths
+	cgProcs []int       // the run's cgroup.procs files, opened by toold
+}
+
+// start starts cmd on the launcher's thread. On error cmd.Process may be
+// set (the child was killed): the caller reaps it.
+func (l *launcher) start(cmd *exec.Cmd, rs runSetup) error {
 	errc := make(chan error, 1)
 	select {
-	case l.reqs <- func() { errc <- startStopped(cmd, limits) }:
+	case l.reqs <- func() { errc <- l.startRun(cmd, rs) }:
 		return <-errc
 	case <-l.stop:
 		return errClosed
 	}
 }
 
-func startStopped(cmd *exec.Cmd, limits []rlimit) error {
+// startRun runs on the thread: the run's mount namespace (minimal root),
+// the child, and back.
+func (l *launcher) startRun(cmd *exec.Cmd, rs runSetup) error {
+	if l.baseNS < 0 {
+		return startStopped(cmd, rs)
+	}
+	cm := rs.mounts
+	if cm == nil {
+		cm = &callMounts{}
+	}
+	if err := enterRun(l.baseNS, cm); err != nil {
+		return err
+	}
+	err := startStopped(cmd, rs)
+	if lerr := leaveRun(l.baseNS); lerr != nil {
+		// The thread cannot serve another run from the wrong namespace.
+		panic("command: " + lerr.Error())
+	}
+	return err
+}
+
+func startStopped(cmd *exec.Cmd, rs runSetup) error {
 	cmd.SysProcAttr.Ptrace = true
 	if err := cmd.Start(); err != nil {
 		return err
@@ -147,7 +197,12 @@ func startStopped(cmd *exec.Cmd, limits []rlimit) error {
 		cmd.Process = nil
 		return fmt.Errorf("the command ended before it started (%v)", ws)
 	}
-	for _, r := range limits {
+	if err := place(rs.cgProcs, pid); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		_ = unix.PtraceDetach(pid)
+		return err
+	}
+	for _, r := range rs.limits {
 		v := r.value
 		if err := unix.Prlimit(pid, r.resource, &v, nil); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
@@ -163,14 +218,26 @@ func startStopped(cmd *exec.Cmd, limits []rlimit) error {
 }
 
 // prepareThread runs on the locked thread, once.
-func prepareThread(p profile) error {
-	if p.mode == ModeNamespaces {
-		if err := privateMounts(p); err != nil {
+func (l *launcher) prepareThread(p profile) error {
+	if p.minimalRoot() {
+		if err := privateMounts(); err != nil {
+			return err
+		}
+		owner, group := os.Getuid(), os.Getgid()
+		if p.drop {
+			owner, group = p.uid, p.gid
+		}
+		dir, err := buildRoot(owner, group)
+		l.rootDir = dir
+		if err != nil {
+			return fmt.Errorf("building the minimal root: %w", err)
+		}
+		if l.baseNS, err = openOwnMountNS(); err != nil {
 			return err
 		}
 	}
 	if p.drop {
-		if err := dropCredentials(p.uid, p.gid, p.mode == ModeNamespaces); err != nil {
+		if err := dropCredentials(p.uid, p.gid, p.minimalRoot()); err != nil {
 			return err
 		}
 	}
@@ -180,7 +247,7 @@ func prepareThread(p profile) error {
 	return nil
 }
 
-func privateMounts(p profile) error {
+func privateMounts() error {
 	// CLONE_FS comes with CLONE_NEWNS: the thread stops sharing its root
 	// and cwd with the rest of toold, which then never sees these mounts.
 	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
@@ -189,33 +256,13 @@ func privateMounts(p profile) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
-	if !p.writable {
-		if err := bindReadOnly(p.workspace); err != nil {
-			return fmt.Errorf("mounting the workspace read-only: %w", err)
-		}
-	}
-	// A /proc of its own that shows a command only its own uid's
-	// processes: toold's and other users' command lines stay hidden.
-	// Best effort: without it commands see the host's /proc (as nobody).
-	_ = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=2")
 	return nil
-}
-
-func bindReadOnly(path string) error {
-	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return err
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return err
-	}
-	// A remount must keep the locked flags of the original mount.
-	keep := uintptr(st.Flags) & (unix.ST_NOSUID | unix.ST_NODEV | unix.ST_NOEXEC | unix.ST_NOATIME | unix.ST_NODIRATIME | unix.ST_RELATIME)
-	return unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|keep, "")
 }
 
 // dropCredentials changes this thread's credentials only: the raw
 // syscalls, unlike syscall.Setuid, do not touch toold's other threads.
+// keepSysAdmin keeps CAP_SYS_ADMIN (namespaces, mounts) and CAP_SYS_CHROOT
+// (setns back to the minimal root), which a child's execve drops.
 func dropCredentials(uid, gid int, keepSysAdmin bool) error {
 	if keepSysAdmin {
 		if err := unix.Prctl(unix.PR_SET_KEEPCAPS, 1, 0, 0, 0); err != nil {
@@ -236,8 +283,8 @@ func dropCredentials(uid, gid int, keepSysAdmin bool) error {
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
-	data[0].Effective = 1 << unix.CAP_SYS_ADMIN
-	data[0].Permitted = 1 << unix.CAP_SYS_ADMIN
+	data[0].Effective = 1<<unix.CAP_SYS_ADMIN | 1<<unix.CAP_SYS_CHROOT
+	data[0].Permitted = 1<<unix.CAP_SYS_ADMIN | 1<<unix.CAP_SYS_CHROOT
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("capset: %w", err)
 	}

@@ -37,6 +37,7 @@ type Process struct {
 	Stdout io.ReadCloser
 
 	k    *killer
+	cg   *runCgroup
 	tmp  string
 	sb   *sandbox
 	done chan struct{}
@@ -69,7 +70,7 @@ func (s *Set) Start(spec ProcessSpec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := &Process{Stdin: l.pipes.inW, Stdout: l.pipes.outR, k: l.k, tmp: l.tmp, sb: sb, done: make(chan struct{})}
+	pr := &Process{Stdin: l.pipes.inW, Stdout: l.pipes.outR, k: l.k, cg: l.cg, tmp: l.tmp, sb: sb, done: make(chan struct{})}
 	go pr.collectStderr(l.pipes.errR)
 	go func() {
 		pr.err = l.cmd.Wait()
@@ -133,6 +134,7 @@ func (p *Process) Stop(grace time.Duration) {
 		// Descendants may outlive the leader, and fork while the group is
 		// signalled: kill repeats until the group is empty, as for a run.
 		p.k.kill(unix.SIGKILL)
+		p.cg.remove()
 		_ = p.Stdout.Close()
 		_ = os.RemoveAll(p.tmp)
 	})

@@ -55,6 +55,13 @@ type Result struct {
 	// an array of strings); ParseError says why it could not be.
 	Parsed     any    `json:"parsed,omitempty"`
 	ParseError string `json:"parse_error,omitempty"`
+	// Containment is how the command was isolated: namespaces, bwrap, or
+	// "none (not isolated)" when the operator chose none.
+	Containment string `json:"containment"`
+	// Limits says, per limit (memory, processes, cpus, cpu_time,
+	// address_space, file_size, open_files, tmp, descendants), what
+	// enforced it for this run, or that nothing did.
+	Limits map[string]string `json:"limits"`
 }
 
 // runReq is one command to run in a sandbox.
@@ -107,9 +114,12 @@ func (s *Set) run(ctx context.Context, call *tools.Call, sb *sandbox, req runReq
 		emit = call.Emit
 	}
 	res, err := supervise(ctx, l.cmd, l.pipes, sb, req, emit, l.k, &st)
+	// Whatever the command left running ends with the run.
+	l.cg.remove()
 	endProcessSpan(span, res)
 	if res != nil {
 		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		res.Containment, res.Limits = sb.short(), sb.enforced
 	}
 	return res, st, err
 }
@@ -120,8 +130,9 @@ func (s *Set) run(ctx context.Context, call *tools.Call, sb *sandbox, req runReq
 type launched struct {
 	cmd   *exec.Cmd
 	pipes *pipes
-	tmp   string
-	k     *killer // its process group, and its run's marker
+	tmp   string     // "" under the minimal root: its /tmp goes with it
+	k     *killer    // its process group, and its run's marker
+	cg    *runCgroup // its cgroups, nil when there are none; the caller removes them
 }
 
 // launch starts argv (argv[0] absolute) in dir under sb, as a command tool
@@ -129,11 +140,43 @@ type launched struct {
 // too unless the sandbox sets it), TOOLD_RUN_ID marking its processes, the
 // default PATH unless set, its own pipes (stdin: a pipe, else /dev/null),
 // and the sandbox's launcher. On failure nothing is left behind.
-func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEnv ...string) (*launched, error) {
+func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEnv ...string) (l *launched, err error) {
 	runID := newRunID()
-	tmp, err := s.tempDir(sb)
-	if err != nil {
-		return nil, fmt.Errorf("creating the private temporary directory: %w", err)
+	var tmp string
+	undo := []func(){}
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	var mounts *callMounts
+	if sb.tmpfsTmp() {
+		tmp = "/tmp" // the run's own tmpfs
+		if mounts, err = sb.runMounts(argv[0], s.host.workspace); err != nil {
+			return nil, fmt.Errorf("preparing the run's file system: %w", err)
+		}
+		if mounts != nil {
+			defer closeTrees(mounts.trees) // attached or not, the descriptors go
+		}
+	} else {
+		if tmp, err = s.tempDir(sb); err != nil {
+			return nil, fmt.Errorf("creating the private temporary directory: %w", err)
+		}
+		undo = append(undo, func() { _ = os.RemoveAll(tmp) })
+	}
+	var cg *runCgroup
+	var cgProcs []int
+	if sb.cg.usable() {
+		if cg, err = sb.cg.newRun(sb.call); err != nil {
+			return nil, err
+		}
+		undo = append(undo, cg.remove)
+		if cgProcs, err = cg.procsFiles(); err != nil {
+			return nil, err
+		}
+		defer closeFDs(cgProcs)
 	}
 	env := append(append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+runID), extraEnv...)
 	if !hasVar(env, "HOME") {
@@ -145,20 +188,21 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 	cmd := sb.command(argv, dir, s.host.workspace, tmp, env)
 	p, err := openPipes(cmd, stdin)
 	if err != nil {
-		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
-	if err := sb.launcher.start(cmd, sb.limits); err != nil {
+	if err := sb.launcher.start(cmd, runSetup{limits: sb.launcherLimits(), mounts: mounts, cgProcs: cgProcs}); err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Wait()
 		}
 		p.closeAll()
-		_ = os.RemoveAll(tmp)
 		return nil, startError(argv[0], err)
 	}
 	p.closeChildEnds()
-	return &launched{cmd: cmd, pipes: p, tmp: tmp,
-		k: &killer{pgid: cmd.Process.Pid, sweep: sb.mode == ModeNone, runID: runID}}, nil
+	if sb.tmpfsTmp() {
+		tmp = ""
+	}
+	return &launched{cmd: cmd, pipes: p, tmp: tmp, cg: cg,
+		k: &killer{pgid: cmd.Process.Pid, sweep: sb.mode == ModeNone && cg == nil, runID: runID, cg: cg}}, nil
 }
 
 // supervise waits for the command, its output and its deadlines.
@@ -330,6 +374,7 @@ func (p *pipes) closeAll() {
 // passes, each step skipped once the process has exited; supervise runs
 // the steps among a run's other events, stop runs them alone.
 type killer struct {
+	cg        *runCgroup // when set, killing ends the whole cgroup
 	pgid      int
 	sweep     bool // containment none: also find escaped processes by marker
 	runID     string
@@ -382,6 +427,9 @@ func (k *killer) kill(sig unix.Signal) {
 			break // ESRCH: nobody left in the group
 		}
 		time.Sleep(time.Millisecond)
+	}
+	if sig == unix.SIGKILL {
+		k.cg.kill()
 	}
 	if k.sweep {
 		k.sweepMarked()

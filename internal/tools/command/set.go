@@ -91,7 +91,7 @@ func New(cfg Config, workspace string, log *zap.Logger) (*Set, error) {
 
 func newHost(cfg Config, ws string) *host {
 	h := &host{root: os.Geteuid() == 0, uid: DefaultUID, gid: DefaultUID, workspace: ws,
-		launchers: map[launchKey]*launcher{}}
+		launchers: map[Mode]*launcher{}}
 	if cfg.RunAs.UID != nil {
 		h.uid = *cfg.RunAs.UID
 	}
@@ -99,9 +99,6 @@ func newHost(cfg Config, ws string) *host {
 		h.gid = *cfg.RunAs.GID
 	}
 	h.bwrap, h.bwrapErr = findBwrap(cfg.Bwrap)
-	if !h.root {
-		h.nsErr = errors.New("namespaces need root (CAP_SYS_ADMIN); use bwrap on unprivileged hosts")
-	}
 	return h
 }
 
@@ -121,7 +118,8 @@ func (s *Set) Close() error {
 		for _, l := range s.host.launchers {
 			l.close()
 		}
-		s.host.launchers = map[launchKey]*launcher{}
+		s.host.launchers = map[Mode]*launcher{}
+		s.host.cg.close()
 		s.host.mu.Unlock()
 	}
 	if s.tmpBase != "" {
@@ -143,7 +141,7 @@ func (s *Set) sandbox(c Sandbox) (*sandbox, error) {
 	default:
 		return nil, fmt.Errorf("containment %q is not one of auto, none, namespaces, bwrap", want)
 	}
-	mode, why, l, err := s.host.resolve(want, c.WorkspaceWritable)
+	mode, why, l, err := s.host.resolve(want)
 	if err != nil {
 		return nil, fmt.Errorf("containment %s: %w", want, err)
 	}
@@ -151,12 +149,15 @@ func (s *Set) sandbox(c Sandbox) (*sandbox, error) {
 	drop := h.root && h.uid != 0
 	sb := &sandbox{mode: mode, reason: why, launcher: l, bwrap: h.bwrap, network: c.Network,
 		writable: c.WorkspaceWritable, roPaths: c.ReadOnlyPaths, drop: drop, uid: h.uid, gid: h.gid,
-		procs: drop || (mode == ModeBwrap && !h.root), maxOut: firstPositive(c.MaxOutputBytes, s.cfg.MaxOutputBytes, DefaultMaxOutputBytes),
+		userns: mode == ModeNamespaces && !h.root,
+		procs:  drop || (mode == ModeBwrap && !h.root), maxOut: firstPositive(c.MaxOutputBytes, s.cfg.MaxOutputBytes, DefaultMaxOutputBytes),
 		grace: s.cfg.KillGrace, env: buildEnv(c.EnvAllow, c.Env)}
 	if sb.grace <= 0 {
 		sb.grace = DefaultKillGrace
 	}
-	sb.limits = c.Rlimits.merge(s.cfg.Rlimits).merge(defaultRlimits()).list(sb.procs)
+	lim := c.Rlimits.merge(s.cfg.Rlimits).merge(defaultRlimits())
+	sb.finish(h, lim)
+	sb.limits = lim.list(sb.procs && !sb.pidsByCgroup())
 	for _, p := range c.ReadOnlyPaths {
 		if !filepath.IsAbs(p) {
 			return nil, fmt.Errorf("read_only_paths: %q is not absolute", p)
