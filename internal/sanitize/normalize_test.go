@@ -1,0 +1,270 @@
+package sanitize
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+const (
+	encToken  = "ghp_R8hTq2ZLmV5xW0cNs4Ye7Kd1Fa9Pb3Gu6Jo0"
+	awsKeyID = "AKIAQYLPMN5HHHFPZAM2"
+)
+
+func pctAll(s string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		fmt.Fprintf(&b, "%%%02X", s[i])
+	}
+	return b.String()
+}
+
+func mapChars(s string, f func(c byte) string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		b.WriteString(f(s[i]))
+	}
+	return b.String()
+}
+
+// every inserts sep after every n-th byte of s.
+func every(s string, n int, sep string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		if i > 0 && i%n == 0 {
+			b.WriteString(sep)
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func b64(s string) string    { return base64.StdEncoding.EncodeToString([]byte(s)) }
+func b64raw(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) }
+func b64URLEnc(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }
+
+// encodedCases are secrets in every encoding the views decode; each
+// passed the detectors verbatim before views existed.
+func encodedCases() []struct{ name, enc, kind string } {
+	pem := "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1x2y3z4\nAbCdEfGh\n-----END RSA PRIVATE KEY-----\n"
+	// "??>" and "~~~" put '/', '+' (std) or '_', '-' (url) in the encoding.
+	urlText := "token ??>" + encToken + " ~~~"
+	return []struct{ name, enc, kind string }{
+		{"base64 std", b64("token: " + encToken + "\n"), "github_token"},
+		{"base64 std unpadded", b64raw("key " + awsKeyID + " x"), "aws_access_key_id"},
+		{"base64 url", b64URLEnc(urlText), "github_token"},
+		{"base64 of a k8s private key", b64(pem), "private_key"},
+		{"hex", hex.EncodeToString([]byte("id=" + awsKeyID)), "aws_access_key_id"},
+		{"percent all", pctAll(encToken), "github_token"},
+		{"percent underscore", strings.Replace(encToken, "_", "%5F", 1), "github_token"},
+		{"percent lower hex", strings.ToLower(pctAll(awsKeyID)), "aws_access_key_id"},
+		{`\u all`, mapChars(encToken, func(c byte) string { return fmt.Sprintf(`\u%04x`, c) }), "github_token"},
+		{`\u underscore`, strings.Replace(encToken, "_", `\u005F`, 1), "github_token"},
+		{`\u{}`, mapChars(awsKeyID, func(c byte) string { return fmt.Sprintf(`\u{%x}`, c) }), "aws_access_key_id"},
+		{`\U`, strings.Replace(encToken, "_", `\U0000005f`, 1), "github_token"},
+		{`\x`, mapChars(encToken, func(c byte) string { return fmt.Sprintf(`\x%02x`, c) }), "github_token"},
+		{"html named", strings.Replace(encToken, "_", "&lowbar;", 1), "github_token"},
+		{"html decimal", mapChars(encToken, func(c byte) string { return fmt.Sprintf("&#%d;", c) }), "github_token"},
+		{"html decimal no semicolons", mapChars(awsKeyID, func(c byte) string { return fmt.Sprintf("&#%d", c) }) + " ", "aws_access_key_id"},
+		{"html hex", mapChars(encToken, func(c byte) string { return fmt.Sprintf("&#x%x;", c) }), "github_token"},
+		{"zero-width space", every(encToken, 5, "\u200b"), "github_token"},
+		{"zero-width joiner", every(awsKeyID, 3, "\u200d"), "aws_access_key_id"},
+		{"soft hyphen", every(encToken, 4, "\u00ad"), "github_token"},
+		{"word joiner and BOM", every(awsKeyID, 2, "\u2060\ufeff"), "aws_access_key_id"},
+		{"html soft hyphen", every(encToken, 6, "&shy;"), "github_token"},
+		{"escaped zero-width space", every(encToken, 6, `\u200B`), "github_token"},
+		{"mixed encodings", "ghp" + `\u005f` + encToken[4:10] + "%41"[:0] + pctAll(encToken[10:20]) + "&#x" + fmt.Sprintf("%x", encToken[20]) + ";" + every(encToken[21:], 3, "\u200c"), "github_token"},
+		{"base64 of percent-encoded", b64("t=" + pctAll(encToken)), "github_token"},
+		{"percent-encoded base64", pctAll(b64("t: " + encToken)), "github_token"},
+		{"double-escaped JSON", strings.Replace(encToken, "_", `\\u005f`, 1), "github_token"},
+		{"assignment behind an entity", "password&#61;Tr0ub4dor&amp;3", "password"},
+		{"e-mail behind an entity", "jane.doe&#64;example.org", "email"},
+		{"URL password behind escaped slashes", `postgres:\/\/app:s3cr3tpw@db\/shop`, "url_password"},
+	}
+}
+
+// TestEncodedSecretsAreRedacted: each encoded secret is redacted whole, by
+// its kind, with the text around it kept, in RedactString, Output, and a
+// stream written byte by byte; neither the encoding nor the decoded secret
+// is left.
+func TestEncodedSecretsAreRedacted(t *testing.T) {
+	s := newTB(t, Config{})
+	for _, tc := range encodedCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasPrefix(tc.name, "base64 url") && !strings.ContainsAny(tc.enc, "-_") {
+				t.Fatalf("%q is not in the URL alphabet", tc.enc)
+			}
+			in := "before " + tc.enc + " after"
+			outs := map[string]string{"RedactString": s.RedactString("run_command", in)}
+			data, _ := json.Marshal(map[string]string{"stdout": in})
+			out, rep, _ := s.Output(context.Background(), commandSpec, data)
+			var got map[string]string
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatal(err)
+			}
+			outs["Output"] = got["stdout"]
+			if rep.ByKind[tc.kind] == 0 {
+				t.Errorf("Output report %+v lacks %s", rep, tc.kind)
+			}
+			var buf bytes.Buffer
+			r := s.NewStreamRedactor(&buf, "run_command")
+			for i := range len(in) {
+				_, _ = r.Write([]byte{in[i]})
+			}
+			_ = r.Flush()
+			outs["Stream"] = buf.String()
+			for path, got := range outs {
+				if !strings.HasPrefix(got, "before ") || !strings.HasSuffix(got, " after") ||
+					!strings.Contains(got, "[REDACTED:"+tc.kind+"]") {
+					t.Errorf("%s: %q\n -> %q", path, in, got)
+				}
+				for _, leak := range []string{encToken, encToken[4:], awsKeyID, tc.enc, "Tr0ub4dor", "jane.doe", "s3cr3tpw", "MIIEowIBAAKCAQEA"} {
+					if strings.Contains(got, leak) && !strings.Contains(in, "[REDACTED") {
+						t.Errorf("%s leaks %q: %q", path, leak, got)
+					}
+				}
+			}
+			if again := s.RedactString("run_command", outs["RedactString"]); again != outs["RedactString"] {
+				t.Errorf("not idempotent: %q -> %q", outs["RedactString"], again)
+			}
+		})
+	}
+}
+
+// TestEncodingsInCleanText: escapes, entities and base64 that hide no
+// secret are left exactly as they are.
+func TestEncodingsInCleanText(t *testing.T) {
+	s := newTB(t, withIP)
+	png := make([]byte, 300)
+	for i := range png {
+		png[i] = byte(i*7 + i*i*13)
+	}
+	cases := []string{
+		"GET https://example.com/search?q=hello%20world&lang=en%2DGB HTTP/1.1",
+		"100% of 50%; 3%XX of %zz",
+		`{"msg":"line one\nline two\ttab \"quoted\" \u00e9t\u00e9 \ud83d\ude00","path":"C:\\Users\\me"}`,
+		`fmt.Printf("%s\n", x) // \x41 means A, \u2026 an ellipsis`,
+		"<p>Tom &amp; Jerry &lt;3 &copy; 2024 &#8212; caf&eacute; &unknown; & more</p>",
+		"data:image/png;base64," + base64.StdEncoding.EncodeToString(png),
+		"sha256:" + strings.Repeat("9f86d081884c7d659a2feaa0c55ad015", 2),
+		"commit 3f2a9c8e1b7d4a6f0e5c2b9a8d7e6f5a4b3c2d1e",
+		"uuid 123e4567-e89b-12d3-a456-426614174000",
+		"go.sum: golang.org/x/text v0.14.0 h1:ScX5w1eTa3QqT8oi6+ziP7dTV1S2+ALU0bI+0zXKWiQ=",
+		b64("just some harmless text, nothing to see here"),
+		hex.EncodeToString([]byte("harmless words in hex")),
+		"TestEncodedSecretsAreRedactedEverywhere internal/sanitize/normalize_test.go",
+		"soft\u00adhyphen\u200bjoined text stays as written",
+		"word\u2060joiner and a trailing lone \\u and &# and %",
+	}
+	for _, in := range cases {
+		if got := s.RedactString("run_command", in); got != in {
+			t.Errorf("%q\n -> %q", in, got)
+		}
+	}
+}
+
+// TestViewDecoding pins the decoder itself: what each escape becomes and
+// the spans it maps back to.
+func TestViewDecoding(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"a%41b", "aAb"},
+		{`\ud83d\ude00!`, "😀!"},
+		{`\ud83d alone`, `\ud83d alone`}, // a lone surrogate is not decoded
+		{`\u{1F600}`, "😀"},
+		{`\x41\x4A`, "AJ"},
+		{`a\\b\/c`, `a\b/c`},
+		{"&#65;&#x42;&#X43&amp;&lt;", "ABC&<"},
+		{"&#0; &#;", "&#0; &#;"},
+		{"a\u200bb\u00adc\ufeffd", "abcd"},
+		{"x " + b64("hello there, a text!") + " y", "x hello there, a text! y"},
+	}
+	for _, tc := range cases {
+		var v view
+		changed := v.decode(tc.in, 0, false) == 0
+		got := tc.in
+		if changed {
+			got = string(v.b)
+		}
+		if got != tc.want {
+			t.Errorf("%q -> %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	var v view
+	in := "ab%41" + b64("a view of some text") + "z"
+	v.decode(in, 0, false)
+	if v.start[2] != 2 || v.end[2] != 5 || v.start[3] != 5 || v.end[3] != int32(len(in)-1) || v.start[len(v.b)-1] != int32(len(in)-1) {
+		t.Errorf("spans %v %v", v.start, v.end)
+	}
+}
+
+// FuzzDecodedView: spans are in range and ordered; a text without escapes
+// is its own view; redaction never leaves a decoded secret behind.
+func FuzzDecodedView(f *testing.F) {
+	for _, tc := range encodedCases() {
+		f.Add(tc.enc, uint8(0))
+	}
+	for _, s := range []string{"", "%", "\\", "&", "\\u{", "&#x", "\xe2\x80", "a%4", `\ud800\u`, "=="} {
+		f.Add(s, uint8(3))
+	}
+	s := newTB(f, Config{})
+	f.Fuzz(func(t *testing.T, in string, enc uint8) {
+		var v view
+		switch v.decode(in, 0, false) {
+		case -1:
+			if p := v.decode(in, 0, true); p != -1 {
+				t.Fatalf("probe found a change at %d in %q, decode none", p, in)
+			}
+		case 0:
+			if p := v.decode(in, 0, true); p < 0 {
+				t.Fatalf("probe found no change in %q, decode did: %q", in, v.b)
+			}
+			if len(v.start) != len(v.b) || len(v.end) != len(v.b) {
+				t.Fatalf("maps %d %d for %d bytes", len(v.start), len(v.end), len(v.b))
+			}
+			prevStart, prevEnd := int32(0), int32(0)
+			for i := range v.b {
+				a, b := v.start[i], v.end[i]
+				if a < 0 || b > int32(len(in)) || a >= b || a < prevStart || b < prevEnd {
+					t.Fatalf("byte %d of the view of %q maps to [%d,%d)", i, in, a, b)
+				}
+				prevStart, prevEnd = a, b
+			}
+		default:
+			t.Fatal("decode returned neither 0 nor -1")
+		}
+		if !strings.ContainsAny(in, "%\\&") && utf8.ValidString(in) && !strings.ContainsFunc(in, invisible) &&
+			!hasLongRun(in) && v.decode(in, 0, false) != -1 {
+			t.Fatalf("%q has nothing to decode, yet its view is %q", in, v.b)
+		}
+		// Wrap a secret in the fuzzer's text with one of the encodings.
+		c := encodedCases()[int(enc)%len(encodedCases())]
+		text := in + " " + c.enc + " " + in
+		out := s.RedactString("run_command", text)
+		if strings.Contains(out, c.enc) {
+			t.Fatalf("encoded secret %q left in %q", c.enc, out)
+		}
+		if strings.Contains(out, encToken) && !strings.Contains(in, encToken) {
+			t.Fatalf("decoded secret left in %q", out)
+		}
+	})
+}
+
+func hasLongRun(s string) bool {
+	n := 0
+	for i := range len(s) {
+		if ntab[s[i]]&nB64 != 0 {
+			if n++; n >= minB64Run {
+				return true
+			}
+		} else {
+			n = 0
+		}
+	}
+	return false
+}
