@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	encToken  = "ghp_R8hTq2ZLmV5xW0cNs4Ye7Kd1Fa9Pb3Gu6Jo0"
+	encToken = "ghp_R8hTq2ZLmV5xW0cNs4Ye7Kd1Fa9Pb3Gu6Jo0"
 	awsKeyID = "AKIAQYLPMN5HHHFPZAM2"
 )
 
@@ -45,8 +45,8 @@ func every(s string, n int, sep string) string {
 	return b.String()
 }
 
-func b64(s string) string    { return base64.StdEncoding.EncodeToString([]byte(s)) }
-func b64raw(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) }
+func b64(s string) string       { return base64.StdEncoding.EncodeToString([]byte(s)) }
+func b64raw(s string) string    { return base64.RawStdEncoding.EncodeToString([]byte(s)) }
 func b64URLEnc(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }
 
 // encodedCases are secrets in every encoding the views decode; each
