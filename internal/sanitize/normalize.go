@@ -125,7 +125,16 @@ func (v *view) decode(s string, from int, probe bool) int {
 		v.reset()
 	}
 	done, changed := 0, false
+	floor := from // a run starts at or after it (after the last escape)
+	slow := from // bytes before it are looked at one by one
 	for i := from; i < len(s); {
+		if i >= slow && i+8 <= len(s) {
+			if skippable(s, i) {
+				i += 8
+				continue
+			}
+			slow = i + 8
+		}
 		k := ntab[s[i]]
 		if k == 0 {
 			i++
@@ -133,17 +142,24 @@ func (v *view) decode(s string, from int, probe bool) int {
 		}
 		var end int
 		if k&nB64 != 0 {
+			// A skipped word may have held the start of this run.
+			for i > floor && ntab[s[i-1]]&nB64 != 0 {
+				i--
+			}
 			j := i + 1
 			for j < len(s) && ntab[s[j]]&nB64 != 0 {
 				j++
 			}
-			if j-i < minB64Run {
-				i = j
+			if j-i < minB64Run || !sampledText(s[i:j]) {
+				i, floor = j, j
 				continue
+			}
+			if probe {
+				return i // decoding settles it; a probe only looks
 			}
 			v.tmp, end = decodeRun(v.tmp[:0], s, i, j)
 			if end == i {
-				i = j
+				i, floor = j, j
 				continue
 			}
 		} else if v.tmp, end = escapeAt(v.tmp[:0], s, i); end == i {
@@ -155,13 +171,27 @@ func (v *view) decode(s string, from int, probe bool) int {
 		}
 		v.copyIdentity(s, done, i)
 		v.put(v.tmp, i, end)
-		done, i, changed = end, end, true
+		done, i, changed, floor = end, end, true, end
 	}
 	if probe || !changed {
 		return -1
 	}
 	v.copyIdentity(s, done, len(s))
 	return 0
+}
+
+// skippable reports whether s[i:i+8] holds no byte that may start an
+// escape or an invisible character and is not all base64: then no change
+// starts in it, since a run of minB64Run covers a whole word wherever
+// the word starts.
+func skippable(s string, i int) bool {
+	x := load64(s, i)
+	const pct, amp, bsl = ones * '%', ones * '&', ones * '\\'
+	a, b, c := x^pct, x^amp, x^bsl
+	if ((a-ones)&^a|(b-ones)&^b|(c-ones)&^c|x)&highs != 0 {
+		return false
+	}
+	return ntab[s[i]]&ntab[s[i+1]]&ntab[s[i+2]]&ntab[s[i+3]]&ntab[s[i+4]]&ntab[s[i+5]]&ntab[s[i+6]]&ntab[s[i+7]]&nB64 == 0
 }
 
 // escapeAt decodes the escape or invisible character at s[i] (whose byte
@@ -326,7 +356,7 @@ func entity(buf []byte, s string, i int) ([]byte, int) {
 func decodeRun(buf []byte, s string, i, j int) (_ []byte, end int) {
 	run := s[i:j]
 	if allHex(run) {
-		if len(run)%2 != 0 || !textPrefix(hexPrefix(run)) {
+		if len(run)%2 != 0 {
 			return buf, i
 		}
 		for k := 0; k+1 < len(run); k += 2 {
@@ -336,9 +366,6 @@ func decodeRun(buf []byte, s string, i, j int) (_ []byte, end int) {
 			return buf[:0], i
 		}
 		return buf, j
-	}
-	if !textPrefix(b64Prefix(run)) {
-		return buf, i
 	}
 	end = j
 	for end < len(s) && end < j+2 && s[end] == '=' {
@@ -369,6 +396,42 @@ func allHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// sampledText is the cheap test before decoding a run: its first 6
+// bytes, and 6 at a quarter, half and three quarters of a long run, read
+// as text. Random bytes pass one test in 30; the header of a binary format
+// may pass the first, not the rest.
+func sampledText(run string) bool {
+	if allHex(run) {
+		if len(run)%2 != 0 {
+			return false
+		}
+		for _, k := range samples(len(run), 2) {
+			if !textPrefix(hexPrefix(run[k:])) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, k := range samples(len(run), 4) {
+		if !textPrefix(b64Prefix(run[k:])) {
+			return false
+		}
+	}
+	return true
+}
+
+// samples returns where the samples of a run of n characters start,
+// aligned to unit (a base64 quantum or a hex byte), each leaving 12
+// characters.
+func samples(n, unit int) [4]int {
+	var at [4]int
+	for q := range at {
+		k := n * q / 4 / unit * unit
+		at[q] = min(k, (n-12)/unit*unit)
+	}
+	return at
 }
 
 // b64Prefix decodes the first 8 characters of a run (6 bytes) into a

@@ -268,3 +268,18 @@ func hasLongRun(s string) bool {
 	}
 	return false
 }
+
+// BenchmarkViewProbe measures what views cost clean text: the probe for
+// a line to decode.
+func BenchmarkViewProbe(b *testing.B) {
+	for _, corpus := range []string{"clean", "canary"} {
+		text := corpusText(b, corpus, 1<<20)
+		b.Run(corpus, func(b *testing.B) {
+			var v view
+			cpuLoop(b, len(text), func() {
+				for i := v.decode(text, 0, true); i >= 0; i = v.decode(text, i+1, true) {
+				}
+			})
+		})
+	}
+}
