@@ -126,7 +126,7 @@ func (v *view) decode(s string, from int, probe bool) int {
 	}
 	done, changed := 0, false
 	floor := from // a run starts at or after it (after the last escape)
-	slow := from // bytes before it are looked at one by one
+	slow := from  // bytes before it are looked at one by one
 	for i := from; i < len(s); {
 		if i >= slow && i+8 <= len(s) {
 			if skippable(s, i) {
