@@ -323,7 +323,8 @@ func (a *app) tools() ([]tools.Tool, error) {
 func (a *app) candidates() ([]candidate, error) {
 	fsc := a.cfg.FS
 	ws, err := fs.New(a.cfg.Workspace, fs.Options{MaxReadBytes: fsc.MaxReadBytes, MaxTotalReadBytes: fsc.MaxTotalReadBytes,
-		MaxFileBytes: fsc.MaxFileBytes, MaxEntries: fsc.MaxEntries, MaxMatches: fsc.MaxMatches, MaxWriteBytes: fsc.MaxWriteBytes})
+		MaxFileBytes: fsc.MaxFileBytes, MaxEntries: fsc.MaxEntries, MaxMatches: fsc.MaxMatches, MaxWriteBytes: fsc.MaxWriteBytes,
+		Redactor: func() fs.LineRedactor { return a.san.NewLineRedactor("grep") }})
 	if err != nil {
 		return nil, &config.Error{Problems: []config.Problem{{Path: "workspace", Message: err.Error()}}}
 	}

@@ -217,7 +217,8 @@ func FuzzDecodedView(f *testing.F) {
 		var v view
 		switch v.decode(in, 0, false) {
 		case -1:
-			if p := v.decode(in, 0, true); p != -1 {
+			// The probe only samples a run; decoding may reject it.
+			if p := v.decode(in, 0, true); p != -1 && ntab[in[p]]&nB64 == 0 {
 				t.Fatalf("probe found a change at %d in %q, decode none", p, in)
 			}
 		case 0:

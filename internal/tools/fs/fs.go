@@ -37,6 +37,18 @@ type Options struct {
 	// MaxWriteBytes caps the content write_file and edit_file may produce
 	// (default 4 MiB).
 	MaxWriteBytes int
+	// Redactor, when set, makes a LineRedactor for each file grep reads.
+	// grep matches, cuts and returns the redacted lines, so repeated
+	// searches cannot rebuild a secret from which patterns match. toold
+	// sets it to the output sanitizer's (sanitize.NewLineRedactor).
+	Redactor func() LineRedactor
+}
+
+// LineRedactor masks the secrets of a file's lines, read in order (a
+// private key block spans lines). Line may return its argument or a
+// buffer valid until the next call.
+type LineRedactor interface {
+	Line(line []byte) []byte
 }
 
 func (o Options) withDefaults() Options {

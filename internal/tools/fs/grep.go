@@ -58,7 +58,8 @@ func (w *Workspace) grepTool() tools.Tool {
 			"single line (^ and $ anchor to the line); escape ( ) [ ] { } . * + ? | \\ to match them literally. " +
 			"Narrow the search with path_glob (\"**/*.go\"). Ask for context lines to see the surroundings, " +
 			"then read_file with offset for more. Binary files, files over the size limit, symbolic links and " +
-			".git directories are not searched.",
+			".git directories are not searched. Secrets in files are masked before matching, as they are in " +
+			"the result: search for \"REDACTED:\" to find where they are.",
 		Returns: "matches: path, line, text, and before/after context lines; files_searched; skipped counts " +
 			"(binary, too_large, unreadable); truncated is true when more lines matched than were returned.",
 		Examples: []tools.Example{
@@ -92,6 +93,9 @@ func (w *Workspace) grep(ctx context.Context, _ *tools.Call, in grepArgs) (grepR
 			return nil
 		}
 		s := &fileSearch{re: re, path: p, context: min(max(in.Context, 0), 10), room: limit - len(res.Matches)}
+		if w.opts.Redactor != nil {
+			s.red = w.opts.Redactor()
+		}
 		if err := w.searchFile(s, &res); err != nil {
 			return err
 		}
@@ -161,6 +165,7 @@ func (w *Workspace) searchFile(s *fileSearch, res *grepResult) error {
 // "before" context and the matches still collecting "after" lines.
 type fileSearch struct {
 	re      *regexp.Regexp
+	red     LineRedactor // nil: lines are matched as they are
 	path    string
 	context int
 	room    int // matches this file may still add
@@ -172,8 +177,15 @@ type fileSearch struct {
 
 // line is the scanLines callback. After room is used up it only looks for
 // one more match (to report truncation honestly) and finishes pending
-// after-context, then stops.
+// after-context, then stops. With a redactor every line is redacted
+// before anything else: whether a line matches, and where it is cut,
+// depend on the redacted text only, so a pattern probing a secret one
+// character at a time ("ghp_a", "ghp_b", …) learns nothing, and a cut
+// never leaves a piece of a secret the output sanitizer cannot recognize.
 func (s *fileSearch) line(n int, line []byte) bool {
+	if s.red != nil {
+		line = s.red.Line(line)
+	}
 	var text string
 	if s.context > 0 {
 		text = clipLine(line)
