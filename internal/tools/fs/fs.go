@@ -44,11 +44,12 @@ type Options struct {
 	Redactor func() LineRedactor
 }
 
-// LineRedactor masks the secrets of a file's lines, read in order (a
-// private key block spans lines). Line may return its argument or a
-// buffer valid until the next call.
+// LineRedactor masks the secrets of a file read in blocks of whole lines,
+// in order (a private key block spans lines and blocks). Lines keeps
+// every line break; it may return its argument or a buffer valid until
+// the next call.
 type LineRedactor interface {
-	Line(line []byte) []byte
+	Lines(text []byte) []byte
 }
 
 func (o Options) withDefaults() Options {

@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -143,7 +144,10 @@ func (w *Workspace) searchFile(s *fileSearch, res *grepResult) error {
 		return nil
 	}
 	lr := &io.LimitedReader{R: f, N: w.opts.MaxFileBytes + 1}
-	_, err = scanLines(lr, bufSize(info.Size()), s.line)
+	_, err = scanLines(lr, bufSize(info.Size()), s.add)
+	if err == nil {
+		s.flush()
+	}
 	switch {
 	case errors.Is(err, errBinary):
 		res.Skipped.Binary++
@@ -166,6 +170,8 @@ func (w *Workspace) searchFile(s *fileSearch, res *grepResult) error {
 type fileSearch struct {
 	re      *regexp.Regexp
 	red     LineRedactor // nil: lines are matched as they are
+	block   []byte       // lines waiting for the redactor
+	first   int          // the number of the first of them
 	path    string
 	context int
 	room    int // matches this file may still add
@@ -175,17 +181,54 @@ type fileSearch struct {
 	more    bool  // a match beyond room was seen: the result is truncated
 }
 
-// line is the scanLines callback. After room is used up it only looks for
-// one more match (to report truncation honestly) and finishes pending
-// after-context, then stops. With a redactor every line is redacted
+// redactBlock is how many bytes of lines are redacted at once: one call
+// per line would cost the redactor's setup on every line.
+const redactBlock = 32 << 10
+
+// add is the scanLines callback. With a redactor every line is redacted
 // before anything else: whether a line matches, and where it is cut,
 // depend on the redacted text only, so a pattern probing a secret one
 // character at a time ("ghp_a", "ghp_b", …) learns nothing, and a cut
 // never leaves a piece of a secret the output sanitizer cannot recognize.
-func (s *fileSearch) line(n int, line []byte) bool {
-	if s.red != nil {
-		line = s.red.Line(line)
+// Lines are collected into blocks for the redactor.
+func (s *fileSearch) add(n int, line []byte) bool {
+	if s.red == nil {
+		return s.line(n, line)
 	}
+	if len(s.block) == 0 {
+		s.first = n
+	}
+	s.block = append(append(s.block, line...), '\n')
+	if len(s.block) < redactBlock {
+		return true
+	}
+	return s.flush()
+}
+
+// flush redacts the collected lines and searches them.
+func (s *fileSearch) flush() bool {
+	if len(s.block) == 0 {
+		return true
+	}
+	text, n := s.red.Lines(s.block), s.first
+	s.block = s.block[:0]
+	for len(text) > 0 {
+		nl := bytes.IndexByte(text, '\n')
+		if nl < 0 {
+			nl = len(text) // a redactor that lost the last break: still a line
+		}
+		if !s.line(n, text[:nl]) {
+			return false
+		}
+		text, n = text[min(nl+1, len(text)):], n+1
+	}
+	return true
+}
+
+// line searches one line. After room is used up it only looks for one
+// more match (to report truncation honestly) and finishes pending
+// after-context, then stops.
+func (s *fileSearch) line(n int, line []byte) bool {
 	var text string
 	if s.context > 0 {
 		text = clipLine(line)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
 )
 
 const (
@@ -36,6 +37,8 @@ func secretWS(t *testing.T, redact bool) (run func(args string) grepResult) {
 		"token.b64": base64.StdEncoding.EncodeToString([]byte("token: "+grepToken)) + "\n",
 		"key.pem":   pemKey,
 		"long.txt":  strings.Repeat("x ", 240) + "t=" + grepToken + "\n",
+		// The key's header ends the first block the redactor gets.
+		"straddle.pem": strings.Repeat("filler line\n", redactBlock/12) + pemKey,
 	})
 	spec := tw.tool(t, "grep").Spec()
 	return func(args string) grepResult {
@@ -98,20 +101,59 @@ func TestGrepSeesRedactedLines(t *testing.T) {
 		{"a cut line keeps no piece of a token", `{"pattern":"^x x","path_glob":"long.txt"}`,
 			[]string{long}},
 		{"other lines untouched", `{"pattern":"DEBUG"}`, []string{"DEBUG=1"}},
+		{"a key across two blocks", `{"pattern":"MII|R7vW2|PRIVATE|^$","path_glob":"straddle.pem"}`, nil},
+		{"each line of it marked", `{"pattern":"REDACTED","path_glob":"straddle.pem"}`,
+			[]string{"[REDACTED:private_key]", "[REDACTED:private_key]", "[REDACTED:private_key]", "[REDACTED:private_key]"}},
 	}
 	run := secretWS(t, true)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := run(tc.args)
 			var texts []string
-			for _, m := range got.Matches {
+			for i, m := range got.Matches {
 				texts = append(texts, m.Text)
+				if m.Path == "straddle.pem" && m.Line != redactBlock/12+1+i {
+					t.Errorf("line number %d for match %d", m.Line, i)
+				}
 			}
 			if strings.Join(texts, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("matches %q\nwant %q", texts, tc.want)
 			}
 			if all := fmt.Sprint(got); strings.Contains(all, grepToken[4:14]) || strings.Contains(all, "MIIEow") {
 				t.Errorf("a piece of a secret in %s", all)
+			}
+		})
+	}
+}
+
+// BenchmarkGrepRedacted measures grep over 1 MiB of source-like text with
+// and without the line redactor (the pattern matches nothing, so the
+// figure is the cost of reading, redacting and matching every line).
+func BenchmarkGrepRedacted(b *testing.B) {
+	san, err := sanitize.New(sanitize.Config{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	for i := 0; sb.Len() < 1<<20; i++ {
+		fmt.Fprintf(&sb, "\tif err := handle(ctx, req.Items[%d], &opts); err != nil { // item %d of the batch\n", i%97, i)
+		fmt.Fprintf(&sb, "\t\treturn fmt.Errorf(\"batch %%d: %%w\", %d, err)\n\t}\n", i)
+	}
+	for _, redact := range []bool{false, true} {
+		b.Run(fmt.Sprintf("redact=%v", redact), func(b *testing.B) {
+			opts := Options{}
+			if redact {
+				opts.Redactor = func() LineRedactor { return san.NewLineRedactor("grep") }
+			}
+			tw := newTestWS(b, opts)
+			tw.write(b, map[string]string{"big.go": sb.String()})
+			tl := tw.tool(b, "grep")
+			call := tools.NewCall([]byte(`{"pattern":"zzz_never"}`), "req-1", "bench", nil)
+			b.SetBytes(int64(sb.Len()))
+			for b.Loop() {
+				if _, err := tl.Execute(context.Background(), call); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
