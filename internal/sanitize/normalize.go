@@ -262,8 +262,8 @@ func backslash(buf []byte, s string, i int) ([]byte, int) {
 	switch at(s, i+1) {
 	case 'u':
 		if at(s, i+2) == '{' {
-			j := indexByteFrom(s, '}', i+3)
-			if j > i+3 && j <= i+9 {
+			j := strings.IndexByte(s[i+3:min(len(s), i+10)], '}') + i + 3 // at most 6 digits
+			if j > i+3 {
 				if r, ok := hexRune(s, i+3, j-i-3); ok {
 					if out, ok := appendRune(buf, r); ok {
 						return out, j + 1

@@ -284,3 +284,16 @@ func BenchmarkViewProbe(b *testing.B) {
 		})
 	}
 }
+
+// TestAdversarialViews: escapes, entities, invisible characters and
+// base64 repeated on one line (views of views included) stay linear.
+func TestAdversarialViews(t *testing.T) {
+	s := newTB(t, withIP)
+	text64 := b64("password=hunter2x ")
+	for _, unit := range []string{`\u{`, `\u{41`, "%41", "%2541", "&#65;", "&#x41", "&amp;", "&lowbar;", "&shy;", "\u200b", `\ud800`, `\\`, "ghp%5F", "%67hp_",
+		text64, text64 + "%", "QUtJQV" + "%", pctAll(text64), "&#" + "x"} {
+		growth(t, unit, 1<<18, func(n int) {
+			_ = s.RedactString("t", strings.Repeat(unit, n/len(unit)))
+		})
+	}
+}
