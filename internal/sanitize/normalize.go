@@ -2,6 +2,7 @@ package sanitize
 
 import (
 	"html"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -98,21 +99,53 @@ func (v *view) reset() {
 	v.b, v.start, v.end = v.b[:0], v.start[:0], v.end[:0]
 }
 
+// extend lengthens the span maps by n and returns where the new entries
+// start.
+func (v *view) extend(n int) int {
+	k := len(v.start)
+	v.start = slices.Grow(v.start, n)[:k+n]
+	v.end = slices.Grow(v.end, n)[:k+n]
+	return k
+}
+
 // copyIdentity appends s[from:to] unchanged.
 func (v *view) copyIdentity(s string, from, to int) {
 	v.b = append(v.b, s[from:to]...)
-	for i := from; i < to; i++ {
-		v.start = append(v.start, int32(i))
-		v.end = append(v.end, int32(i+1))
+	k := v.extend(to - from)
+	start, end := v.start[k:], v.end[k:]
+	for i := range start {
+		start[i], end[i] = int32(from+i), int32(from+i+1)
 	}
 }
 
 // put appends decoded bytes that all came from s[from:to].
 func (v *view) put(dec []byte, from, to int) {
 	v.b = append(v.b, dec...)
-	for range dec {
-		v.start = append(v.start, int32(from))
-		v.end = append(v.end, int32(to))
+	k := v.extend(len(dec))
+	start, end := v.start[k:], v.end[k:]
+	for i := range start {
+		start[i], end[i] = int32(from), int32(to)
+	}
+}
+
+// putRun appends the bytes decoded from the run s[from:to], each mapped
+// to the characters that encode it: a base64 quantum (4 characters for 3
+// bytes) or a hex pair. A finding then redacts the quanta that hold any
+// of its bytes and no more: the rest of the run encodes none of it, and
+// a document in base64 with one address in it keeps the rest.
+func (v *view) putRun(dec []byte, from, to int, hex bool) {
+	v.b = append(v.b, dec...)
+	at := v.extend(len(dec))
+	for k := range dec {
+		a, b := from+2*k, from+2*k+2
+		if !hex {
+			a = from + k/3*4
+			b = a + 4
+		}
+		if b > to || k == len(dec)-1 {
+			b = to // the last quantum takes the padding
+		}
+		v.start[at+k], v.end[at+k] = int32(a), int32(b)
 	}
 }
 
@@ -162,6 +195,10 @@ func (v *view) decode(s string, from int, probe bool) int {
 				i, floor = j, j
 				continue
 			}
+			v.copyIdentity(s, done, i)
+			v.putRun(v.tmp, i, end, allHex(s[i:j]))
+			done, i, changed, floor = end, end, true, end
+			continue
 		} else if v.tmp, end = escapeAt(v.tmp[:0], s, i); end == i {
 			i++
 			continue
