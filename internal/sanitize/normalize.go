@@ -529,8 +529,9 @@ func mostlyText(b []byte) bool {
 
 // viewScratch is the reusable state of scanning one text's views.
 type viewScratch struct {
-	v  [maxViewDepth]view
-	fs []finding
+	v     [maxViewDepth]view
+	probe view
+	fs    []finding
 }
 
 var viewPool = sync.Pool{New: func() any { return new(viewScratch) }}
@@ -556,7 +557,7 @@ func (sc *scanner) scanViews() {
 			le = len(s)
 		}
 		sc.scanLine(vs, ls, s[ls:le])
-		i = probe.decode(s, le, true)
+		i = vs.probe.decode(s, le, true)
 	}
 }
 
