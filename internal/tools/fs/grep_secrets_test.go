@@ -92,7 +92,7 @@ func TestGrepSeesRedactedLines(t *testing.T) {
 		name, args string
 		want       []string // Text of each match, in order
 	}{
-		{"marker", `{"pattern":"REDACTED:github_token"}`, []string{"GITHUB_TOKEN=[REDACTED:github_token]", long, "[REDACTED:github_token]"}},
+		{"marker", `{"pattern":"REDACTED:github_token"}`, []string{"GITHUB_TOKEN=[REDACTED:github_token]", long, "dG9rZW46[REDACTED:github_token]"}}, // "token:" stays
 		{"plain token prefix", `{"pattern":"ghp_Qm7"}`, nil},
 		{"base64 inside the run", `{"pattern":"` + enc[12:24] + `"}`, nil},
 		{"private key body line", `{"pattern":"MIIEow|R7vW2"}`, nil},
