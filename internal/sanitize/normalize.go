@@ -228,6 +228,11 @@ func skippable(s string, i int) bool {
 	if ((a-ones)&^a|(b-ones)&^b|(c-ones)&^c|x)&highs != 0 {
 		return false
 	}
+	// A byte below '+' (space, tab, newline, quotes, brackets…) is not
+	// base64: the common case, without the table.
+	if (x-ones*'+')&^x&highs != 0 {
+		return true
+	}
 	return ntab[s[i]]&ntab[s[i+1]]&ntab[s[i+2]]&ntab[s[i+3]]&ntab[s[i+4]]&ntab[s[i+5]]&ntab[s[i+6]]&ntab[s[i+7]]&nB64 == 0
 }
 
