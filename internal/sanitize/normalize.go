@@ -95,8 +95,13 @@ type view struct {
 	tmp        []byte // decoded bytes of one escape or run
 }
 
-func (v *view) reset() {
-	v.b, v.start, v.end = v.b[:0], v.start[:0], v.end[:0]
+// reset empties v and makes room for a view of n bytes (a view is rarely
+// longer than its text): growing the maps byte by byte over a long line
+// cost more than decoding it.
+func (v *view) reset(n int) {
+	v.b = slices.Grow(v.b[:0], n)
+	v.start = slices.Grow(v.start[:0], n)
+	v.end = slices.Grow(v.end[:0], n)
 }
 
 // extend lengthens the span maps by n and returns where the new entries
@@ -155,7 +160,7 @@ func (v *view) putRun(dec []byte, from, to int, hex bool) {
 // s, -1 when it does not.
 func (v *view) decode(s string, from int, probe bool) int {
 	if !probe {
-		v.reset()
+		v.reset(len(s))
 	}
 	done, changed := 0, false
 	floor := from // a run starts at or after it (after the last escape)
