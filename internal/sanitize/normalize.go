@@ -17,11 +17,11 @@ import (
 // \xXX, \\ and \/, HTML character references, and base64 or hex runs that
 // decode to text decoded, and invisible characters removed. Every view byte
 // remembers the span of the line it came from. The matchers run on the view
-// too, and a finding there redacts the original span: the whole escape, or
-// the whole base64 run, covering it. A view of a view is decoded once more
-// (base64 of %-encoded text and the like): maxViewDepth levels.
+// too, and a finding there redacts the original span: the escapes, or the
+// base64 quanta (hex pairs), covering it. A view of a view is decoded once
+// more (base64 of %-encoded text and the like): maxViewDepth levels.
 //
-// A line without any of these costs one pass of a byte-class table and
+// A line without any of these costs one probe, 8 bytes at a time, and
 // nothing else; text without newlines is one line.
 
 const (
