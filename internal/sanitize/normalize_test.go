@@ -339,3 +339,23 @@ func growthCPU(t *testing.T, name string, n int, run func(n int)) {
 		t.Errorf("%s: %v of CPU for size %d after %v for four quarters", name, whole, n, quarters)
 	}
 }
+
+// TestBase64KeepsTheRest: a finding in a base64 run redacts the quanta
+// that encode it; what comes before and after still decodes to the same
+// text, and holds no byte of the secret.
+func TestBase64KeepsTheRest(t *testing.T) {
+	s := newTB(t, Config{})
+	before, after := "Dear team, the quarterly report is attached; questions to ", " please. Regards, the finance office."
+	in := b64(before + "jane.doe@example.org" + after)
+	got := s.RedactString("run_command", in)
+	head, tail, ok := strings.Cut(got, "[REDACTED:email]")
+	if !ok {
+		t.Fatalf("%q -> %q", in, got)
+	}
+	h, err1 := base64.StdEncoding.DecodeString(head)
+	tl, err2 := base64.StdEncoding.DecodeString(tail)
+	if err1 != nil || err2 != nil || !strings.HasPrefix(before, string(h)) || !strings.HasSuffix(after, string(tl)) ||
+		len(h) < len(before)-2 || len(tl) < len(after)-2 {
+		t.Errorf("kept %q (%v) and %q (%v) of %q and %q", h, err1, tl, err2, before, after)
+	}
+}
