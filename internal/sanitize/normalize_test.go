@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/toold/toold/internal/tools"
 )
 
 const (
@@ -357,5 +359,20 @@ func TestBase64KeepsTheRest(t *testing.T) {
 	if err1 != nil || err2 != nil || !strings.HasPrefix(before, string(h)) || !strings.HasSuffix(after, string(tl)) ||
 		len(h) < len(before)-2 || len(tl) < len(after)-2 {
 		t.Errorf("kept %q (%v) and %q (%v) of %q and %q", h, err1, tl, err2, before, after)
+	}
+}
+
+// TestEncodedSecretBlockedInInput: in block mode an encoded secret in an
+// argument refuses the call, naming the kind and pointer, never a value.
+func TestEncodedSecretBlockedInInput(t *testing.T) {
+	s := newTB(t, Config{Defaults: Policy{Input: InputPolicy{Secrets: "block"}}})
+	for _, enc := range []string{b64("token: " + encToken), pctAll(encToken), every(encToken, 5, "\u200b")} {
+		args := map[string]any{"q": map[string]any{"body": "see " + enc}}
+		_, _, err := s.Input(context.Background(), directSpec, args)
+		te, ok := tools.AsError(err)
+		if !ok || te.Kind != tools.SecurityError || te.Code != "secret_blocked" || !strings.Contains(te.Message, "/q/body") ||
+			!strings.Contains(te.Message, "github_token") || strings.Contains(te.Message, enc[:12]) {
+			t.Errorf("%.30q: %v", enc, err)
+		}
 	}
 }
