@@ -383,7 +383,8 @@ func (a *app) candidates() ([]candidate, error) {
 	}
 	ws, err := fs.New(a.cfg.Workspace, fs.Options{MaxReadBytes: fsc.MaxReadBytes, MaxTotalReadBytes: fsc.MaxTotalReadBytes,
 		MaxFileBytes: fsc.MaxFileBytes, MaxEntries: fsc.MaxEntries, MaxMatches: fsc.MaxMatches, MaxWriteBytes: fsc.MaxWriteBytes,
-		Protected: executedFiles(a.cfg.Commands), AllowProtected: fsc.AllowProtected})
+		Protected: executedFiles(a.cfg.Commands), AllowProtected: fsc.AllowProtected,
+		Redactor: func() fs.LineRedactor { return a.san.NewLineRedactor("grep") }})
 	if err != nil {
 		return nil, &config.Error{Problems: []config.Problem{{Path: "workspace", Message: err.Error()}}}
 	}

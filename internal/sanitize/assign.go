@@ -1,6 +1,9 @@
 package sanitize
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Assignments: "password=...", "secret: ...", "AWS_SECRET_ACCESS_KEY=...",
 // "AccountKey=...;", `"api_key": "..."`, "Authorization: Bearer ...".
@@ -261,6 +264,9 @@ func valueSpan(s string, v int) (start, end int, quoted bool) {
 	e := v
 	for e < len(s) && e-v < 256 && !valueStop[s[e]] {
 		e++
+	}
+	for e > v && e < len(s) && !utf8.RuneStart(s[e]) {
+		e-- // the cap cut a character: a marker must not leave half of it
 	}
 	return v, e, false
 }

@@ -180,6 +180,7 @@ func (d *detector) find(s string, pemOpen bool) (fs *[]finding, pemOpenAtEnd boo
 	for i := range d.customs {
 		sc.scanCustom(&d.customs[i])
 	}
+	sc.scanViews()
 	*fs = d.merge(s, sc.out)
 	return fs, pemOpenAtEnd
 }

@@ -19,6 +19,8 @@ func TestDetectors(t *testing.T) {
 		{`"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"`, `"SecretAccessKey": "[REDACTED:aws_secret_access_key]"`},
 		{"key=AIzaSyA1234567890abcdefghijklmnopqrstuv&x", "key=[REDACTED:gcp_api_key]&x"},
 		{"AccountKey=" + strings.Repeat("Ab1+", 22) + ";", "AccountKey=[REDACTED:azure_storage_key];"},
+		// The value's 256-byte cap falls inside "é": the marker ends before it (found by FuzzStream).
+		{"AccountKey=" + strings.Repeat("0", 255) + "é", "AccountKey=[REDACTED:azure_storage_key]é"},
 		// Source control, chat, payments, model providers
 		{"ghp_" + strings.Repeat("aB3", 12), "[REDACTED:github_token]"},
 		{"ghp_short1234", "ghp_short1234"},

@@ -46,6 +46,19 @@ type Options struct {
 	// AllowProtected lets write_file and edit_file change protected files,
 	// .git included; every call of the two then needs confirmation.
 	AllowProtected bool
+	// Redactor, when set, makes a LineRedactor for each file grep reads.
+	// grep matches, cuts and returns the redacted lines, so repeated
+	// searches cannot rebuild a secret from which patterns match. toold
+	// sets it to the output sanitizer's (sanitize.NewLineRedactor).
+	Redactor func() LineRedactor
+}
+
+// LineRedactor masks the secrets of a file read in blocks of whole lines,
+// in order (a private key block spans lines and blocks). Lines keeps
+// every line break; it may return its argument or a buffer valid until
+// the next call.
+type LineRedactor interface {
+	Lines(text []byte) []byte
 }
 
 func (o Options) withDefaults() Options {

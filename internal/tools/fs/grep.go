@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,7 +59,8 @@ func (w *Workspace) grepTool() tools.Tool {
 			"single line (^ and $ anchor to the line); escape ( ) [ ] { } . * + ? | \\ to match them literally. " +
 			"Narrow the search with path_glob (\"**/*.go\"). Ask for context lines to see the surroundings, " +
 			"then read_file with offset for more. Binary files, files over the size limit, symbolic links and " +
-			".git directories are not searched.",
+			".git directories are not searched. Secrets in files are masked before matching, as they are in " +
+			"the result: search for \"REDACTED:\" to find where they are.",
 		Returns: "matches: path, line, text, and before/after context lines; files_searched; skipped counts " +
 			"(binary, too_large, unreadable); truncated is true when more lines matched than were returned.",
 		Examples: []tools.Example{
@@ -92,6 +94,9 @@ func (w *Workspace) grep(ctx context.Context, _ *tools.Call, in grepArgs) (grepR
 			return nil
 		}
 		s := &fileSearch{ctx: ctx, re: re, path: p, context: min(max(in.Context, 0), 10), room: limit - len(res.Matches)}
+		if w.opts.Redactor != nil {
+			s.red = w.opts.Redactor()
+		}
 		if err := w.searchFile(s, &res); err != nil {
 			return err
 		}
@@ -139,7 +144,10 @@ func (w *Workspace) searchFile(s *fileSearch, res *grepResult) error {
 		return nil
 	}
 	lr := &io.LimitedReader{R: f, N: w.opts.MaxFileBytes + 1}
-	_, err = scanLines(lr, bufSize(info.Size()), s.line)
+	_, err = scanLines(lr, bufSize(info.Size()), s.add)
+	if err == nil {
+		s.flush()
+	}
 	if s.ctx != nil && s.ctx.Err() != nil {
 		return s.ctx.Err()
 	}
@@ -168,6 +176,9 @@ const ctxEvery = 1024
 type fileSearch struct {
 	ctx     context.Context // checked every ctxEvery lines: a large file is no excuse to outlive the call
 	re      *regexp.Regexp
+	red     LineRedactor // nil: lines are matched as they are
+	block   []byte       // lines waiting for the redactor
+	first   int          // the number of the first of them
 	path    string
 	context int
 	room    int // matches this file may still add
@@ -177,8 +188,52 @@ type fileSearch struct {
 	more    bool  // a match beyond room was seen: the result is truncated
 }
 
-// line is the scanLines callback. After room is used up it only looks for
-// one more match (to report truncation honestly) and finishes pending
+// redactBlock is how many bytes of lines are redacted at once: one call
+// per line would cost the redactor's setup on every line.
+const redactBlock = 32 << 10
+
+// add is the scanLines callback. With a redactor every line is redacted
+// before anything else: whether a line matches, and where it is cut,
+// depend on the redacted text only, so a pattern probing a secret one
+// character at a time ("ghp_a", "ghp_b", …) learns nothing, and a cut
+// never leaves a piece of a secret the output sanitizer cannot recognize.
+// Lines are collected into blocks for the redactor.
+func (s *fileSearch) add(n int, line []byte) bool {
+	if s.red == nil {
+		return s.line(n, line)
+	}
+	if len(s.block) == 0 {
+		s.first = n
+	}
+	s.block = append(append(s.block, line...), '\n')
+	if len(s.block) < redactBlock {
+		return true
+	}
+	return s.flush()
+}
+
+// flush redacts the collected lines and searches them.
+func (s *fileSearch) flush() bool {
+	if len(s.block) == 0 {
+		return true
+	}
+	text, n := s.red.Lines(s.block), s.first
+	s.block = s.block[:0]
+	for len(text) > 0 {
+		nl := bytes.IndexByte(text, '\n')
+		if nl < 0 {
+			nl = len(text) // a redactor that lost the last break: still a line
+		}
+		if !s.line(n, text[:nl]) {
+			return false
+		}
+		text, n = text[min(nl+1, len(text)):], n+1
+	}
+	return true
+}
+
+// line searches one line. After room is used up it only looks for one
+// more match (to report truncation honestly) and finishes pending
 // after-context, then stops.
 func (s *fileSearch) line(n int, line []byte) bool {
 	if n%ctxEvery == 0 && s.ctx != nil && s.ctx.Err() != nil {

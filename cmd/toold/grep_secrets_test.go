@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestGrepIsNoSecretOracle: served by toold, grep matches redacted lines
+// (fs.Options.Redactor is wired to the sanitizer), so the right guess at
+// a token's next character looks like every wrong one, and an encoded
+// token is not returned either (issue 16, finding 7).
+func TestGrepIsNoSecretOracle(t *testing.T) {
+	const token = "ghp_Qm7Rk2Vx9LpT4sWz8Nd1Hc6Yb3Fj5Ga0Eu2K"
+	ws := workspace(t)
+	if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("GITHUB_TOKEN="+token+"\nURL_TOKEN=ghp%5F"+token[4:]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, nil, "-workspace", ws)
+	results := map[string]string{}
+	for _, guess := range []string{"ghp_Q", "ghp_R", "ghp_Qm", "ghp_Qn", "ghp%5FQ", "ghp%5FR"} {
+		code, env := in.exec("grep", mustJSON(map[string]any{"pattern": regexp.QuoteMeta(guess)}))
+		if code != 200 {
+			t.Fatalf("grep %q: %d %v", guess, code, env)
+		}
+		results[guess] = mustJSON(env["data"])
+		if strings.Contains(mustJSON(env), token[4:12]) {
+			t.Errorf("grep %q returned the token: %s", guess, mustJSON(env))
+		}
+	}
+	for guess, got := range results {
+		if got != results["ghp_R"] {
+			t.Errorf("grep %q answers %s, a wrong guess %s", guess, got, results["ghp_R"])
+		}
+	}
+	_, env := in.exec("grep", `{"pattern":"REDACTED:github_token"}`)
+	if got := mustJSON(env["data"]); strings.Count(got, `"line"`) != 2 {
+		t.Errorf("the markers are not searchable: %s", got)
+	}
+}
