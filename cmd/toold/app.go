@@ -181,7 +181,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, WriteTimeout: cmp.Or(cfg.Server.WriteTimeout, 30*time.Second), Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
-		StuckCalls: lim.StuckCalls, Executions: a.exec, Store: a.store, Recorder: rec,
+		StuckCalls: lim.StuckCalls, Measured: toolMetrics.Measured, Executions: a.exec, Store: a.store, Recorder: rec,
 		// Without keys there is one identity, the local user's: the agent
 		// and the person approving are told apart only by keys.
 		SelfApproval: cfg.Approvals.SelfApproval || !keyring.Enabled(), Tracer: a.tracing.Tracer()})

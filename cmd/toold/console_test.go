@@ -437,12 +437,19 @@ func TestConsoleActivityToolsAudit(t *testing.T) {
 	b.waitText("#activity-detail", "replica-b")
 	b.shot("activity")
 
+	// Two calls on A, the page's replica: its measured latency is shown.
+	for range 2 {
+		if r := send(t, "POST", a.url+"/tools/echo/execute", `{"message":"on A"}`, bearer(consoleAgentKey)...); r.status != 200 {
+			t.Fatalf("the call on A: %d %s", r.status, r.body)
+		}
+	}
 	b.open("tools", consoleAgentKey)
 	tool := `details.tool[data-tool="echo"]`
 	b.do(chromedp.Click(chromedp.CSS(tool+" summary")), chromedp.SendKeys(chromedp.CSS(tool+" input[type=text], "+tool+" textarea"), "tried"),
 		chromedp.Click(chromedp.CSS(tool+" button[type=submit]")))
 	b.waitText(tool, "timeout_ms: 5000")      // its limits
 	b.waitText(tool, "read only, idempotent") // its effects
+	b.waitText(tool, "over 2 calls; target")  // measured on A, against its target
 	b.waitText(tool+" .result", "HTTP 200")
 	b.waitText(tool+" .result", "tried")
 	b.shot("tools")

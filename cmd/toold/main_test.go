@@ -444,3 +444,32 @@ http:
 		}
 	}
 }
+
+// TestLatencyMeasured: GET /latency reports each tool's measured calls,
+// p50 and p99 beside its documented target and max (the console's tools
+// view shows them).
+func TestLatencyMeasured(t *testing.T) {
+	in := start(t, nil, "-workspace", workspace(t))
+	for range 5 {
+		if code, env := in.exec("read_file", `{"paths":["hello.txt"]}`); code != 200 {
+			t.Fatalf("read_file: %d %v", code, env)
+		}
+	}
+	code, body := in.get("/latency")
+	if code != 200 {
+		t.Fatalf("/latency: %d %s", code, body)
+	}
+	var raw struct {
+		Tools map[string]map[string]float64
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		t.Fatal(err)
+	}
+	rf := raw.Tools["read_file"]
+	if rf["calls"] != 5 || rf["p50_ms"] <= 0 || rf["p99_ms"] < rf["p50_ms"] || rf["target_ms"] <= 0 || rf["max_ms"] < rf["target_ms"] {
+		t.Fatalf("read_file's measurement: %v (%s)", rf, body)
+	}
+	if g := raw.Tools["grep"]; g == nil || g["calls"] != 0 {
+		t.Fatalf("grep, never called: %v", g)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/metrics"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/tools"
@@ -104,6 +105,22 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request) {
 	if e, ok := s.entry(w, r); ok {
 		writeJSON(w, http.StatusOK, e.Item())
 	}
+}
+
+// latency is GET /latency: each visible tool's latency as this replica
+// measured it since start, beside its target and max. Empty when the
+// server was built without measurements.
+func (s *Server) latency(w http.ResponseWriter, r *http.Request) {
+	out := map[string]metrics.Measured{}
+	if s.opts.Measured != nil {
+		for _, e := range s.visible(r) {
+			l := e.Spec.Limits
+			if m, ok := s.opts.Measured(e.Spec.Name, l.Target.Seconds(), l.Max.Seconds()); ok {
+				out[e.Spec.Name] = m
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
 }
 
 // getSchema serves the parameters schema byte for byte as the registry

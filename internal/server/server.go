@@ -22,6 +22,7 @@ import (
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/metrics"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/state"
 )
@@ -65,6 +66,10 @@ type Options struct {
 	// cancelled context; /readyz lists them under "stuck" (the replica
 	// stays ready: it still serves, but an operator should look).
 	StuckCalls func() map[string]int
+	// Measured, when set, is each tool's latency as this replica measured
+	// it (metrics.Tools.Measured), served at GET /latency beside the
+	// documented targets.
+	Measured func(tool string, target, max float64) (metrics.Measured, bool)
 	// MCP, when set, serves the Model Context Protocol at /mcp behind the
 	// same origin, host and key checks as the REST routes.
 	MCP http.Handler
@@ -212,6 +217,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/tools", s.guard(s.listTools))
 	r.Get("/tools/{name}", s.guard(s.getTool))
 	r.Get("/tools/{name}/schema", s.guard(s.getSchema))
+	r.Get("/latency", s.guard(s.latency))
 	r.Post("/tools/{name}/execute", s.role(auth.RoleCall, s.execute))
 	r.Post("/executions", s.role(auth.RoleCall, s.submitExecution))
 	r.Get("/executions", s.role(auth.RoleCall, s.listExecutions))

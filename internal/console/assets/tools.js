@@ -16,12 +16,24 @@ export function start() {
 export function stop() {}
 
 async function load() {
-  const r = await call('GET', '/tools');
+  const [r, lat] = await Promise.all([call('GET', '/tools'), call('GET', '/latency')]);
   if (!r.ok) { status(problem(r)); return; }
   loaded = true;
   status('');
+  const measured = (lat.ok && lat.data && lat.data.tools) || {};
   const list = document.getElementById('tools-list');
-  list.replaceChildren(...(r.data.tools || []).map(tool));
+  list.replaceChildren(...(r.data.tools || []).map((t) => tool(t, measured[t.name])));
+}
+
+// latency is the tool's measured p50/p99 on this replica against its
+// target and max, marked when above them.
+function latency(m) {
+  if (!m) return 'not measured';
+  if (!m.calls) return 'no calls yet (target ' + m.target_ms + ' ms, max ' + m.max_ms + ' ms)';
+  const ms = (v) => (v < 10 ? v.toFixed(2) : v.toFixed(0)) + ' ms';
+  const mark = (v, bound, word) => (v > bound ? ' (above ' + word + ')' : '');
+  return 'p50 ' + ms(m.p50_ms) + mark(m.p50_ms, m.target_ms, 'target') + ', p99 ' + ms(m.p99_ms) +
+    mark(m.p99_ms, m.max_ms, 'max') + ' over ' + m.calls + ' calls; target ' + m.target_ms + ' ms, max ' + m.max_ms + ' ms';
 }
 
 function limits(l) {
@@ -34,7 +46,7 @@ function effects(e) {
   return Object.entries(e).filter(([, v]) => v === true).map(([k]) => k.replace(/_/g, ' ')).join(', ') || 'none declared';
 }
 
-function tool(t) {
+function tool(t, measured) {
   const params = t.parameters || t.input_schema || {};
   const form = build(params, { label: 'Arguments' });
   const out = el('div', { class: 'result', 'aria-live': 'polite' });
@@ -53,7 +65,7 @@ function tool(t) {
   return el('details', { class: 'tool', 'data-tool': t.name },
     el('summary', {}, t.name + (t.category ? ' (' + t.category + ')' : '')),
     el('p', {}, t.description || ''),
-    meta([['Limits', limits(t.limits)], ['Targets', limits(t.targets)],
+    meta([['Limits', limits(t.limits)], ['Targets', limits(t.targets)], ['Measured', latency(measured)],
       ['Confirmation', t.requires_confirmation ? (t.confirmation || 'required') : 'none'], ['Effects', effects(t.effects)],
       ['Source', t.source], ['Containment', t.containment], ['Fallbacks', (t.fallback || []).join(', ')],
       ['Upstream', t.upstream ? limits(t.upstream) : '']]),
