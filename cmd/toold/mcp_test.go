@@ -216,10 +216,14 @@ mcp:
     - name: everything
       command: node
       args: [`+pkg("server-everything")+`, stdio]
+      # The sandbox's root holds the system and the workspace only: the
+      # server's own files are declared.
+      sandbox: {read_only_paths: [`+dir+`]}
       required: true
     - name: files
       command: node
       args: [`+pkg("server-filesystem")+`, `+ws+`]
+      sandbox: {read_only_paths: [`+dir+`]}
       tools: {deny: [write_file, edit_file, move_file, create_directory]}
     - name: web
       url: `+webURL+`
