@@ -51,8 +51,8 @@ func (m *Tools) Measured(tool string, target, max float64) (Measured, bool) {
 	}
 	out := Measured{Calls: total, TargetMS: target * 1000, MaxMS: max * 1000}
 	if total > 0 {
-		out.P50MS = quantile(0.5, bounds, counts, total) * 1000
-		out.P99MS = quantile(0.99, bounds, counts, total) * 1000
+		out.P50MS = roundMS(quantile(0.5, bounds, counts, total))
+		out.P99MS = roundMS(quantile(0.99, bounds, counts, total))
 	}
 	return out, true
 }
@@ -76,3 +76,8 @@ func quantile(q float64, bounds []float64, cum []uint64, total uint64) float64 {
 	}
 	return lower // past every finite bucket: its bound
 }
+
+// roundMS turns seconds into milliseconds to the microsecond: the estimate
+// is no finer than its bucket, and float noise ("2.4850000000000003")
+// helps no reader.
+func roundMS(s float64) float64 { return math.Round(s*1e6) / 1e3 }
