@@ -230,7 +230,9 @@ func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 		io.Writer
 		io.Closer
 	}{w, out}, MaxLineLength: limit + 1})
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+	// The host ending the session closes its ends of the pipes: stdin's
+	// EOF, or (racing it) a write or read on a pipe it closed.
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err

@@ -689,3 +689,28 @@ func TestArgumentDepthIsTheConfiguredOne(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditRecordsAsSealed: GET /audit returns each record byte for byte
+// as it was sealed, characters HTML escapes (< > &) included: a key named
+// "r&d <ops>" came back as "r\u0026d \u003cops\u003e", a line its hash and
+// signature do not cover.
+func TestAuditRecordsAsSealed(t *testing.T) {
+	const key = "rnd-key-0123456789ab"
+	h, _ := storeHarness(t, harnessOpts{keys: []auth.Key{{Name: "r&d <ops>", SHA256: auth.Hash(key), Tools: []string{"*"},
+		Roles: []auth.Role{auth.RoleAdmin, auth.RoleCall}}}})
+	if r := h.exec("echo", `{"message":"x"}`, bearer(key)); r.status != 200 {
+		t.Fatalf("echo: %d %s", r.status, r.body)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		a := h.do("GET", "/audit", nil, bearer(key))
+		if a.status != 200 {
+			t.Fatalf("audit: %d %s", a.status, a.body)
+		}
+		if strings.Contains(string(a.body), `"caller":"r&d <ops>"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the record of r&d <ops>'s call is not served as sealed: %s", a.body)
+		}
+	}
+}
