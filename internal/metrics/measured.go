@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/toold/toold/internal/registry"
 )
 
 // Measured is a tool's latency as this replica measured it since start,
@@ -23,8 +25,8 @@ type Measured struct {
 // past the last finite bucket is that bucket's bound). ok is false for a
 // tool these metrics do not know. Reading costs a histogram snapshot per
 // status; nothing is added to the call path.
-func (m *Tools) Measured(tool string, target, max float64) (Measured, bool) {
-	s, ok := (*m.byTool.Load())[tool]
+func (m *Tools) Measured(e *registry.Entry) (Measured, bool) {
+	s, ok := (*m.byTool.Load())[e.Spec.Name]
 	if !ok {
 		return Measured{}, false
 	}
@@ -49,7 +51,8 @@ func (m *Tools) Measured(tool string, target, max float64) (Measured, bool) {
 			counts[i] += b.GetCumulativeCount()
 		}
 	}
-	out := Measured{Calls: total, TargetMS: target * 1000, MaxMS: max * 1000}
+	l := e.Spec.Limits
+	out := Measured{Calls: total, TargetMS: roundMS(l.Target.Seconds()), MaxMS: roundMS(l.Max.Seconds())}
 	if total > 0 {
 		out.P50MS = roundMS(quantile(0.5, bounds, counts, total))
 		out.P99MS = roundMS(quantile(0.99, bounds, counts, total))

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"mime"
@@ -114,8 +115,7 @@ func (s *Server) latency(w http.ResponseWriter, r *http.Request) {
 	out := map[string]metrics.Measured{}
 	if s.opts.Measured != nil {
 		for _, e := range s.visible(r) {
-			l := e.Spec.Limits
-			if m, ok := s.opts.Measured(e.Spec.Name, l.Target.Seconds(), l.Max.Seconds()); ok {
+			if m, ok := s.opts.Measured(e); ok {
 				out[e.Spec.Name] = m
 			}
 		}
@@ -369,12 +369,20 @@ func retryAfterSeconds(d time.Duration) string {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"status":"error","success":false,"error":{"type":"system_error","message":"encoding the response failed","retryable":false}}`)
+	// Without HTML escaping, as the envelope is written (strictjson): a
+	// raw audit record goes out byte for byte as it was sealed, < > & kept
+	// (json.Marshal would escape them inside a RawMessage too, and the
+	// line would no longer be the one its hash covers).
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		body.Reset()
+		body.WriteString(`{"status":"error","success":false,"error":{"type":"system_error","message":"encoding the response failed","retryable":false}}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.Header().Set("Content-Length", strconv.Itoa(body.Len()))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body.Bytes())
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/metrics"
+	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/state"
 )
@@ -69,7 +70,7 @@ type Options struct {
 	// Measured, when set, is each tool's latency as this replica measured
 	// it (metrics.Tools.Measured), served at GET /latency beside the
 	// documented targets.
-	Measured func(tool string, target, max float64) (metrics.Measured, bool)
+	Measured func(e *registry.Entry) (metrics.Measured, bool)
 	// MCP, when set, serves the Model Context Protocol at /mcp behind the
 	// same origin, host and key checks as the REST routes.
 	MCP http.Handler
