@@ -1,17 +1,17 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/toold/toold/internal/cgroups"
 )
 
 // toold tunes its own garbage collector at start, each setting only where
@@ -81,7 +81,7 @@ func tuneGC(lookupEnv func(string) (string, bool), root string) gcSettings {
 // process's cgroup up to its hierarchy's mount, and the file it came from.
 // ok is false where no limit is set or none can be read.
 func cgroupMemoryLimit(root string) (limit int64, from string, ok bool) {
-	mounts, err := os.ReadFile(filepath.Join(root, "proc/self/mountinfo"))
+	mountinfo, err := os.ReadFile(filepath.Join(root, "proc/self/mountinfo"))
 	if err != nil {
 		return 0, "", false
 	}
@@ -89,24 +89,22 @@ func cgroupMemoryLimit(root string) (limit int64, from string, ok bool) {
 	if err != nil {
 		return 0, "", false
 	}
+	mounts := cgroups.ParseMounts(mountinfo)
 	limit = math.MaxInt64
-	for _, g := range parseProcCgroup(groups) {
-		var m mount
-		var file string
-		switch {
-		case g.v2:
-			m, ok = findMount(mounts, func(m mount) bool { return m.fstype == "cgroup2" })
-			file = "memory.max"
-		case g.memory:
-			m, ok = findMount(mounts, func(m mount) bool { return m.fstype == "cgroup" && hasOption(m.superOptions, "memory") })
+	for _, g := range cgroups.ParseGroups(groups) {
+		file := "memory.max"
+		i := slices.IndexFunc(mounts, func(m cgroups.Mount) bool { return m.V2 })
+		if !g.V2 {
+			if !g.Has("memory") {
+				continue
+			}
 			file = "memory.limit_in_bytes"
-		default:
+			i = slices.IndexFunc(mounts, func(m cgroups.Mount) bool { return !m.V2 && m.Has("memory") })
+		}
+		if i < 0 {
 			continue
 		}
-		if !ok {
-			continue
-		}
-		for dir := range m.dirs(g.path) {
+		for dir := range mounts[i].Dirs(g.Path) {
 			f := filepath.Join(root, dir, file)
 			if v, ok := readLimit(f); ok && v < limit {
 				limit, from = v, f
@@ -114,111 +112,6 @@ func cgroupMemoryLimit(root string) (limit int64, from string, ok bool) {
 		}
 	}
 	return limit, from, from != ""
-}
-
-// procCgroup is a line of /proc/self/cgroup that can hold a memory limit.
-type procCgroup struct {
-	v2     bool // the unified hierarchy ("0::/path")
-	memory bool // a v1 hierarchy with the memory controller
-	path   string
-}
-
-func parseProcCgroup(b []byte) []procCgroup {
-	var out []procCgroup
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		id, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		controllers, p, ok := strings.Cut(rest, ":")
-		if !ok || !strings.HasPrefix(p, "/") {
-			continue
-		}
-		g := procCgroup{path: path.Clean(p)}
-		switch {
-		case id == "0" && controllers == "":
-			g.v2 = true
-		case hasOption(controllers, "memory"):
-			g.memory = true
-		default:
-			continue
-		}
-		out = append(out, g)
-	}
-	return out
-}
-
-// mount is a line of /proc/self/mountinfo.
-type mount struct {
-	root, point, fstype, superOptions string
-}
-
-func findMount(mountinfo []byte, want func(mount) bool) (mount, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
-	for sc.Scan() {
-		// ID parent major:minor root point options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		a, b := strings.Fields(pre), strings.Fields(post)
-		if len(a) < 5 || len(b) < 3 {
-			continue
-		}
-		m := mount{root: unescapeMount(a[3]), point: unescapeMount(a[4]), fstype: b[0], superOptions: b[2]}
-		if want(m) {
-			return m, true
-		}
-	}
-	return mount{}, false
-}
-
-// dirs yields the directories of cgroup p and of its ancestors, as far up
-// as this mount shows them, the deepest first. A path outside the mount's
-// root (a cgroup namespace's view can be) yields the mount point alone.
-func (m mount) dirs(p string) func(yield func(string) bool) {
-	return func(yield func(string) bool) {
-		rel, ok := strings.CutPrefix(p, m.root)
-		if !ok || (rel != "" && !strings.HasPrefix(rel, "/") && m.root != "/") {
-			rel = ""
-		}
-		rel = path.Clean("/" + rel)
-		for {
-			if !yield(path.Join(m.point, rel)) || rel == "/" {
-				return
-			}
-			rel = path.Dir(rel)
-		}
-	}
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func hasOption(list, opt string) bool {
-	for o := range strings.SplitSeq(list, ",") {
-		if o == opt {
-			return true
-		}
-	}
-	return false
 }
 
 // readLimit reads a memory.max or memory.limit_in_bytes; "max", v1's

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toold/toold/internal/cgroups"
 )
 
 // Per-run cgroups. Every program toold starts gets cgroups of its own when
@@ -453,47 +455,41 @@ func ownCgroups() (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	for line := range strings.Lines(string(b)) {
-		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
-		if len(parts) != 3 {
+	for _, g := range cgroups.ParseGroups(b) {
+		if g.V2 {
+			out[""] = g.Path
 			continue
 		}
-		if parts[1] == "" {
-			out[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			out[c] = parts[2]
+		for c := range strings.SplitSeq(g.Controllers, ",") {
+			out[c] = g.Path
 		}
 	}
 	return out, nil
 }
 
 // cgroupMounts reads /proc/self/mountinfo: "cgroup2" or a v1 controller →
-// its mount point. Only mounts of a hierarchy's root are used.
+// its mount point, the first of each. Only mounts of a hierarchy's root
+// are used.
 func cgroupMounts() (map[string]string, error) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for line := range strings.Lines(string(b)) {
-		pre, post, ok := strings.Cut(strings.TrimSpace(line), " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 3 || f[3] != "/" {
-			continue
+	add := func(key, point string) {
+		if _, seen := out[key]; !seen {
+			out[key] = point
 		}
-		switch g[0] {
-		case "cgroup2":
-			if _, seen := out["cgroup2"]; !seen {
-				out["cgroup2"] = f[4]
-			}
-		case "cgroup":
-			for _, o := range strings.Split(g[2], ",") {
-				if slices.Contains(cgroupControllers, o) {
-					if _, seen := out[o]; !seen {
-						out[o] = f[4]
-					}
+	}
+	for _, m := range cgroups.ParseMounts(b) {
+		switch {
+		case m.Root != "/":
+		case m.V2:
+			add("cgroup2", m.Point)
+		default:
+			for _, c := range cgroupControllers {
+				if m.Has(c) {
+					add(c, m.Point)
 				}
 			}
 		}
