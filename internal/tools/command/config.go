@@ -1,6 +1,7 @@
 package command
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/toold/toold/internal/tools"
@@ -217,30 +218,14 @@ const (
 
 // merge returns r with every zero field taken from d.
 func (r Rlimits) merge(d Rlimits) Rlimits {
-	if r.CPU == 0 {
-		r.CPU = d.CPU
-	}
-	if r.AddressSpace == 0 {
-		r.AddressSpace = d.AddressSpace
-	}
-	if r.FileSize == 0 {
-		r.FileSize = d.FileSize
-	}
-	if r.OpenFiles == 0 {
-		r.OpenFiles = d.OpenFiles
-	}
-	if r.Processes == 0 {
-		r.Processes = d.Processes
-	}
-	if r.Memory == 0 {
-		r.Memory = d.Memory
-	}
-	if r.CPUs == 0 {
-		r.CPUs = d.CPUs
-	}
-	if r.TmpSize == 0 {
-		r.TmpSize = d.TmpSize
-	}
+	r.CPU = cmp.Or(r.CPU, d.CPU)
+	r.AddressSpace = cmp.Or(r.AddressSpace, d.AddressSpace)
+	r.FileSize = cmp.Or(r.FileSize, d.FileSize)
+	r.OpenFiles = cmp.Or(r.OpenFiles, d.OpenFiles)
+	r.Processes = cmp.Or(r.Processes, d.Processes)
+	r.Memory = cmp.Or(r.Memory, d.Memory)
+	r.CPUs = cmp.Or(r.CPUs, d.CPUs)
+	r.TmpSize = cmp.Or(r.TmpSize, d.TmpSize)
 	return r
 }
 

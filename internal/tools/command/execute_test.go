@@ -12,13 +12,7 @@ import (
 var gitRule = ProgramRule{Subcommands: []string{"log", "status"}, Options: []string{"--oneline", "--max-count="}, EndOfOptions: true}
 
 func TestCheckArgs(t *testing.T) {
-	cases := []struct {
-		name string
-		rule ProgramRule
-		args []string
-		want []string
-		kind tools.Kind
-	}{
+	cases := []argCase{
 		{"options first, -- before operands", gitRule, []string{"log", "README", "--oneline", "--max-count=3"}, []string{"log", "--oneline", "--max-count=3", "--", "README"}, ""},
 		{"no operands, no --", gitRule, []string{"status"}, []string{"status"}, ""},
 		{"caller's -- keeps dashes literal", gitRule, []string{"log", "--", "--output=/tmp/x"}, []string{"log", "--", "--output=/tmp/x"}, ""},
@@ -31,16 +25,7 @@ func TestCheckArgs(t *testing.T) {
 		{"dash operand after caller's --", ProgramRule{}, []string{"--", "-rf"}, nil, tools.SecurityError},
 		{"wildcard options", ProgramRule{Options: []string{"*"}}, []string{"-x", "y"}, []string{"-x", "y"}, ""},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			opts, err := compileOptions(c.rule.Options)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := checkArgs("prog", c.rule, opts, c.args)
-			checkOutcome(t, got, err, c.want, c.kind)
-		})
-	}
+	runArgCases(t, cases)
 }
 
 func TestExecuteCommand(t *testing.T) {

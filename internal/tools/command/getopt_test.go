@@ -77,13 +77,7 @@ func TestOptionValuesAreNotOptions(t *testing.T) {
 func TestSingleDashLongOptions(t *testing.T) {
 	find := ProgramRule{Options: []string{"-name PATTERN", "-type {f,d}", "-maxdepth N", "-print"}}
 	goTest := ProgramRule{Subcommands: []string{"test"}, Options: []string{"-run=", "-count=N", "-v[=BOOL]"}}
-	cases := []struct {
-		name string
-		rule ProgramRule
-		args []string
-		want []string
-		kind tools.Kind
-	}{
+	cases := []argCase{
 		{"find -name value is a value", find, []string{".", "-name", "-delete", "-print"}, []string{"-name", "-delete", "-print", "."}, ""},
 		{"find -exec refused", find, []string{".", "-exec", "sh", ";"}, nil, tools.PermissionError},
 		{"find -type outside its set", find, []string{".", "-type", "l"}, nil, tools.PermissionError},
@@ -93,16 +87,7 @@ func TestSingleDashLongOptions(t *testing.T) {
 		{"go test -exec refused", goTest, []string{"test", "-exec=sh"}, nil, tools.PermissionError},
 		{"go test -run takes -exec as its value", goTest, []string{"test", "-run", "-exec=x"}, []string{"test", "-run", "-exec=x"}, ""},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			opts, err := compileOptions(c.rule.Options)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := checkArgs("prog", c.rule, opts, c.args)
-			checkOutcome(t, got, err, c.want, c.kind)
-		})
-	}
+	runArgCases(t, cases)
 }
 
 func TestCompileOptions(t *testing.T) {

@@ -153,3 +153,29 @@ func checkOutcome[T any](t *testing.T, got T, err error, want T, kind tools.Kind
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// argCase is one argument list checked against a program's rule: the
+// arguments toold passes on, or the kind of the refusal.
+type argCase struct {
+	name string
+	rule ProgramRule
+	args []string
+	want []string
+	kind tools.Kind
+}
+
+// runArgCases checks each case's arguments with its rule's compiled
+// options.
+func runArgCases(t *testing.T, cases []argCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			opts, err := compileOptions(c.rule.Options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := checkArgs("prog", c.rule, opts, c.args)
+			checkOutcome(t, got, err, c.want, c.kind)
+		})
+	}
+}
