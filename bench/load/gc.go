@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"time"
 )
 
 // gcPercents are the settings the gc scenario compares: Go's default and
@@ -29,13 +28,8 @@ func gcTuning(o options, bin, dir string, pinned bool) error {
 			target{fmt.Sprintf("GOGC=%d REST", p), td.addr, request(td.addr, "/tools/echo/execute", echoBody), restOK},
 			target{fmt.Sprintf("GOGC=%d /mcp", p), td.addr, requestWith("POST", td.addr, "/mcp", mcpCall("echo"), mcpHeaders...), mcpOK})
 	}
-	cpu := make([]time.Duration, len(targets))
-	_, err := compareAround(o, "GC percent: toold's echo over REST and /mcp, one toold per setting", targets,
-		func(i, _ int) func() {
-			c0 := servers[i].cpu()
-			return func() { cpu[i] += servers[i].cpu() - c0 }
-		},
-		column{"server CPU per call", func(i int, total []*stats) string { return perCall(cpu[i], total[i].n) }},
+	_, around, cpuCol := serverCPU(servers)
+	_, err := compareAround(o, "GC percent: toold's echo over REST and /mcp, one toold per setting", targets, around, cpuCol,
 		column{"req/s vs GOGC=100", func(i int, total []*stats) string {
 			return fmt.Sprintf("%.0f%%", 100*total[i].rate()/total[i%2].rate())
 		}},

@@ -192,15 +192,21 @@ tools:
 
 // buildToold builds the real binary, as deployed.
 func buildToold(dir string) (string, error) {
+	return goBuild(dir, "toold", ".", "./cmd/toold")
+}
+
+// goBuild builds pkg, from the directory at rel to the repository's root
+// (its own module there, if it has one), into dir/name.
+func goBuild(dir, name, rel, pkg string) (string, error) {
 	root, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
-	bin := filepath.Join(dir, "toold")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/toold")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = filepath.Join(filepath.Dir(strings.TrimSpace(string(root))), rel)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build %s in %s: %v\n%s", pkg, rel, err, out)
 	}
 	return bin, nil
 }

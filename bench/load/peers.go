@@ -8,9 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,13 +71,8 @@ func peers(o options, dir string, pinned bool, bare, td *server) error {
 	for _, conns := range []int{16, 64} {
 		oc := o
 		oc.conns = conns
-		cpu := make([]time.Duration, len(targets))
-		total, err := compareAround(oc, "Peers: the same echo on toold and on bare servers", targets,
-			func(i, _ int) func() {
-				c0 := servers[i].cpu()
-				return func() { cpu[i] += servers[i].cpu() - c0 }
-			},
-			column{"server CPU per call", func(i int, total []*stats) string { return perCall(cpu[i], total[i].n) }},
+		cpu, around, cpuCol := serverCPU(servers)
+		total, err := compareAround(oc, "Peers: the same echo on toold and on bare servers", targets, around, cpuCol,
 			column{"req/s vs bare net/http", func(i int, total []*stats) string {
 				return fmt.Sprintf("%.0f%%", 100*total[i].rate()/total[iBare].rate())
 			}},
@@ -101,6 +93,18 @@ func peers(o options, dir string, pinned bool, bare, td *server) error {
 		fmt.Printf("- toold /mcp p99: %v, target < 10ms at 64 connections\n", pct(total[iMCP].lat, .99).Round(time.Microsecond))
 	}
 	return nil
+}
+
+// serverCPU measures each target's server CPU across compareAround's
+// rounds (servers[i] serves targets[i]): cpu sums it, around is
+// compareAround's hook, col the "server CPU per call" column.
+func serverCPU(servers []*server) (cpu []time.Duration, around func(i, round int) func(), col column) {
+	cpu = make([]time.Duration, len(servers))
+	around = func(i, _ int) func() {
+		c0 := servers[i].cpu()
+		return func() { cpu[i] += servers[i].cpu() - c0 }
+	}
+	return cpu, around, column{"server CPU per call", func(i int, total []*stats) string { return perCall(cpu[i], total[i].n) }}
 }
 
 // perCall is CPU time over calls, "-" without calls.
@@ -128,17 +132,7 @@ func startRole(pinned bool, role string) (*server, error) {
 // buildPeers builds bench/load/peers (the bare mcp-go server), a module of
 // its own so that toold's does not require mcp-go.
 func buildPeers(dir string) (string, error) {
-	root, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	bin := filepath.Join(dir, "mcpgo")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(strings.TrimSpace(string(root))), "bench", "load", "peers")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build bench/load/peers: %v\n%s", err, out)
-	}
-	return bin, nil
+	return goBuild(dir, "mcpgo", "bench/load/peers", ".")
 }
 
 // serveBareMCPRaw is the go-sdk peer without schema validation: echo
