@@ -36,8 +36,10 @@ type outcome struct {
 }
 
 // execute runs the tool on a worker so the caller is answered at the
-// deadline even when the tool ignores its context. The slot is freed only
-// when the tool really returns: the in-flight limit never lies. The worker
+// deadline even when the tool ignores its context. The slot is freed when
+// the tool really returns, or earlier for a stuck call the limiter lets go
+// (watchStuck: at most max_in_flight per tool, so the goroutines running
+// stay bounded at twice the limit). The worker
 // then checks and sanitizes the result; the outcome reaches the envelope
 // only if it arrives in time.
 func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeout time.Duration) (Status, error) {

@@ -62,7 +62,7 @@ func New(reg prometheus.Registerer, r *registry.Registry, known ...tools.Limits)
 		calls: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_tool_calls_total",
 			Help: "Tool calls by tool and outcome status."}, []string{"tool", "status"}),
 		stuck: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_stuck",
-			Help: "Executions still running well after their context was cancelled (they keep their slot)."}, []string{"tool"}),
+			Help: "Executions still running well after their context was cancelled (up to max_in_flight of them give their slot back; see /readyz)."}, []string{"tool"}),
 		target: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_latency_target_seconds",
 			Help: "Documented latency bounds per tool: bound=target|max (objectives) and timeout (enforced)."},
 			[]string{"tool", "category", "bound"}),
