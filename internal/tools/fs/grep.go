@@ -148,7 +148,7 @@ func (w *Workspace) searchFile(s *fileSearch, res *grepResult) error {
 	if err == nil {
 		s.flush()
 	}
-	if s.ctx != nil && s.ctx.Err() != nil {
+	if s.ctx.Err() != nil {
 		return s.ctx.Err()
 	}
 	switch {
@@ -236,7 +236,7 @@ func (s *fileSearch) flush() bool {
 // more match (to report truncation honestly) and finishes pending
 // after-context, then stops.
 func (s *fileSearch) line(n int, line []byte) bool {
-	if n%ctxEvery == 0 && s.ctx != nil && s.ctx.Err() != nil {
+	if n%ctxEvery == 0 && s.ctx.Err() != nil {
 		return false
 	}
 	var text string
