@@ -53,21 +53,23 @@ func (r *LineRedactor) Lines(text []byte) []byte {
 	return r.buf
 }
 
-// applyLines is apply keeping line breaks: each line a finding touches
-// gets its marker (a continued key block's too: every line stands alone
-// in a tool's result).
+// applyLines is apply keeping line breaks: each non-empty line a finding
+// touches gets its marker (a continued key block's too: every line stands
+// alone in a tool's result). An empty line stays empty, wherever the
+// blocks were cut: a key block continued from the last call may start
+// with one.
 func (r *LineRedactor) applyLines(dst []byte, s string, fs []finding) []byte {
 	prev := 0
 	for _, f := range fs {
 		dst = append(dst, s[prev:f.start]...)
 		seg := s[f.start:f.end]
-		for k := 0; ; k++ {
+		for {
 			nl := strings.IndexByte(seg, '\n')
 			piece := seg
 			if nl >= 0 {
 				piece = seg[:nl]
 			}
-			if piece != "" || k == 0 {
+			if piece != "" {
 				dst = append(append(append(dst, markerPrefix...), r.det.kinds[f.kind].name...), ']')
 			}
 			if nl < 0 {

@@ -22,6 +22,7 @@ func TestLineRedactor(t *testing.T) {
 		{"encoded", []string{"u=" + pctAll(encToken) + "\n"}, "u=[REDACTED:github_token]\n"},
 		{"key in one block", []string{"a\n" + key + "b\n"}, "a\n" + strings.Repeat("[REDACTED:private_key]\n", 4) + "b\n"},
 		{"key across blocks", []string{"a\n" + key[:41], key[41:] + "b\n"}, "a\n" + strings.Repeat("[REDACTED:private_key]\n", 4) + "b\n"},
+		{"open key, empty line next block", []string{"0-----BEGIN PRIVATE KEY-----\n", "\n"}, "0[REDACTED:private_key]\n\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
