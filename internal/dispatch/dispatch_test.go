@@ -252,6 +252,40 @@ func TestRawMessageResult(t *testing.T) {
 	}
 }
 
+// failsWith fails with an error carrying a result.
+type failsWith struct{ result any }
+
+func (failsWith) Spec() tools.Spec {
+	return tools.Spec{Name: "fails", Description: "Fails with a result.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`), Output: json.RawMessage(`{"type":"object","required":["ok"]}`)}
+}
+func (f failsWith) Execute(context.Context, *tools.Call) (any, error) {
+	return nil, tools.NewUserError("it exited with code 1").WithCode("exit_status").WithResult(f.result)
+}
+
+// TestFailureCarriesItsResult: a failure that carries a result is a failed
+// envelope whose data is that result, sanitized as any output and not held
+// to the output schema; one that cannot be encoded is dropped, never shown
+// raw.
+func TestFailureCarriesItsResult(t *testing.T) {
+	d := newDispatcher(t, nil, failsWith{map[string]string{"stderr": "mail ada@example.com"}})
+	env := d.Execute(context.Background(), &Request{Tool: "fails"})
+	if env.Status != StatusError || env.Success || env.Error == nil || env.Error.Code != "exit_status" {
+		t.Fatalf("%s %+v", env.Status, env.Error)
+	}
+	if got := string(env.Data); got != `{"stderr":"mail [REDACTED:email]"}` || env.Sanitized.Redactions != 1 {
+		t.Fatalf("data %s, %d redactions", got, env.Sanitized.Redactions)
+	}
+	if b := env.AppendJSON(nil); !json.Valid(b) || !strings.Contains(string(b), `"data":{"stderr"`) {
+		t.Fatalf("envelope %s", b)
+	}
+	d = newDispatcher(t, nil, failsWith{func() {}})
+	env = d.Execute(context.Background(), &Request{Tool: "fails"})
+	if env.Status != StatusError || env.Data != nil {
+		t.Fatalf("unencodable result: %s %s", env.Status, env.Data)
+	}
+}
+
 // callLog is a CallObserver that records what it is told.
 type callLog struct {
 	stuckCounter

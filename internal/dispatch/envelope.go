@@ -161,8 +161,10 @@ func Failure(requestID, tool string, status Status, err *tools.Error) *Envelope 
 	return env
 }
 
+// fail marks the envelope failed with te. Data stays: only a tool's
+// failure that carries a result (tools.Error.Result) has set it.
 func (env *Envelope) fail(status Status, te *tools.Error) {
-	env.Status, env.Success, env.Data = status, false, nil
+	env.Status, env.Success = status, false
 	env.Error = &ErrorBody{Type: te.Kind, Code: te.Code, Message: te.Message, Suggestion: te.Suggestion,
 		Fields: te.Fields, Retryable: retryable(te)}
 	if te.RetryAfter > 0 {

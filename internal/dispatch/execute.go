@@ -71,6 +71,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		c.env.Timing.SanitizeMS += millis(o.sanitize)
 		c.env.Sanitized.Add(o.report)
 		if o.err != nil && o.status == "" {
+			c.env.Data = o.data // what a failing tool produced, checked and sanitized (finishFailure)
 			return d.toolOutcome(ctx, c.entry, o, timeout)
 		}
 		if o.err != nil {
@@ -115,6 +116,8 @@ func (r *running) run() {
 	r.flush()
 	if o.err == nil {
 		r.d.finish(r.ctx, r.c, &o)
+	} else if te, ok := tools.AsError(o.err); ok && te.Result != nil {
+		r.d.finishFailure(r.ctx, r.c, &o, te.Result)
 	}
 	r.done <- o
 }
@@ -240,14 +243,37 @@ func (d *Dispatcher) finish(ctx context.Context, c *call, o *outcome) {
 			return
 		}
 	}
-	start := time.Now()
-	sctx, ss := d.sanitizePhase(ctx, c, "output")
-	o.data, o.report, err = d.opts.Sanitizer.Output(sctx, &e.Spec, data)
-	endPhase(ss, err)
-	o.sanitize = time.Since(start)
-	if err != nil {
+	if err := d.sanitizeResult(ctx, c, o, data); err != nil {
 		o.status, o.err = StatusError, err
 	}
+}
+
+// finishFailure encodes and sanitizes what a tool returned with its
+// failure into o.data, which the failed envelope carries; the failure
+// stays the answer. A result that cannot be encoded or sanitized is
+// dropped rather than shown unsanitized. No output schema applies: it
+// describes the tool's answers, and a failure is not one.
+func (d *Dispatcher) finishFailure(ctx context.Context, c *call, o *outcome, result any) {
+	data, err := encodeResult(result)
+	if err == nil {
+		err = d.sanitizeResult(ctx, c, o, data)
+	}
+	if err != nil {
+		o.data = nil
+		d.log.Warn("a failed call's result was dropped", append(c.logFields(), zap.String("tool", c.entry.Spec.Name), zap.Error(err))...)
+	}
+}
+
+// sanitizeResult runs the output sanitizer on an encoded result, into
+// o.data, o.report and o.sanitize.
+func (d *Dispatcher) sanitizeResult(ctx context.Context, c *call, o *outcome, data []byte) error {
+	start := time.Now()
+	sctx, ss := d.sanitizePhase(ctx, c, "output")
+	var err error
+	o.data, o.report, err = d.opts.Sanitizer.Output(sctx, &c.entry.Spec, data)
+	endPhase(ss, err)
+	o.sanitize = time.Since(start)
+	return err
 }
 
 // encodeResult is the result's JSON. A tool that already holds its result

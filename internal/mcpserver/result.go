@@ -38,7 +38,8 @@ func envelopeMeta(env *dispatch.Envelope) map[string]any {
 // render turns an envelope into a tools/call result. A success is the data
 // as structuredContent plus one text block with the same JSON. A failure is
 // isError with a text that tells the model what went wrong and what to do,
-// and the envelope's error in _meta; it is the structuredContent too when
+// then a text with the data a failing tool produced (a command's output),
+// if any, and the envelope's error in _meta; it is the structuredContent too when
 // the tool declares no output schema (a client holding the tool's output
 // schema checks structuredContent against it, even on an error).
 func render(env *dispatch.Envelope, hasOutputSchema bool) *mcp.CallToolResult {
@@ -53,6 +54,9 @@ func render(env *dispatch.Envelope, hasOutputSchema bool) *mcp.CallToolResult {
 	}
 	meta[MetaError] = env.Error
 	res := &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(env.Error)}}}
+	if len(env.Data) > 0 { // what the tool produced with its failure (a command's output)
+		res.Content = append(res.Content, &mcp.TextContent{Text: string(env.Data)})
+	}
 	if !hasOutputSchema {
 		res.StructuredContent = env.Error
 	}

@@ -41,7 +41,11 @@ type Error struct {
 	// service that is down or answered 5xx). Overload and timeout errors
 	// are retryable whatever it says.
 	Retryable bool
-	Err       error
+	// Result is what the tool produced with its failure, for the caller
+	// to read (a command's exit code, stdout and stderr): the envelope
+	// carries it as data, encoded and sanitized as any result.
+	Result any
+	Err    error
 }
 
 // FieldError names one failing field of the arguments by JSON pointer.
@@ -84,6 +88,13 @@ func (e *Error) WithCode(code string) *Error {
 // WithRetryAfter marks e retryable after d and returns e.
 func (e *Error) WithRetryAfter(d time.Duration) *Error {
 	e.Retryable, e.RetryAfter = true, d
+	return e
+}
+
+// WithResult attaches what the tool produced with its failure and
+// returns e.
+func (e *Error) WithResult(v any) *Error {
+	e.Result = v
 	return e
 }
 

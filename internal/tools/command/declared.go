@@ -93,9 +93,10 @@ func commandEffects(tc ToolConfig, network bool) tools.Effects {
 }
 
 // returnsText describes Result for models.
-const returnsText = "ok (exit code is a success code), exit_code, signal, timed_out, truncated, stdout, stderr, " +
-	"duration_ms, and parsed (stdout parsed as JSON or lines, when the tool says so). A failing exit code " +
-	"is a result, not an error: read stderr."
+const returnsText = "ok, exit_code, signal, timed_out, truncated, stdout, stderr, duration_ms, and parsed " +
+	"(stdout parsed as JSON or lines, when the tool says so). A command that fails (an exit code that is not a " +
+	"success code, a signal, its timeout, its output cap) fails the call with error.type user_error and a code " +
+	"(exit_status, killed, timed_out, output_truncated); data still holds this result: read stderr."
 
 func (d *declared) Spec() tools.Spec { return d.spec }
 
@@ -127,7 +128,7 @@ func (d *declared) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	res.parse(d.output)
-	return res, nil
+	return res.outcome(args[0])
 }
 
 // parse fills Parsed from stdout.

@@ -169,7 +169,10 @@ func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	}
 	req := runReq{argv: append([]string{prog.path}, args...), dir: dir, stdin: in.Stdin, timeout: timeout}
 	res, _, err := t.set.run(ctx, call, t.sb, req)
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res.outcome(prog.path)
 }
 
 // commandWords accepts the array form as it is and splits the string form.

@@ -3,6 +3,7 @@ package command
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,6 +104,88 @@ func TestExecuteCommandConfig(t *testing.T) {
 		if s, err := New(Config{ExecuteCommand: cfg, Containment: "none"}, ws, nil); err == nil {
 			_ = s.Close()
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestFailingCommands: a command that fails is a user_error with a code
+// for how it failed and the last lines of its output in the message, and
+// carries its Result (the envelope's data); an exit code the tool
+// declares a success code is a success.
+func TestFailingCommands(t *testing.T) {
+	sh := func(name, script string) ToolConfig { return argvTool(name, "sh", "-c", script) }
+	ok1 := sh("ok1", "echo fine; exit 1")
+	ok1.SuccessCodes = []int{0, 1}
+	long := sh("long", "yes line")
+	long.MaxOutputBytes = 4096
+	cfg := Config{Tools: []ToolConfig{
+		sh("exit3", "echo out; for i in 1 2 3 4 5 6 7; do echo err$i >&2; done; exit 3"),
+		sh("quiet", "echo only stdout; exit 2"),
+		sh("killed", "kill -9 $$"),
+		ok1, long,
+	}, ExecuteCommand: ExecConfig{Enabled: true, MaxTimeout: 5 * time.Second, Programs: map[string]ProgramRule{"sleep": {}}}}
+	s, _ := newSet(t, ModeNone, cfg)
+	cases := []struct {
+		tool     string
+		args     map[string]any
+		code     string // "" for a success
+		message  string
+		exitCode int
+	}{
+		{"exit3", nil, "exit_status", "sh exited with code 3; its output ends:\nerr3\nerr4\nerr5\nerr6\nerr7", 3},
+		{"quiet", nil, "exit_status", "sh exited with code 2; its output ends:\nonly stdout", 2},
+		{"killed", nil, "killed", "sh was killed by SIGKILL", -1},
+		{"long", nil, "output_truncated", "sh wrote more than its output cap to stdout and was stopped; its output ends:", -1},
+		{ExecuteCommandName, map[string]any{"command": []string{"sleep", "10"}, "timeout": 0.2}, "timed_out", "sleep outlived its timeout and was stopped", -1},
+		{"ok1", nil, "", "", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			args := c.args
+			if args == nil {
+				args = map[string]any{}
+			}
+			out, err := answer(t, tool(t, s, c.tool), args, 10*time.Second)
+			if c.code == "" {
+				if r, _ := out.(*Result); err != nil || r == nil || !r.OK || r.ExitCode != c.exitCode {
+					t.Fatalf("got %+v, %v; want a success with exit code %d", out, err, c.exitCode)
+				}
+				return
+			}
+			te, ok := tools.AsError(err)
+			if !ok || te.Kind != tools.UserError || te.Code != c.code {
+				t.Fatalf("got %v, want a user_error with code %s", err, c.code)
+			}
+			if !strings.HasPrefix(te.Message, c.message) {
+				t.Errorf("message %q, want it to start with %q", te.Message, c.message)
+			}
+			if te.Suggestion == "" {
+				t.Error("no suggestion")
+			}
+			r, _ := te.Result.(*Result)
+			if r == nil || r.OK || (c.exitCode >= 0 && r.ExitCode != c.exitCode) {
+				t.Errorf("result %+v, want a failed one with exit code %d", r, c.exitCode)
+			}
+		})
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	cases := []struct {
+		in   string
+		n, m int
+		want string
+	}{
+		{"", 5, 512, ""},
+		{"a\nb\nc\n", 2, 512, "b\nc"},
+		{"a\nb\n", 5, 512, "a\nb"},
+		{"0123456789\nab\n", 5, 5, "ab"},
+		{"xxé", 5, 2, "é"},
+		{"xxxxé", 5, 1, ""},
+	}
+	for _, c := range cases {
+		if got := lastLines(c.in, c.n, c.m); got != c.want {
+			t.Errorf("lastLines(%q, %d, %d) = %q, want %q", c.in, c.n, c.m, got, c.want)
 		}
 	}
 }

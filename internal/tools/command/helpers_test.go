@@ -66,8 +66,28 @@ func tool(t testing.TB, s *Set, name string) tools.Tool {
 	return nil
 }
 
-// call executes a tool with JSON arguments under a timeout.
+// call executes a tool with JSON arguments under a timeout. A command
+// that ran and failed is the Result its user_error carries (what the
+// envelope shows as data), checked to be a failure; TestFailingCommands
+// checks the error itself.
 func call(t testing.TB, tl tools.Tool, args any, timeout time.Duration) (*Result, error) {
+	t.Helper()
+	out, err := answer(t, tl, args, timeout)
+	if te, ok := tools.AsError(err); ok && te.Result != nil {
+		r := te.Result.(*Result)
+		if te.Kind != tools.UserError || r.OK {
+			t.Fatalf("a failed run is a %s with ok=%v", te.Kind, r.OK)
+		}
+		return r, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out.(*Result), nil
+}
+
+// answer is the tool's own answer to JSON arguments under a timeout.
+func answer(t testing.TB, tl tools.Tool, args any, timeout time.Duration) (any, error) {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -75,11 +95,7 @@ func call(t testing.TB, tl tools.Tool, args any, timeout time.Duration) (*Result
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out, err := tl.Execute(ctx, tools.NewCall(raw, "test", "test", nil))
-	if err != nil {
-		return nil, err
-	}
-	return out.(*Result), nil
+	return tl.Execute(ctx, tools.NewCall(raw, "test", "test", nil))
 }
 
 // argvTool is a tool config running a fixed argv with no parameters.

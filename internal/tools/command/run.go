@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,9 +14,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -308,6 +311,64 @@ func (r *Result) fill(ps *os.ProcessState, out, errs *stream, successes []int) {
 	if r.Truncated {
 		r.OK = false
 	}
+}
+
+// outcome is the call's answer for a finished run: the result when the
+// command succeeded; otherwise a user_error (the model can read why and
+// act) that carries the result as the envelope's data, so a failing
+// command is never reported as a success, and its output is not lost.
+// The message names what went wrong and ends with the last lines of
+// stderr (of stdout when stderr is empty), for a reader who sees only
+// the error.
+func (r *Result) outcome(program string) (any, error) {
+	if r.OK {
+		return r, nil
+	}
+	name := filepath.Base(program)
+	var te *tools.Error
+	switch {
+	case r.TimedOut:
+		te = tools.NewUserError("%s outlived its timeout and was stopped", name).WithCode("timed_out").
+			WithSuggestion("give it a longer timeout, or a command that does less")
+	case r.Truncated:
+		te = tools.NewUserError("%s wrote more than its output cap to %s and was stopped", name, strings.Join(r.TruncatedStreams, " and ")).
+			WithCode("output_truncated").WithSuggestion("narrow the command's output (fewer files, a filter, a quieter flag)")
+	case r.Signal != "":
+		te = tools.NewUserError("%s was killed by %s", name, r.Signal).WithCode("killed").
+			WithSuggestion("read stderr in data; a memory, process or CPU limit may have stopped it (see limits in data)")
+	default:
+		te = tools.NewUserError("%s exited with code %d", name, r.ExitCode).WithCode("exit_status").
+			WithSuggestion("read stdout and stderr in data, fix the arguments or the workspace, and call again")
+	}
+	if tail := lastLines(cmp.Or(r.Stderr, r.Stdout), 5, 512); tail != "" {
+		te.Message += "; its output ends:\n" + tail
+	}
+	return nil, te.WithResult(r)
+}
+
+// lastLines is the end of s: at most n lines and about max bytes, cut at a
+// line (or, for one long line, a rune) boundary, without the final line
+// break.
+func lastLines(s string, n, max int) string {
+	s = strings.TrimRight(s, "\n")
+	if len(s) > max {
+		cut := len(s) - max
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		s = s[cut:]
+		if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+			s = s[i+1:]
+		}
+	}
+	for i, k := len(s), 0; i > 0; i-- {
+		if s[i-1] == '\n' {
+			if k++; k == n {
+				return s[i:]
+			}
+		}
+	}
+	return s
 }
 
 func contains(codes []int, c int) bool {
