@@ -41,6 +41,15 @@ func TestExamplesRunOffline(t *testing.T) {
 				t.Errorf("%s %s: %d %v", c.tool, c.args, status, env)
 			}
 		}
+		// A command that fails is never a success: the call fails as a
+		// user_error, and its data still holds what the command said.
+		status, env := in.exec("go_test", `{"packages": ["./missing"]}`)
+		data, _ := env["data"].(map[string]any)
+		e, _ := env["error"].(map[string]any)
+		if status != 200 || env["status"] != "error" || e["type"] != "user_error" || e["code"] != "exit_status" ||
+			data["ok"] != false || !strings.Contains(fmt.Sprint(data["stderr"]), "missing") {
+			t.Errorf("go_test of a missing package: %d %v", status, env)
+		}
 	})
 	t.Run("http", func(t *testing.T) {
 		// The example's offline stand-in, configured as its header says.
@@ -60,19 +69,41 @@ func TestExamplesRunOffline(t *testing.T) {
 		}
 	})
 	t.Run("consult", func(t *testing.T) {
-		// No AI CLI is needed: the local provider asks the stand-in model
-		// server, and consult_providers says which CLIs are missing.
+		// No AI CLI, account or model is needed: as the example's header
+		// says, the stand-in CLIs are built into a directory named by
+		// TOOLD_EXAMPLE_CLIS and the local provider asks the stand-in
+		// model server.
+		clis := sharedWorkspace(t)
+		build := exec.Command("go", "build", "-o", clis+"/", "../../examples/standins/cli/...")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building the stand-in CLIs: %v\n%s", err, out)
+		}
 		api := httptest.NewServer(fakeapi.Handler())
 		t.Cleanup(api.Close)
-		in := start(t, map[string]string{"TOOLD_EXAMPLE_LOCAL_URL": api.URL + "/v1"}, "-config", "../../examples/consult.yaml",
-			"-workspace", sharedWorkspace(t))
+		in := start(t, map[string]string{"TOOLD_EXAMPLE_LOCAL_URL": api.URL + "/v1", "TOOLD_EXAMPLE_CLIS": clis},
+			"-config", "../../examples/consult.yaml", "-workspace", sharedWorkspace(t))
+		in.client.Timeout = time.Minute
 		status, env := in.exec("consult_providers", `{}`)
-		if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), "name:local") {
-			t.Errorf("consult_providers: %d %v", status, env)
+		providers := fmt.Sprint(env["data"])
+		if status != 200 || env["status"] != "success" || strings.Count(providers, "working:true") != 5 {
+			t.Errorf("consult_providers, all five working: %d %v", status, env)
 		}
-		status, env = in.exec("consult", `{"prompt": "Why does TestTransfer deadlock?", "provider": "local"}`)
-		if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), "stand-in model read your prompt") {
-			t.Errorf("consult: %d %v", status, env)
+		for _, c := range []struct{ provider, want string }{
+			{"gemini", "The stand-in gemini (model gemini-2.5-pro) read your prompt (Why does TestTransfer deadlock?)"},
+			{"codex", "The stand-in codex (model gpt-5-codex)"},
+			{"cursor-agent", "The stand-in cursor-agent (model default)"},
+			{"claude", "The stand-in claude (model sonnet)"},
+			{"local", "stand-in model read your prompt"},
+		} {
+			status, env = in.exec("consult", `{"prompt": "Why does TestTransfer deadlock?", "provider": "`+c.provider+`"}`)
+			if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), c.want) {
+				t.Errorf("consult %s: %d %v", c.provider, status, env)
+			}
+		}
+		status, env = in.exec("consult_many", `{"prompt": "Is this lock-free queue correct?", "providers": ["gemini", "codex"]}`)
+		data, _ := env["data"].(map[string]any)
+		if status != 200 || env["status"] != "success" || data["success_count"] != 2.0 || !strings.Contains(fmt.Sprint(data["synthesis"]), "stand-in gemini") {
+			t.Errorf("consult_many: %d %v", status, env)
 		}
 	})
 	t.Run("mcp", func(t *testing.T) {

@@ -1,0 +1,11 @@
+// Command codex stands in for the codex CLI in examples/consult.yaml (see
+// package fakecli).
+package main
+
+import (
+	"os"
+
+	"github.com/toold/toold/examples/standins/fakecli"
+)
+
+func main() { os.Exit(fakecli.Run("codex", os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }

@@ -1,0 +1,11 @@
+// Command gemini stands in for the gemini CLI in examples/consult.yaml (see
+// package fakecli).
+package main
+
+import (
+	"os"
+
+	"github.com/toold/toold/examples/standins/fakecli"
+)
+
+func main() { os.Exit(fakecli.Run("gemini", os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
