@@ -346,11 +346,14 @@ type candidate struct {
 // tools builds every tool toold can serve, keeps those the configuration
 // enables, and refuses configuration for tools that do not exist.
 func (a *app) tools() ([]tools.Tool, error) {
-	all, err := a.candidates()
-	if err != nil {
+	all, unbuilt, err := a.candidates()
+	if all == nil {
 		return nil, err
 	}
-	known := map[string]bool{}
+	known := unbuilt // a tool its family would declare is no unknown name, built or not
+	if known == nil {
+		known = map[string]bool{}
+	}
 	var out []tools.Tool
 	for _, c := range all {
 		name := c.tool.Spec().Name
@@ -367,7 +370,10 @@ func (a *app) tools() ([]tools.Tool, error) {
 		}
 	}
 	if len(probs.Problems) > 0 {
-		return nil, probs
+		err = errors.Join(err, probs)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -375,22 +381,25 @@ func (a *app) tools() ([]tools.Tool, error) {
 // candidates are the file tools (the read-only ones on by default), the
 // diagnostics (off), and the command tools of the commands section, the
 // HTTP tools of the http section and the consultation tools of the consult
-// section (on: an operator who declares one wants it).
-func (a *app) candidates() ([]candidate, error) {
+// section (on: an operator who declares one wants it). When a family
+// fails to build, the others still are, and the names its configuration
+// declares are returned as unbuilt, so that tools() can still tell an
+// unknown name in tools: from one whose family failed: -check-config lists
+// every problem in one pass. Any error means toold cannot start.
+func (a *app) candidates() (all []candidate, unbuilt map[string]bool, err error) {
 	fsc := a.cfg.FS
 	if err := fs.CheckProtected(executedFiles(a.cfg.Commands)); err != nil {
-		return nil, &config.Error{Problems: []config.Problem{{Path: "commands.tools", Message: err.Error()}}}
+		return nil, nil, &config.Error{Problems: []config.Problem{{Path: "commands.tools", Message: err.Error()}}}
 	}
 	ws, err := fs.New(a.cfg.Workspace, fs.Options{MaxReadBytes: fsc.MaxReadBytes, MaxTotalReadBytes: fsc.MaxTotalReadBytes,
 		MaxFileBytes: fsc.MaxFileBytes, MaxEntries: fsc.MaxEntries, MaxMatches: fsc.MaxMatches, MaxWriteBytes: fsc.MaxWriteBytes,
 		Protected: executedFiles(a.cfg.Commands), AllowProtected: fsc.AllowProtected,
 		Redactor: func() fs.LineRedactor { return a.san.NewLineRedactor("grep") }})
 	if err != nil {
-		return nil, &config.Error{Problems: []config.Problem{{Path: "workspace", Message: err.Error()}}}
+		return nil, nil, &config.Error{Problems: []config.Problem{{Path: "workspace", Message: err.Error()}}}
 	}
 	a.closers = append(a.closers, ws.Close)
 	readOnly := ws.ReadOnlyTools()
-	var all []candidate
 	for _, t := range ws.Tools() {
 		all = append(all, candidate{t, slices.Contains(readOnly, t)})
 	}
@@ -402,9 +411,19 @@ func (a *app) candidates() ([]candidate, error) {
 	// -check-config lists them all in one pass. The consultation tools need
 	// the command and HTTP tools, so they are built only when both were.
 	var errs []error
+	unbuilt = map[string]bool{}
+	failed := func(err error, names ...string) {
+		errs = append(errs, err)
+		for _, n := range names {
+			unbuilt[n] = true
+		}
+	}
 	cs, err := command.New(a.cfg.Commands, a.cfg.Workspace, a.log.Named("command"))
 	if err != nil {
-		errs = append(errs, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}})
+		failed(&config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}}, command.ExecuteCommandName)
+		for _, t := range a.cfg.Commands.Tools {
+			unbuilt[t.Name] = true
+		}
 	} else {
 		a.closers = append(a.closers, cs.Close)
 		a.commands = cs
@@ -417,7 +436,10 @@ func (a *app) candidates() ([]candidate, error) {
 	}
 	hs, err := httpapi.New(a.cfg.HTTP, httpapi.Options{Registerer: a.metrics})
 	if err != nil {
-		errs = append(errs, config.SectionError("http", err))
+		failed(config.SectionError("http", err))
+		for _, t := range a.cfg.HTTP.Tools {
+			unbuilt[t.Name] = true
+		}
 	} else {
 		a.closers = append(a.closers, hs.Close)
 		for _, t := range hs.Tools() {
@@ -425,17 +447,19 @@ func (a *app) candidates() ([]candidate, error) {
 		}
 	}
 	if errs != nil {
-		return nil, errors.Join(errs...)
+		failed(nil, consult.ToolNames...)
+		return all, unbuilt, errors.Join(errs...)
 	}
 	co, err := consult.New(a.cfg.Consult, consult.Options{Commands: cs, HTTP: hs, Registerer: a.metrics,
 		Redact: func(s string) string { return a.san.RedactString(consultRedactor, s) }})
 	if err != nil {
-		return nil, config.SectionError("consult", err)
+		failed(config.SectionError("consult", err), consult.ToolNames...)
+		return all, unbuilt, errors.Join(errs...)
 	}
 	// Only now has every tool kind reaching APIs through the HTTP tools'
 	// machinery (the consultation providers) declared its hosts.
 	if err := hs.CheckHosts(); err != nil {
-		return nil, config.SectionError("http", err)
+		return all, unbuilt, config.SectionError("http", err)
 	}
 	for _, line := range co.Describe() {
 		a.log.Info("consult provider", zap.String("provider", line))
@@ -443,7 +467,7 @@ func (a *app) candidates() ([]candidate, error) {
 	for _, t := range co.Tools() {
 		all = append(all, candidate{t, true})
 	}
-	return all, nil
+	return all, unbuilt, nil
 }
 
 // executedFiles are the files the command tools say they execute: the

@@ -431,6 +431,10 @@ commands:
 http:
   tools:
     - {name: h1, description: d, request: {url: "ftp://example.com/"}}
+tools:
+  wirte_file: {enabled: true}
+  h1: {limits: {timeout: 3s}}
+  consult_many: {limits: {timeout: 3s}}
 `), 0o644)
 	var out, errOut bytes.Buffer
 	noEnv := func(string) (string, bool) { return "", false }
@@ -438,9 +442,16 @@ http:
 	if ec, ok := err.(exitCode); !ok || ec == 0 {
 		t.Fatalf("bad config: %v", err)
 	}
-	for _, want := range []string{"log_level: ", `commands: command tool "bad name"`, `http.tools[0]: h1: request.url`} {
+	for _, want := range []string{"log_level: ", `commands: command tool "bad name"`, `http.tools[0]: h1: request.url`,
+		"tools.wirte_file: no such tool"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+	// The tools of a family that failed to build are no unknown names.
+	for _, unwanted := range []string{"tools.h1:", "tools.consult_many:"} {
+		if strings.Contains(errOut.String(), unwanted) {
+			t.Errorf("stderr has %q:\n%s", unwanted, errOut.String())
 		}
 	}
 }

@@ -26,6 +26,10 @@ const shared = " Prompts leave this machine for third-party AI services; toold r
 	"from them first (the envelope's sanitized says how many). A failed consultation is a result with a status " +
 	"(timeout, not_found, invalid_output, error), not a failed call."
 
+// ToolNames are the names of the consultation tools, which a configuration
+// may refer to (tools.consult_many) whether or not they could be built.
+var ToolNames = []string{"consult", "consult_many", "consult_providers"}
+
 func (s *Set) consultTool() tools.Tool {
 	spec := tools.Spec{
 		Name:  "consult",
