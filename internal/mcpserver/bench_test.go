@@ -14,13 +14,15 @@ import (
 const echoArgs = `{"message":"hello, toold","data":{"n":1,"tags":["a","b"]}}`
 
 // BenchmarkCall compares, in process and side by side, one echo call over
-// REST, over toold's /mcp, and on a bare go-sdk stateless server (no
+// REST, over toold's /mcp (its fast path answers it; mcp-sdk-only leaves
+// it to the SDK, as before the fast path), and on a bare go-sdk stateless server (no
 // pipeline; typed, so the SDK validates, and low-level, as toold registers
 // its tools): what toold's MCP transport costs on top of the SDK, and what
 // the SDK costs on top of REST. B/op shows where the time goes: the SDK
 // decodes each message several times, each with a fresh 32 KiB buffer.
 func BenchmarkCall(b *testing.B) {
-	h := newBenchHarness(b)
+	h := newBenchHarness(b, harnessOpts{})
+	sdkOnly := newBenchHarness(b, harnessOpts{noFast: true})
 	bare := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
 	mcp.AddTool(bare, &mcp.Tool{Name: "echo", Description: "Echoes."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, map[string]any, error) {
@@ -53,6 +55,7 @@ func BenchmarkCall(b *testing.B) {
 	}{
 		{"rest", h, "/tools/echo/execute", echoArgs, `"success":true`},
 		{"mcp", h, "/mcp", mcpBody, `"structuredContent"`},
+		{"mcp-sdk-only", sdkOnly, "/mcp", mcpBody, `"structuredContent"`},
 		{"bare-sdk", bareH, "/mcp", mcpBody, `"structuredContent"`},
 		{"bare-sdk-lowlevel", lowH, "/mcp", mcpBody, `"structuredContent"`},
 	} {

@@ -57,6 +57,8 @@ type harnessOpts struct {
 	store bool
 	// tracer traces the stack.
 	tracer trace.Tracer
+	// noFast leaves every /mcp request to the SDK.
+	noFast bool
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -75,8 +77,8 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 }
 
 // newBenchHarness is the same stack, served in process, logging nothing.
-func newBenchHarness(b *testing.B) http.Handler {
-	_, handler := newStack(b, harnessOpts{})
+func newBenchHarness(b *testing.B, o harnessOpts) http.Handler {
+	_, handler := newStack(b, o)
 	return handler
 }
 
@@ -131,7 +133,7 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 		tb.Fatal(err)
 	}
 	ms := mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: live, Logger: log, Version: "test", MaxBodyBytes: o.maxBody,
-		Executions: ex, Tracer: o.tracer})
+		Executions: ex, Tracer: o.tracer, NoFastPath: o.noFast})
 	srv, err := server.New(server.Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, MCP: ms.Handler(), Executions: ex, Store: st, Recorder: rec,
 		SelfApproval: true, Tracer: o.tracer})

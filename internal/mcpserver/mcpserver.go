@@ -51,6 +51,9 @@ type Options struct {
 	// Tracer, when set, gives every tools/call a span, a child of the
 	// client's when its _meta carries a traceparent; nil is tracing off.
 	Tracer trace.Tracer
+	// NoFastPath leaves every HTTP request to the SDK (see fastpath.go);
+	// the tests compare the two paths with it.
+	NoFastPath bool
 }
 
 // Server is toold's MCP server; build it with New.

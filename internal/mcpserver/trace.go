@@ -23,10 +23,14 @@ func (s *Server) startSpan(ctx context.Context, req *mcp.CallToolRequest, name s
 	if id := rpcID(ctx); id != "" {
 		opts = append(opts, trace.WithAttributes(tracing.JSONRPCRequestID.String(id)))
 	}
+	version := protocolVersion(ctx) // a fast-path call's
 	if req.Session != nil {
-		if ir := req.Session.InitializeParams(); ir != nil && ir.ProtocolVersion != "" {
-			opts = append(opts, trace.WithAttributes(tracing.MCPProtocolVersion.String(ir.ProtocolVersion)))
+		if ir := req.Session.InitializeParams(); ir != nil {
+			version = ir.ProtocolVersion
 		}
+	}
+	if version != "" {
+		opts = append(opts, trace.WithAttributes(tracing.MCPProtocolVersion.String(version)))
 	}
 	if meta := req.Params.GetMeta(); meta != nil {
 		if remote := tracing.FromMeta(context.Background(), meta); trace.SpanContextFromContext(remote).IsValid() {

@@ -77,6 +77,10 @@ func (s *Server) Handler() http.Handler {
 			switch m := peek(body); m.method {
 			case "tools/call":
 				r = r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, m.id))
+				if c, ok := s.fastCallOf(r, body, m.req); ok {
+					s.serveFast(w, r, c)
+					return
+				}
 			case "notifications/cancelled":
 				s.calls.cancel(caller(r.Context()).Name, m.cancelled)
 			}
@@ -249,8 +253,9 @@ func rpcID(ctx context.Context) string {
 // message is what the handler reads of a request before the SDK does.
 type message struct {
 	method    string
-	id        string // of a tools/call
-	cancelled string // the id a notifications/cancelled names
+	id        string      // of a tools/call
+	req       *rpcRequest // a tools/call, for the fast path
+	cancelled string      // the id a notifications/cancelled names
 }
 
 // peek reads a single tools/call's id, or the id a notifications/cancelled
@@ -263,21 +268,22 @@ type message struct {
 // ("tools\/call"), so no byte search can tell which bodies to skip, and
 // the large bodies are tool calls, which are decoded anyway.
 func peek(body []byte) message {
-	var m struct {
-		Method string          `json:"method"`
-		ID     json.RawMessage `json:"id"`
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
+	var m rpcRequest
 	if json.Unmarshal(body, &m) != nil {
 		return message{}
 	}
-	switch {
-	case m.Method == "tools/call" && len(m.ID) > 0:
-		return message{method: m.Method, id: rawID(m.ID)}
-	case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
-		return message{method: m.Method, cancelled: rawID(m.Params.RequestID)}
+	switch m.Method {
+	case "tools/call":
+		if len(m.ID) > 0 {
+			return message{method: m.Method, id: rawID(m.ID), req: &m}
+		}
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && len(p.RequestID) > 0 {
+			return message{method: m.Method, cancelled: rawID(p.RequestID)}
+		}
 	}
 	return message{}
 }

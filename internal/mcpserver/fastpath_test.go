@@ -1,0 +1,225 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestFastPathAnswersAsTheSDK: the same requests, sent to a toold whose
+// /mcp answers the plainest tools/call itself and to one that leaves every
+// request to the SDK, get the same HTTP status and the same JSON-RPC
+// answer (decoded, with what differs from call to call — request ids,
+// timings, confirmation tokens, execution ids — masked). The corpus covers
+// every protocol version, both kinds of id, results and failures of every
+// kind the handler gives, and the requests the fast path must leave to
+// the SDK (it then answers them in both servers alike).
+func TestFastPathAnswersAsTheSDK(t *testing.T) {
+	fast := newHarness(t, harnessOpts{keys: true, store: true})
+	sdk := newHarness(t, harnessOpts{keys: true, store: true, noFast: true})
+	call := func(id, params string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
+	}
+	echo := `{"name":"echo","arguments":{"message":"hi <b>&amp;</b> é","data":{"n":1}}}`
+	both := "application/json, text/event-stream"
+	cases := []struct {
+		name, body, version, accept, contentType, key string
+		fastPath                                      bool // the fast path answers it
+	}{
+		{"no version header", call("1", echo), "", both, "", fullKey, true},
+		{"2024-11-05", call("2", echo), "2024-11-05", both, "", fullKey, true},
+		{"2025-03-26", call("3", echo), "2025-03-26", both, "", fullKey, true},
+		{"2025-06-18", call("4", echo), "2025-06-18", both, "", fullKey, true},
+		{"2025-11-25", call("5", echo), "2025-11-25", both, "", fullKey, true},
+		{"string id", call(`"a\u00e9"`, echo), "2025-06-18", both, "", fullKey, true},
+		{"large id", call("9007199254740993", echo), "2025-06-18", both, "", fullKey, true},
+		{"negative id", call("-7", echo), "2025-06-18", both, "", fullKey, true},
+		{"zero id", call("0", echo), "2025-06-18", both, "", fullKey, true},
+		{"accept with parameters", call("6", echo), "2025-06-18", "application/json;q=0.9, text/event-stream;q=1", "", fullKey, true},
+		{"content type with charset", call("7", echo), "2025-06-18", both, "application/json; charset=utf-8", fullKey, true},
+		{"validation error", call("8", `{"name":"echo","arguments":{"message":5}}`), "2025-06-18", both, "", fullKey, true},
+		{"no arguments", call("9", `{"name":"echo"}`), "2025-06-18", both, "", fullKey, true},
+		{"arguments null", call("10", `{"name":"echo","arguments":null}`), "2025-06-18", both, "", fullKey, true},
+		{"arguments an array", call("11", `{"name":"echo","arguments":[1]}`), "2025-06-18", both, "", fullKey, true},
+		{"tool error", call("12", `{"name":"fail","arguments":{}}`), "2025-06-18", both, "", fullKey, true},
+		{"confirmation by token", call("13", `{"name":"danger","arguments":{"what":"x"}}`), "2025-06-18", both, "", fullKey, true},
+		{"a key that may not use it", call("14", `{"name":"fail","arguments":{}}`), "2025-06-18", both, "", echoKey, true},
+		{"human approval", call("15", `{"name":"guarded","arguments":{}}`), "2025-06-18", both, "", fullKey, true},
+		{"fallback asks the user", call("16", `{"name":"ask_first","arguments":{}}`), "2025-06-18", both, "", fullKey, true},
+		{"traceparent in _meta", call("17", `{"name":"echo","arguments":{"message":"m"},"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`), "2025-06-18", both, "", fullKey, true},
+		{"escaped method", `{"jsonrpc":"2.0","id":18,"method":"tools\/call","params":` + echo + `}`, "2025-06-18", both, "", fullKey, true},
+		// Left to the SDK.
+		{"2026-07-28", call("30", echo), "2026-07-28", both, "", fullKey, false},
+		{"unsupported version", call("31", echo), "1999-01-01", both, "", fullKey, false},
+		{"progress token", call("32", `{"name":"echo","arguments":{"message":"m"},"_meta":{"progressToken":"p"}}`), "2025-06-18", both, "", fullKey, false},
+		{"unknown tool", call("33", `{"name":"nope","arguments":{}}`), "2025-06-18", both, "", fullKey, false},
+		{"float id", call("1.5", echo), "2025-06-18", both, "", fullKey, false},
+		{"null id", call("null", echo), "2025-06-18", both, "", fullKey, false},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":34,"method":"tools/call","params":` + echo + `}`, "2025-06-18", both, "", fullKey, false},
+		{"batch", "[" + call("35", echo) + "]", "2025-06-18", both, "", fullKey, false},
+		{"params not an object", call("36", `[1]`), "2025-06-18", both, "", fullKey, false},
+		{"name not a string", call("37", `{"name":5}`), "2025-06-18", both, "", fullKey, false},
+		{"accept wildcard", call("38", echo), "2025-06-18", "*/*", "", fullKey, false},
+		{"accept json only", call("39", echo), "2025-06-18", "application/json", "", fullKey, false},
+		{"content type text", call("40", echo), "2025-06-18", both, "text/plain", fullKey, false},
+		{"fields in other case", `{"JSONRPC":"2.0","ID":19,"Method":"tools/call","Params":` + echo + `}`, "2025-06-18", both, "", fullKey, false},
+		{"method in other case", `{"jsonrpc":"2.0","id":19,"Method":"tools/call","params":` + echo + `}`, "2025-06-18", both, "", fullKey, false},
+		{"params name in other case", call("20", `{"Name":"echo","arguments":{"message":"m"}}`), "2025-06-18", both, "", fullKey, false},
+		{"unknown params field", call("21", `{"name":"echo","arguments":{"message":"m"},"extra":1}`), "2025-06-18", both, "", fullKey, false},
+		{"repeated method", `{"jsonrpc":"2.0","id":22,"method":"tools/list","method":"tools/call","params":` + echo + `}`, "2025-06-18", both, "", fullKey, false},
+		{"repeated name", call("23", `{"name":"fail","name":"echo","arguments":{"message":"m"}}`), "2025-06-18", both, "", fullKey, false},
+		{"extra member", `{"jsonrpc":"2.0","id":24,"method":"tools/call","params":` + echo + `,"x":1}`, "2025-06-18", both, "", fullKey, false},
+		{"request state", call("41", `{"name":"echo","arguments":{"message":"m"},"requestState":"x"}`), "2025-06-18", both, "", fullKey, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs, fct, fb := post(t, fast.url, c.body, c.version, c.accept, c.contentType, c.key)
+			ss, _, sb := post(t, sdk.url, c.body, c.version, c.accept, c.contentType, c.key)
+			if fs != ss {
+				t.Fatalf("status: fast path %d, SDK %d\nfast: %s\nsdk:  %s", fs, ss, fb, sb)
+			}
+			if answered := fct == "application/json" && fs == 200; answered != c.fastPath {
+				t.Errorf("answered by the fast path: %v (Content-Type %s), want %v", answered, fct, c.fastPath)
+			}
+			if diff := cmp.Diff(masked(t, sb), masked(t, fb)); diff != "" {
+				t.Errorf("answers differ (-sdk +fast):\n%s", diff)
+			}
+		})
+	}
+}
+
+// post sends one /mcp request and returns the status, the Content-Type
+// and the JSON-RPC message of the answer (the data of an event stream's
+// message event, or the body).
+func post(t *testing.T, url, body, version, accept, contentType, key string) (int, string, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType == "" {
+		contentType = "application/json"
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", accept)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if version != "" {
+		req.Header.Set("Mcp-Protocol-Version", version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := resp.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "text/event-stream") {
+		var data []byte
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				data = append(data, d...)
+			}
+		}
+		b = data
+	}
+	return resp.StatusCode, ct, b
+}
+
+// volatile matches what differs between two answers to the same call.
+var volatile = regexp.MustCompile(`\b[0-9a-f]{24,32}\b|\b[0-9A-Za-z_-]{40,}\b|\d{4}-\d\d-\d\dT[0-9:.]+Z`)
+
+// masked is a JSON answer decoded, with the envelope's timings and every
+// id, token and time masked; a body that is not JSON is its text.
+func masked(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return strings.TrimSpace(string(b))
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				switch k {
+				case "duration_ms", "timing", "queued_ms", "execute_ms", "sanitize_ms":
+					x[k] = "masked"
+				default:
+					x[k] = walk(e)
+				}
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		case string:
+			return volatile.ReplaceAllString(x, "X")
+		}
+		return v
+	}
+	return walk(v)
+}
+
+// FuzzFastPath: any body, sent to both servers (in process), gets the same
+// status and the same answer, whichever path takes it.
+func FuzzFastPath(f *testing.F) {
+	_, fast := newStack(f, harnessOpts{keys: true})
+	_, sdk := newStack(f, harnessOpts{keys: true, noFast: true})
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"fail","arguments":{},"_meta":{"a":1}}}`,
+		`{"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{"name":"danger","arguments":{"what":"x"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"message":5}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools\/call","params":{"name":"echo"}}`,
+	} {
+		f.Add(s, "2025-06-18")
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, body, version string) {
+		answer := func(h http.Handler) (int, any) {
+			req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+fullKey)
+			if version != "" && !strings.ContainsAny(version, "\r\n\x00") {
+				req.Header.Set("Mcp-Protocol-Version", version)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			b := rec.Body.Bytes()
+			if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+				var data []byte
+				for _, line := range strings.Split(string(b), "\n") {
+					if d, ok := strings.CutPrefix(line, "data: "); ok {
+						data = append(data, d...)
+					}
+				}
+				b = data
+			}
+			return rec.Code, masked(t, b)
+		}
+		fs, fb := answer(fast)
+		ss, sb := answer(sdk)
+		if fs != ss {
+			t.Fatalf("status: fast path %d, SDK %d\nfast: %v\nsdk:  %v", fs, ss, fb, sb)
+		}
+		if diff := cmp.Diff(sb, fb); diff != "" {
+			t.Fatalf("answers differ (-sdk +fast):\n%s", diff)
+		}
+	})
+}
