@@ -30,6 +30,32 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 	}
 	dst = append(dst, `,"error":`...)
 	dst = appendMarshal(dst, env.Error)
+	dst = env.appendTimes(dst)
+	if len(env.FallbackFrom) > 0 {
+		dst = append(dst, `,"fallback_from":`...)
+		dst = appendMarshal(dst, env.FallbackFrom)
+	}
+	if env.ExecutionID != "" {
+		dst = append(dst, `,"execution_id":`...)
+		dst = strictjson.AppendString(dst, env.ExecutionID)
+	}
+	if env.Redundant {
+		dst = append(dst, `,"redundant":true`...)
+	}
+	if env.Waiting != nil {
+		dst = append(dst, `,"waiting":`...)
+		dst = appendMarshal(dst, env.Waiting)
+	}
+	if env.TraceID != "" {
+		dst = append(dst, `,"trace_id":`...)
+		dst = strictjson.AppendString(dst, env.TraceID)
+	}
+	return append(dst, '}')
+}
+
+// appendTimes appends the members duration_ms, timing, started_at and
+// sanitized, each after a comma.
+func (env *Envelope) appendTimes(dst []byte) []byte {
 	dst = append(dst, `,"duration_ms":`...)
 	dst = appendFloat(dst, env.DurationMS)
 	dst = append(dst, `,"timing":{"queued_ms":`...)
@@ -51,25 +77,21 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `","sanitized":`...)
 	r := env.Sanitized
 	if r.Redactions == 0 && !r.Truncated && r.OriginalBytes == 0 && len(r.ByKind) == 0 && len(r.Notes) == 0 {
-		dst = append(dst, `{"redactions":0,"truncated":false}`...)
-	} else {
-		dst = appendMarshal(dst, r)
+		return append(dst, `{"redactions":0,"truncated":false}`...)
 	}
-	if len(env.FallbackFrom) > 0 {
-		dst = append(dst, `,"fallback_from":`...)
-		dst = appendMarshal(dst, env.FallbackFrom)
-	}
-	if env.ExecutionID != "" {
-		dst = append(dst, `,"execution_id":`...)
-		dst = strictjson.AppendString(dst, env.ExecutionID)
-	}
-	if env.Redundant {
-		dst = append(dst, `,"redundant":true`...)
-	}
-	if env.Waiting != nil {
-		dst = append(dst, `,"waiting":`...)
-		dst = appendMarshal(dst, env.Waiting)
-	}
+	return appendMarshal(dst, r)
+}
+
+// AppendBookkeeping appends the envelope's bookkeeping as a JSON object:
+// request_id, status, duration_ms, timing, started_at, sanitized and
+// trace_id — the envelope less what a transport carries in fields of its
+// own (MCP: the tool, the data, the error).
+func (env *Envelope) AppendBookkeeping(dst []byte) []byte {
+	dst = append(dst, `{"request_id":`...)
+	dst = strictjson.AppendString(dst, env.RequestID)
+	dst = append(dst, `,"status":`...)
+	dst = strictjson.AppendString(dst, string(env.Status))
+	dst = env.appendTimes(dst)
 	if env.TraceID != "" {
 		dst = append(dst, `,"trace_id":`...)
 		dst = strictjson.AppendString(dst, env.TraceID)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/toold/toold/internal/strictjson"
 )
 
 // The fast path (issue 17). Most MCP traffic is tools/call, and the SDK's
@@ -105,33 +109,91 @@ func (s *Server) fastCallOf(r *http.Request, body []byte, req *rpcRequest) (*fas
 // matches names without regard to case and keeps the last of a repeated
 // name, where the SDK's decoder may not; anything else goes to the SDK.
 var (
-	requestKeys = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true}
-	paramKeys   = map[string]bool{"name": true, "arguments": true, "_meta": true}
+	requestKeys = []string{"jsonrpc", "id", "method", "params"}
+	paramKeys   = []string{"name", "arguments", "_meta"}
 )
 
-// plainKeys: raw is an object whose members are among allowed, spelt
-// exactly, each once.
-func plainKeys(raw []byte, allowed map[string]bool) bool {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+// plainKeys: raw, which must be valid JSON (it was decoded already), is an
+// object whose members are among allowed, spelt exactly and without
+// escapes, each once. It scans the bytes without allocating.
+func plainKeys(raw []byte, allowed []string) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	var seen [4]string
-	n := 0
-	for dec.More() {
-		t, err := dec.Token()
-		k, _ := t.(string)
-		if err != nil || !allowed[k] || n == len(seen) || slices.Contains(seen[:n], k) {
+	var seen uint
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return true
+	}
+	for i < len(raw) && raw[i] == '"' {
+		end := bytes.IndexByte(raw[i+1:], '"')
+		if end < 0 {
 			return false
 		}
-		seen[n] = k
-		n++
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
+		name := raw[i+1 : i+1+end]
+		k := slices.Index(allowed, string(name))
+		if k < 0 || seen&(1<<k) != 0 {
+			return false // unknown, repeated, or written with an escape
+		}
+		seen |= 1 << k
+		i = skipSpace(raw, i+2+end)
+		if i >= len(raw) || raw[i] != ':' {
+			return false
+		}
+		i = skipSpace(raw, skipValue(raw, skipSpace(raw, i+1)))
+		if i >= len(raw) {
+			return false
+		}
+		switch raw[i] {
+		case '}':
+			return true
+		case ',':
+			i = skipSpace(raw, i+1)
+		default:
 			return false
 		}
 	}
-	return true
+	return false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the valid JSON value at i.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the enclosing object's end, after a scalar
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r', ':':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 // acceptsBoth: an Accept header naming application/json and
@@ -203,26 +265,98 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, c *fastCall) 
 		result = res
 	}
 	result, err = s.redacted(result, err)
-	out := struct {
-		JSONRPC string         `json:"jsonrpc"`
-		ID      any            `json:"id"`
-		Result  mcp.Result     `json:"result,omitempty"`
-		Error   *jsonrpc.Error `json:"error,omitempty"`
-	}{JSONRPC: "2.0", ID: c.id}
-	if err != nil {
-		out.Error = wireError(err)
-	} else {
-		out.Result = result
+	body := append(make([]byte, 0, 1024), `{"jsonrpc":"2.0","id":`...)
+	switch id := c.id.(type) {
+	case string:
+		body = strictjson.AppendString(body, id)
+	case int64:
+		body = strconv.AppendInt(body, id, 10)
 	}
-	body, merr := json.Marshal(out)
+	var merr error
+	switch res, _ := result.(*mcp.CallToolResult); {
+	case err != nil:
+		var b []byte
+		b, merr = json.Marshal(wireError(err))
+		body = append(append(body, `,"error":`...), b...)
+	case res != nil:
+		body = append(body, `,"result":`...)
+		var ok bool
+		if body, ok = appendResult(body, res); !ok {
+			var b []byte
+			b, merr = json.Marshal(res)
+			body = append(body, b...)
+		}
+	default:
+		merr = errors.New("the handler returned neither a result nor an error")
+	}
 	if merr != nil {
-		s.log.Error("mcp: encoding a response failed")
+		s.log.Error("mcp: encoding a response failed", zap.Error(merr))
 		writeRPCError(w, http.StatusInternalServerError, jsonrpc.CodeInternalError, "the response could not be encoded")
 		return
 	}
+	body = append(body, '}')
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// appendResult appends res as the SDK encodes it (the same JSON value),
+// without reflection, for the shape toold's results have: _meta whose
+// values are mostly raw JSON, text content, structured content that is
+// raw JSON. It reports false, having appended part of it, for any other
+// shape, which the caller then encodes with encoding/json.
+// TestResultFields holds the fields it knows to the SDK's.
+func appendResult(dst []byte, res *mcp.CallToolResult) ([]byte, bool) {
+	if res.InputRequests != nil || res.RequestState != "" {
+		return dst, false
+	}
+	var ok bool
+	dst = append(dst, '{')
+	if len(res.Meta) > 0 {
+		dst = append(dst, `"_meta":{`...)
+		for i, k := range slices.Sorted(maps.Keys(res.Meta)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(strictjson.AppendString(dst, k), ':')
+			if dst, ok = appendValue(dst, res.Meta[k]); !ok {
+				return dst, false
+			}
+		}
+		dst = append(dst, "},"...)
+	}
+	dst = append(dst, `"content":[`...)
+	for i, c := range res.Content {
+		tc, isText := c.(*mcp.TextContent)
+		if !isText || tc.Meta != nil || tc.Annotations != nil {
+			return dst, false
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strictjson.AppendString(append(dst, `{"type":"text","text":`...), tc.Text)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	if res.StructuredContent != nil {
+		if dst, ok = appendValue(append(dst, `,"structuredContent":`...), res.StructuredContent); !ok {
+			return dst, false
+		}
+	}
+	if res.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	return append(dst, '}'), true
+}
+
+// appendValue appends raw JSON as it is (toold's own encodings, valid and
+// compact) and anything else as encoding/json writes it.
+func appendValue(dst []byte, v any) ([]byte, bool) {
+	if raw, ok := v.(json.RawMessage); ok {
+		return append(dst, raw...), len(raw) > 0
+	}
+	b, err := json.Marshal(v)
+	return append(dst, b...), err == nil
 }
 
 // wireError is the JSON-RPC error the SDK sends for a handler's error: a

@@ -25,14 +25,9 @@ const (
 )
 
 // envelopeMeta is the envelope without data and error, which the result
-// carries in its own fields.
-func envelopeMeta(env *dispatch.Envelope) map[string]any {
-	m := map[string]any{"request_id": env.RequestID, "status": env.Status, "duration_ms": env.DurationMS,
-		"timing": env.Timing, "started_at": env.StartedAt, "sanitized": env.Sanitized}
-	if env.TraceID != "" {
-		m["trace_id"] = env.TraceID
-	}
-	return m
+// carries in its own fields (dispatch.Envelope.AppendBookkeeping).
+func envelopeMeta(env *dispatch.Envelope) json.RawMessage {
+	return env.AppendBookkeeping(nil)
 }
 
 // render turns an envelope into a tools/call result. A success is the data
