@@ -78,10 +78,11 @@ func (w *Workspace) editFile(ctx context.Context, _ *tools.Call, in editArgs) (e
 	}
 	want := max(in.ExpectedOccurrences, 1)
 	old := []byte(in.OldString)
-	if n := bytes.Count(cur.data, old); n != want {
-		return editResult{}, occurrenceMismatch(rel, n, want)
+	at := occurrences(cur.data, old, w.secretSpans(cur.data))
+	if len(at) != want {
+		return editResult{}, occurrenceMismatch(rel, len(at), want, bytes.Contains(old, []byte(redactedMarker)))
 	}
-	data := bytes.ReplaceAll(cur.data, old, []byte(in.NewString))
+	data := replaceAt(cur.data, at, len(old), []byte(in.NewString))
 	if _, err := w.writablePath(rel, len(data)); err != nil {
 		return editResult{}, err
 	}
@@ -95,12 +96,133 @@ func (w *Workspace) editFile(ctx context.Context, _ *tools.Call, in editArgs) (e
 	return editResult{Path: rel, Replacements: want, SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
-func occurrenceMismatch(rel string, found, want int) error {
+// redactedMarker begins what the output sanitizer puts where it removed
+// a secret ("[REDACTED:github_token]").
+const redactedMarker = "[REDACTED:"
+
+func occurrenceMismatch(rel string, found, want int, marker bool) error {
 	e := tools.NewUserError("old_string occurs %d time(s) in %s, but expected_occurrences is %d; nothing was changed", found, show(rel), want).
 		WithCode("occurrence_mismatch")
+	if found == 0 && marker {
+		return e.WithSuggestion("old_string holds a redaction marker: the secret it hides cannot be matched or replaced " +
+			"by edit_file; edit the text before or after it instead")
+	}
 	if found == 0 {
 		return e.WithSuggestion("copy old_string exactly from read_file's content, without the line-number prefix and tab, " +
 			"with the same whitespace and indentation")
 	}
 	return e.WithSuggestion("add surrounding lines to old_string until it is unique, or set expected_occurrences to %d to replace them all", found)
+}
+
+// A secret in the file is never matched by old_string, whole or in part:
+// otherwise edit_file is an oracle, as grep was (issue 16, finding 7) —
+// "occurs 1 time" against "occurs 0 times" tells a caller that never saw
+// the secret (read_file and grep show it redacted) whether a guess of its
+// next character is right. An edit works on the text as the caller sees
+// it: a match that touches a secret does not count, so a right guess and
+// a wrong one get the same answer, and the secret stays where it is when
+// the text around it is edited.
+
+// secretSpans are the byte ranges of data that the output sanitizer would
+// redact (nil without a redactor): for each line that the line redactor
+// changes, the part between the longest common prefix and suffix of the
+// line and its redacted form — widened to whole markers, should a secret
+// begin or end with the same bytes as its marker ("[RE…", "…n]"), so the
+// span always covers the secret whole.
+func (w *Workspace) secretSpans(data []byte) [][2]int {
+	if w.opts.Redactor == nil {
+		return nil
+	}
+	red := w.opts.Redactor().Lines(data)
+	if len(red) == len(data) && (len(data) == 0 || &red[0] == &data[0] || bytes.Equal(red, data)) {
+		return nil
+	}
+	var spans [][2]int
+	off := 0
+	for len(data) > 0 && len(red) > 0 {
+		raw, rest := cutLine(data)
+		got, redRest := cutLine(red)
+		if !bytes.Equal(raw, got) {
+			marker := []byte(redactedMarker)
+			p := commonPrefix(raw, got)
+			if i := bytes.LastIndex(got[:min(p+len(marker), len(got))], marker); i >= 0 && i < p {
+				p = i // the secret began with the marker's first bytes
+			}
+			q := commonSuffix(raw[p:], got[p:])
+			if e := len(got) - q; e > p {
+				if j := bytes.IndexByte(got[e-1:], ']'); j > 0 {
+					q = max(q-j, 0) // it ended with the marker's last bytes
+				}
+			}
+			spans = append(spans, [2]int{off + p, off + len(raw) - q})
+		}
+		off += len(raw)
+		data, red = rest, redRest
+	}
+	return spans
+}
+
+// cutLine splits b after its first line break (or at its end).
+func cutLine(b []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i+1], b[i+1:]
+	}
+	return b, nil
+}
+
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func commonSuffix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	return n
+}
+
+// occurrences are the starts of old's non-overlapping occurrences in data,
+// left to right, leaving out every one that touches a span (a secret).
+func occurrences(data, old []byte, spans [][2]int) []int {
+	var at []int
+	for i := 0; i <= len(data)-len(old); {
+		j := bytes.Index(data[i:], old)
+		if j < 0 {
+			break
+		}
+		start, end := i+j, i+j+len(old)
+		if touches(start, end, spans) {
+			i = start + 1
+			continue
+		}
+		at = append(at, start)
+		i = end
+	}
+	return at
+}
+
+func touches(start, end int, spans [][2]int) bool {
+	for _, s := range spans {
+		if start < s[1] && s[0] < end {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceAt replaces the n bytes at each of at (ascending, not
+// overlapping) with repl.
+func replaceAt(data []byte, at []int, n int, repl []byte) []byte {
+	out := make([]byte, 0, len(data)+len(at)*(len(repl)-n))
+	prev := 0
+	for _, i := range at {
+		out = append(append(out, data[prev:i]...), repl...)
+		prev = i + n
+	}
+	return append(out, data[prev:]...)
 }

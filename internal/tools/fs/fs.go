@@ -46,10 +46,11 @@ type Options struct {
 	// AllowProtected lets write_file and edit_file change protected files,
 	// .git included; every call of the two then needs confirmation.
 	AllowProtected bool
-	// Redactor, when set, makes a LineRedactor for each file grep reads.
-	// grep matches, cuts and returns the redacted lines, so repeated
-	// searches cannot rebuild a secret from which patterns match. toold
-	// sets it to the output sanitizer's (sanitize.NewLineRedactor).
+	// Redactor, when set, makes a LineRedactor for each file grep reads
+	// or edit_file changes. grep matches, cuts and returns the redacted
+	// lines, and edit_file never matches a secret, so repeated calls
+	// cannot rebuild a secret from which guesses match. toold sets it to
+	// the output sanitizer's (sanitize.NewLineRedactor).
 	Redactor func() LineRedactor
 }
 
