@@ -59,26 +59,17 @@ const defaultVersion = "2025-03-26"
 
 // fastCall is a tools/call the fast path answers.
 type fastCall struct {
-	id      any // string or int64, as the SDK decodes it
+	id      any    // string or int64, as the SDK decodes it
+	key     string // the id as the table of calls in flight keys it (idString)
 	params  *mcp.CallToolParamsRaw
 	version string
 }
 
-// rpcRequest is a JSON-RPC request as the fast path reads it.
-type rpcRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-}
-
 // fastCallOf returns the call when the fast path may answer r, whose body
-// decoded as req.
-func (s *Server) fastCallOf(r *http.Request, body []byte, req *rpcRequest) (*fastCall, bool) {
-	if s.opts.NoFastPath || req.JSONRPC != "2.0" || req.Method != "tools/call" {
-		return nil, false
-	}
-	if !plainKeys(body, requestKeys) {
+// is body. It reads the body in two passes that allocate nothing, a
+// validation and a scan of the members, and decodes only _meta.
+func (s *Server) fastCallOf(r *http.Request, body []byte) (*fastCall, bool) {
+	if s.opts.NoFastPath {
 		return nil, false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -91,18 +82,45 @@ func (s *Server) fastCallOf(r *http.Request, body []byte, req *rpcRequest) (*fas
 	if version == "" {
 		version = defaultVersion
 	}
-	if !fastVersions[version] {
+	if !fastVersions[version] || !json.Valid(body) {
 		return nil, false
 	}
-	id, ok := plainID(req.ID)
-	if !ok || len(req.Params) == 0 || req.Params[0] != '{' || !plainKeys(req.Params, paramKeys) {
+	var req [4][]byte // requestKeys' values
+	if !members(body, requestKeys, req[:]) || string(req[0]) != `"2.0"` || string(req[2]) != `"tools/call"` {
 		return nil, false
 	}
-	var p mcp.CallToolParamsRaw
-	if json.Unmarshal(req.Params, &p) != nil || p.RequestState != "" || p.GetProgressToken() != nil || !s.serves(p.Name) {
+	id, ok := plainID(req[1])
+	var par [3][]byte // paramKeys' values
+	if !ok || len(req[3]) == 0 || req[3][0] != '{' || !members(req[3], paramKeys, par[:]) {
 		return nil, false
 	}
-	return &fastCall{id: id, params: &p, version: version}, true
+	name, ok := plainString(par[0])
+	if !ok || !s.serves(name) {
+		return nil, false
+	}
+	p := &mcp.CallToolParamsRaw{Name: name}
+	if par[1] != nil { // copied: the body's buffer is reused once the call is answered
+		p.Arguments = append(json.RawMessage(nil), par[1]...)
+	}
+	if par[2] != nil && (json.Unmarshal(par[2], &p.Meta) != nil || p.GetProgressToken() != nil) {
+		return nil, false
+	}
+	c := &fastCall{id: id, params: p, version: version}
+	switch v := id.(type) {
+	case string:
+		c.key = idString(v)
+	case int64:
+		c.key = idString(float64(v)) // as peek keys a cancellation's requestId
+	}
+	return c, true
+}
+
+// plainString is a JSON string written without escapes, unquoted.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
 }
 
 // The members a fast-path request may have, spelt exactly: encoding/json
@@ -113,10 +131,14 @@ var (
 	paramKeys   = []string{"name", "arguments", "_meta"}
 )
 
-// plainKeys: raw, which must be valid JSON (it was decoded already), is an
-// object whose members are among allowed, spelt exactly and without
-// escapes, each once. It scans the bytes without allocating.
-func plainKeys(raw []byte, allowed []string) bool {
+// plainKeys: raw, which must be valid JSON, is an object whose members
+// are among allowed, spelt exactly and without escapes, each once.
+func plainKeys(raw []byte, allowed []string) bool { return members(raw, allowed, nil) }
+
+// members is plainKeys, also storing each member's raw value in vals at
+// its name's index in allowed (when vals is not nil). It scans the bytes
+// without allocating; raw must be valid JSON (json.Valid).
+func members(raw []byte, allowed []string, vals [][]byte) bool {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
@@ -141,7 +163,12 @@ func plainKeys(raw []byte, allowed []string) bool {
 		if i >= len(raw) || raw[i] != ':' {
 			return false
 		}
-		i = skipSpace(raw, skipValue(raw, skipSpace(raw, i+1)))
+		start := skipSpace(raw, i+1)
+		end = skipValue(raw, start)
+		if vals != nil {
+			vals[k] = raw[start:end]
+		}
+		i = skipSpace(raw, end)
 		if i >= len(raw) {
 			return false
 		}
@@ -279,13 +306,7 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, c *fastCall) 
 		b, merr = json.Marshal(wireError(err))
 		body = append(append(body, `,"error":`...), b...)
 	case res != nil:
-		body = append(body, `,"result":`...)
-		var ok bool
-		if body, ok = appendResult(body, res); !ok {
-			var b []byte
-			b, merr = json.Marshal(res)
-			body = append(body, b...)
-		}
+		body, merr = encodeResult(append(body, `,"result":`...), res)
 	default:
 		merr = errors.New("the handler returned neither a result nor an error")
 	}
@@ -298,6 +319,17 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, c *fastCall) 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// encodeResult appends res: by appendResult, or by encoding/json for a
+// shape appendResult does not know.
+func encodeResult(dst []byte, res *mcp.CallToolResult) ([]byte, error) {
+	n := len(dst)
+	if out, ok := appendResult(dst, res); ok {
+		return out, nil
+	}
+	b, err := json.Marshal(res)
+	return append(dst[:n], b...), err
 }
 
 // appendResult appends res as the SDK encodes it (the same JSON value),
@@ -314,13 +346,20 @@ func appendResult(dst []byte, res *mcp.CallToolResult) ([]byte, bool) {
 	dst = append(dst, '{')
 	if len(res.Meta) > 0 {
 		dst = append(dst, `"_meta":{`...)
-		for i, k := range slices.Sorted(maps.Keys(res.Meta)) {
-			if i > 0 {
-				dst = append(dst, ',')
+		if len(res.Meta) == 1 { // a success: no keys to sort
+			for k, v := range res.Meta {
+				if dst, ok = appendMember(dst, k, v); !ok {
+					return dst, false
+				}
 			}
-			dst = append(strictjson.AppendString(dst, k), ':')
-			if dst, ok = appendValue(dst, res.Meta[k]); !ok {
-				return dst, false
+		} else {
+			for i, k := range slices.Sorted(maps.Keys(res.Meta)) {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				if dst, ok = appendMember(dst, k, res.Meta[k]); !ok {
+					return dst, false
+				}
 			}
 		}
 		dst = append(dst, "},"...)
@@ -347,6 +386,11 @@ func appendResult(dst []byte, res *mcp.CallToolResult) ([]byte, bool) {
 		dst = append(dst, `,"isError":true`...)
 	}
 	return append(dst, '}'), true
+}
+
+// appendMember appends "k":v.
+func appendMember(dst []byte, k string, v any) ([]byte, bool) {
+	return appendValue(append(strictjson.AppendString(dst, k), ':'), v)
 }
 
 // appendValue appends raw JSON as it is (toold's own encodings, valid and

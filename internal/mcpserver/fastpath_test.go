@@ -58,8 +58,10 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 		{"human approval", call("15", `{"name":"guarded","arguments":{}}`), "2025-06-18", both, "", fullKey, true},
 		{"fallback asks the user", call("16", `{"name":"ask_first","arguments":{}}`), "2025-06-18", both, "", fullKey, true},
 		{"traceparent in _meta", call("17", `{"name":"echo","arguments":{"message":"m"},"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`), "2025-06-18", both, "", fullKey, true},
-		{"escaped method", `{"jsonrpc":"2.0","id":18,"method":"tools\/call","params":` + echo + `}`, "2025-06-18", both, "", fullKey, true},
 		// Left to the SDK.
+		{"escaped method", `{"jsonrpc":"2.0","id":18,"method":"tools\/call","params":` + echo + `}`, "2025-06-18", both, "", fullKey, false},
+		{"escaped tool name", call("25", `{"name":"ech\u006f","arguments":{"message":"m"}}`), "2025-06-18", both, "", fullKey, false},
+		{"jsonrpc written with an escape", `{"jsonrpc":"2\u002e0","id":26,"method":"tools/call","params":` + echo + `}`, "2025-06-18", both, "", fullKey, false},
 		{"2026-07-28", call("30", echo), "2026-07-28", both, "", fullKey, false},
 		{"unsupported version", call("31", echo), "1999-01-01", both, "", fullKey, false},
 		{"progress token", call("32", `{"name":"echo","arguments":{"message":"m"},"_meta":{"progressToken":"p"}}`), "2025-06-18", both, "", fullKey, false},

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // plainKeysRef is plainKeys written with encoding/json's tokenizer: the
@@ -75,4 +78,42 @@ func FuzzPlainKeys(f *testing.F) {
 			t.Fatalf("plainKeys(%s) = %v, the reference says %v", raw, got, want)
 		}
 	})
+}
+
+// TestEncodeResult: the fast path's encoding of a result is the JSON value
+// encoding/json gives (the SDK's MarshalJSON), whether appendResult knows
+// its shape or hands it over part-way.
+func TestEncodeResult(t *testing.T) {
+	meta := json.RawMessage(`{"request_id":"r","status":"success"}`)
+	data := json.RawMessage(`{"a":[1,"<b>&é"]}`)
+	cases := map[string]*mcp.CallToolResult{
+		"success": {Meta: mcp.Meta{MetaEnvelope: meta}, Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}, StructuredContent: data},
+		"error": {Meta: mcp.Meta{MetaEnvelope: meta, MetaError: map[string]any{"type": "user_error"}}, IsError: true,
+			Content: []mcp.Content{&mcp.TextContent{Text: "user_error: no"}}, StructuredContent: map[string]any{"type": "user_error"}},
+		"no meta, empty content": {Content: []mcp.Content{}},
+		"image after text": {Meta: mcp.Meta{MetaEnvelope: meta},
+			Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.ImageContent{Data: []byte{1, 2}, MIMEType: "image/png"}}},
+		"annotated text":   {Content: []mcp.Content{&mcp.TextContent{Text: "a", Annotations: &mcp.Annotations{Priority: 1}}}},
+		"request state":    {Content: []mcp.Content{&mcp.TextContent{Text: "a"}}, RequestState: "s"},
+		"unencodable meta": {Meta: mcp.Meta{"x": json.RawMessage(nil)}, Content: []mcp.Content{}},
+	}
+	for name, res := range cases {
+		prefix := []byte(`{"result":`)
+		got, err := encodeResult(prefix, res)
+		want, werr := json.Marshal(res)
+		if (err != nil) != (werr != nil) {
+			t.Errorf("%s: error %v, encoding/json's %v", name, err, werr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		var g, w any
+		if !bytes.HasPrefix(got, prefix) || json.Unmarshal(got[len(prefix):], &g) != nil || json.Unmarshal(want, &w) != nil {
+			t.Fatalf("%s: %s", name, got)
+		}
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Errorf("%s (-encoding/json +fast path):\n%s", name, diff)
+		}
+	}
 }

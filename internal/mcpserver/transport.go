@@ -73,14 +73,14 @@ func (s *Server) Handler() http.Handler {
 			}
 			defer b.Release() // once the SDK has answered: it holds the bytes until then
 			body := b.Data
+			if c, ok := s.fastCallOf(r, body); ok {
+				s.serveFast(w, r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, c.key)), c)
+				return
+			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			switch m := peek(body); m.method {
 			case "tools/call":
 				r = r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, m.id))
-				if c, ok := s.fastCallOf(r, body, m.req); ok {
-					s.serveFast(w, r, c)
-					return
-				}
 			case "notifications/cancelled":
 				s.calls.cancel(caller(r.Context()).Name, m.cancelled)
 			}
@@ -253,9 +253,8 @@ func rpcID(ctx context.Context) string {
 // message is what the handler reads of a request before the SDK does.
 type message struct {
 	method    string
-	id        string      // of a tools/call
-	req       *rpcRequest // a tools/call, for the fast path
-	cancelled string      // the id a notifications/cancelled names
+	id        string // of a tools/call
+	cancelled string // the id a notifications/cancelled names
 }
 
 // peek reads a single tools/call's id, or the id a notifications/cancelled
@@ -268,14 +267,18 @@ type message struct {
 // ("tools\/call"), so no byte search can tell which bodies to skip, and
 // the large bodies are tool calls, which are decoded anyway.
 func peek(body []byte) message {
-	var m rpcRequest
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+		Params json.RawMessage `json:"params"`
+	}
 	if json.Unmarshal(body, &m) != nil {
 		return message{}
 	}
 	switch m.Method {
 	case "tools/call":
 		if len(m.ID) > 0 {
-			return message{method: m.Method, id: rawID(m.ID), req: &m}
+			return message{method: m.Method, id: rawID(m.ID)}
 		}
 	case "notifications/cancelled":
 		var p struct {
