@@ -46,6 +46,9 @@ type launcher struct {
 	reqs chan func()
 	stop chan struct{}
 	done chan struct{}
+	// retired, set on the thread, ends its loop after the current run:
+	// the thread could not return to its namespace (see startRun).
+	retired error
 	// Set by the thread before it is ready (minimal root only).
 	rootDir string // the host directory the root was built at
 	baseNS  int    // the thread's mount namespace, to come back to
@@ -63,6 +66,9 @@ type profile struct {
 func (p profile) minimalRoot() bool { return p.mode == ModeNamespaces && !p.userns }
 
 var errClosed = errors.New("command tools are closed")
+
+// errRetired is what a launcher whose thread was retired answers.
+var errRetired = errors.New("the command launcher's thread was retired")
 
 func newLauncher(p profile) (*launcher, error) {
 	l := &launcher{reqs: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), baseNS: -1}
@@ -109,6 +115,9 @@ func (l *launcher) serve(p profile, ready chan<- error, locked chan<- struct{}) 
 		select {
 		case f := <-l.reqs:
 			f()
+			if l.retired != nil {
+				return
+			}
 		case <-l.stop:
 			return
 		}
@@ -151,6 +160,8 @@ func (l *launcher) start(cmd *exec.Cmd, rs runSetup) error {
 		return <-errc
 	case <-l.stop:
 		return errClosed
+	case <-l.done: // retired: nothing serves requests any more
+		return errRetired
 	}
 }
 
@@ -169,11 +180,18 @@ func (l *launcher) startRun(cmd *exec.Cmd, rs runSetup) error {
 	}
 	err := startStopped(cmd, rs)
 	if lerr := leaveRun(l.baseNS); lerr != nil {
-		// The thread cannot serve another run from the wrong namespace.
-		panic("command: " + lerr.Error())
+		// The thread cannot serve another run from the wrong namespace:
+		// it is retired (its loop ends and the runtime ends it, and with
+		// it, by Pdeathsig, the commands it started, this one included),
+		// and every later run is refused with errRetired — toold goes on.
+		l.retired = lerr
+		return errors.Join(errRetired, lerr)
 	}
 	return err
 }
+
+// leaveRun is swapped by the tests that make it fail.
+var leaveRun = leaveRunNS
 
 func startStopped(cmd *exec.Cmd, rs runSetup) error {
 	cmd.SysProcAttr.Ptrace = true

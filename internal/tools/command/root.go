@@ -299,9 +299,9 @@ func mountPoint(path string, dir bool) error {
 	return f.Close()
 }
 
-// leaveRun puts the thread back in the minimal root's namespace; the run's
-// namespace lives on in its processes.
-func leaveRun(base int) error {
+// leaveRunNS puts the thread back in the minimal root's namespace; the
+// run's namespace lives on in its processes.
+func leaveRunNS(base int) error {
 	if err := unix.Setns(base, unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("leaving the run's mount namespace: %w", err)
 	}

@@ -552,6 +552,9 @@ func startError(program string, err error) error {
 			WithSuggestion("the operator must make the program and the workspace (every directory down to it) readable and searchable by the uid commands run as (commands.run_as, default 65534)")
 	case errors.Is(err, errClosed):
 		return tools.Errorf(tools.OverloadError, "toold is shutting down").Wrap(err).WithSuggestion("retry shortly")
+	case errors.Is(err, errRetired):
+		return tools.Errorf(tools.SystemError, "the command sandbox failed and was stopped; command tools need toold restarted").
+			Wrap(err).WithCode("sandbox_failed").WithSuggestion("tell the operator: toold's log says why")
 	}
 	return fmt.Errorf("starting %s: %w", program, err)
 }
