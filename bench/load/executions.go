@@ -23,7 +23,7 @@ import (
 //  4. a batch of 16 echo calls against 16 sequential calls;
 //  5. idle RSS with the embedded store and without.
 func executions(o options, bin, dir string, pinned bool, on *server, onIdle int64) error {
-	off, err := startToold(bin, dir, "nostore", "state: {enabled: false}\ntools:\n  echo: {enabled: true}\n", pinned)
+	off, err := startToold(bin, dir, "nostore", "state: {enabled: false}\ntools:\n  echo: {enabled: true}\n"+o.pprofConfig(), pinned)
 	if err != nil {
 		return err
 	}

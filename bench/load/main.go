@@ -56,6 +56,15 @@ type options struct {
 
 func (o options) runs(scenario string) bool { return slices.Contains(o.only, scenario) }
 
+// pprofConfig turns on toold's /debug/pprof when -profile asks for
+// profiles (it is off by default).
+func (o options) pprofConfig() string {
+	if o.profile == "" {
+		return ""
+	}
+	return "server: {pprof: true}\n"
+}
+
 // selected is what -only and -skip-executions leave to run: the scenarios
 // -only names (all without it), less executions with -skip-executions.
 func selected(only string, skipExecutions bool) []string {
@@ -132,7 +141,7 @@ func harness(o options) error {
 tools:
   echo: {enabled: true}
   sleep: {enabled: true, limits: {max_in_flight: 10, max_queue: 100, timeout: 30s, max: 10s, target: 1s}}
-`, pinned)
+`+o.pprofConfig(), pinned)
 	if err != nil {
 		return err
 	}
