@@ -24,9 +24,10 @@ import (
 // toold's: it decodes the message about a dozen times, each with a fresh
 // 32 KiB buffer (garbage the collector then clears), and builds a
 // temporary session with its goroutines for one request (see
-// docs/performance.md). toold answers the plainest tools/call itself,
-// decoding the body once with the SDK's exported types and running the
-// same handler the SDK would, and leaves everything else to the SDK:
+// docs/performance.md). toold answers the plainest tools/call itself —
+// it validates the body once, scans its members in place, builds the
+// SDK's CallToolParamsRaw and runs the same handler the SDK would — and
+// leaves everything else to the SDK:
 //
 //   - one JSON-RPC request (no batch), "jsonrpc":"2.0", an id that is a
 //     string or an integer, method tools/call, params that decode as the
