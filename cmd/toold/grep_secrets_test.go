@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGrepIsNoSecretOracle: served by toold, grep matches redacted lines
@@ -38,5 +39,14 @@ func TestGrepIsNoSecretOracle(t *testing.T) {
 	_, env := in.exec("grep", `{"pattern":"REDACTED:github_token"}`)
 	if got := mustJSON(env["data"]); strings.Count(got, `"line"`) != 2 {
 		t.Errorf("the markers are not searchable: %s", got)
+	}
+	// What grep masked is counted as any redaction: in the envelope (the
+	// two lines returned, one token each) and in the metrics.
+	san, _ := env["sanitized"].(map[string]any)
+	if byKind, _ := san["by_kind"].(map[string]any); san["redactions"] != 2.0 || byKind["github_token"] != 2.0 {
+		t.Errorf("sanitized %v, want 2 github_token redactions", san)
+	}
+	if _, m := do(t, in.admin, "GET", "/metrics", "", 5*time.Second); !strings.Contains(m, `toold_redactions_total{direction="output",kind="github_token",tool="grep"}`) {
+		t.Errorf("the metrics do not count grep's redactions")
 	}
 }

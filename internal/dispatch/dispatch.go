@@ -80,6 +80,9 @@ type Sanitizer interface {
 	RedactJSON(tool string, data []byte) []byte
 	// RedactString is RedactJSON for a text.
 	RedactString(tool, text string) string
+	// ToolRedactions reports (and counts in the metrics) what a tool
+	// masked in its result itself, by kind.
+	ToolRedactions(spec *tools.Spec, byKind map[string]int) sanitize.Report
 }
 
 // Limiter is the bulkhead stage: Admit returns once the call may run, with

@@ -70,6 +70,9 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		c.env.Timing.ExecuteMS = millis(o.execute)
 		c.env.Timing.SanitizeMS += millis(o.sanitize)
 		c.env.Sanitized.Add(o.report)
+		if byKind := tc.Redactions(); byKind != nil { // masked by the tool itself (grep)
+			c.env.Sanitized.Add(d.opts.Sanitizer.ToolRedactions(&c.entry.Spec, byKind))
+		}
 		if o.err != nil && o.status == "" {
 			c.env.Data = o.data // what a failing tool produced, checked and sanitized (finishFailure)
 			return d.toolOutcome(ctx, c.entry, o, timeout)

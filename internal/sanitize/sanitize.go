@@ -118,6 +118,18 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 	return m, nil
 }
 
+// ToolRedactions is the report of what a tool masked in its result
+// itself (tools.Call.CountRedactions), by kind; it counts them in the
+// redaction metrics as output redactions of the tool.
+func (s *Sanitizer) ToolRedactions(spec *tools.Spec, byKind map[string]int) Report {
+	rep := Report{ByKind: byKind}
+	for _, n := range byKind {
+		rep.Redactions += n
+	}
+	s.metrics.record(spec.Name, "output", &rep)
+	return rep
+}
+
 func (m *metrics) record(tool, direction string, r *Report) {
 	for k, n := range r.ByKind {
 		m.redactions.WithLabelValues(tool, direction, k).Add(float64(n))

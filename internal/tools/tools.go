@@ -8,8 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -245,6 +247,9 @@ type Call struct {
 	// possibly while the tool still runs (a call past its deadline).
 	attempts atomic.Int64
 	waited   atomic.Int64
+
+	redMu    sync.Mutex
+	redacted map[string]int // by kind, what the tool masked itself
 }
 
 // Chunk is a piece of streamed output.
@@ -298,6 +303,30 @@ func (c *Call) CountAttempt() { c.attempts.Add(1) }
 // CountWait records time spent waiting before an attempt (a backoff, a
 // Retry-After, a rate limit). The envelope's timing shows the total.
 func (c *Call) CountWait(d time.Duration) { c.waited.Add(int64(d)) }
+
+// CountRedactions records n secrets or personal data of a kind that the
+// tool masked in its result itself, before the output sanitizer saw it
+// (grep masks the lines it searches): the envelope's sanitized report and
+// the redaction metrics add them to the sanitizer's own.
+func (c *Call) CountRedactions(kind string, n int) {
+	if n <= 0 {
+		return
+	}
+	c.redMu.Lock()
+	defer c.redMu.Unlock()
+	if c.redacted == nil {
+		c.redacted = map[string]int{}
+	}
+	c.redacted[kind] += n
+}
+
+// Redactions returns what CountRedactions recorded, by kind (a copy; nil
+// for none).
+func (c *Call) Redactions() map[string]int {
+	c.redMu.Lock()
+	defer c.redMu.Unlock()
+	return maps.Clone(c.redacted)
+}
 
 // Attempts returns the attempts counted so far.
 func (c *Call) Attempts() int { return int(c.attempts.Load()) }

@@ -70,7 +70,7 @@ func (w *Workspace) grepTool() tools.Tool {
 	}, w.grep)
 }
 
-func (w *Workspace) grep(ctx context.Context, _ *tools.Call, in grepArgs) (grepResult, error) {
+func (w *Workspace) grep(ctx context.Context, call *tools.Call, in grepArgs) (grepResult, error) {
 	re, err := compileRegexp(in.Pattern, in.CaseInsensitive)
 	if err != nil {
 		return grepResult{}, err
@@ -109,7 +109,33 @@ func (w *Workspace) grep(ctx context.Context, _ *tools.Call, in grepArgs) (grepR
 	if err != nil && err != stop {
 		return grepResult{}, err
 	}
+	if w.opts.Redactor != nil {
+		countMarkers(call, res.Matches)
+	}
 	return res, nil
+}
+
+// marker is what the line redactor leaves where it masked something.
+var marker = regexp.MustCompile(`\[REDACTED:([a-z0-9_]+)\]`)
+
+// countMarkers tells the pipeline what the line redactor masked in the
+// lines grep returns, by kind: the output sanitizer sees only markers
+// there, and the envelope's sanitized report must still count them.
+func countMarkers(call *tools.Call, ms []grepMatch) {
+	count := func(line string) {
+		for _, m := range marker.FindAllStringSubmatch(line, -1) {
+			call.CountRedactions(m[1], 1)
+		}
+	}
+	for _, m := range ms {
+		count(m.Text)
+		for _, l := range m.Before {
+			count(l)
+		}
+		for _, l := range m.After {
+			count(l)
+		}
+	}
 }
 
 func compileRegexp(pattern string, fold bool) (*regexp.Regexp, error) {
