@@ -50,3 +50,21 @@ func TestGrepIsNoSecretOracle(t *testing.T) {
 		t.Errorf("the metrics do not count grep's redactions")
 	}
 }
+
+// TestReadFileWindowInAKey: served by toold, read_file masks lines before
+// it windows them, so a read that starts inside a private key block shows
+// none of its body, and counts what it masked.
+func TestReadFileWindowInAKey(t *testing.T) {
+	const key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAzQ8kq3\nR7vW2xYp4LmN9sT6\n-----END RSA PRIVATE KEY-----\n"
+	ws := workspace(t)
+	if err := os.WriteFile(filepath.Join(ws, "key.pem"), []byte("a\nb\n"+key+"c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, nil, "-workspace", ws)
+	code, env := in.exec("read_file", `{"paths":["key.pem"],"offset":4}`)
+	got := mustJSON(env)
+	san, _ := env["sanitized"].(map[string]any)
+	if code != 200 || strings.Contains(got, "MIIEowIBAAKCAQEAzQ8kq3") || strings.Contains(got, "R7vW2xYp4LmN9sT6") || san["redactions"] == 0.0 {
+		t.Errorf("read_file from inside the key: %d %s", code, got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -13,7 +14,29 @@ import (
 // Execute, as the dispatcher calls it (argument decoding and validation
 // included).
 func BenchmarkReadFile4KiB(b *testing.B) {
-	tw := newTestWS(b, Options{})
+	san, err := sanitize.New(sanitize.Config{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	red := Options{Redactor: func() LineRedactor { return san.NewLineRedactor("grep") }}
+	for _, c := range []struct {
+		name string
+		opts Options
+		args string
+	}{
+		{"plain", Options{}, `{"paths":["f.txt"]}`},
+		// As toold serves it: a whole file is read once; a window is read
+		// again with its lines masked before they are shown.
+		{"redactor", red, `{"paths":["f.txt"]}`},
+		{"plain/window", Options{}, `{"paths":["f.txt"],"offset":10}`},
+		{"redactor/window", red, `{"paths":["f.txt"],"offset":10}`},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchReadFile4KiB(b, c.opts, c.args) })
+	}
+}
+
+func benchReadFile4KiB(b *testing.B, opts Options, args string) {
+	tw := newTestWS(b, opts)
 	var sb strings.Builder
 	for i := 0; sb.Len() < 4096-64; i++ {
 		fmt.Fprintf(&sb, "line %04d: the quick brown fox jumps over the lazy dog\n", i)
@@ -21,7 +44,7 @@ func BenchmarkReadFile4KiB(b *testing.B) {
 	content := sb.String() + strings.Repeat("x", 4096-sb.Len()-1) + "\n"
 	tw.write(b, map[string]string{"f.txt": content})
 	tl := tw.tool(b, "read_file")
-	call := tools.NewCall([]byte(`{"paths":["f.txt"]}`), "req-1", "bench", nil)
+	call := tools.NewCall([]byte(args), "req-1", "bench", nil)
 	ctx := context.Background()
 	b.SetBytes(int64(len(content)))
 	b.ReportAllocs()

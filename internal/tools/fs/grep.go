@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/toold/toold/internal/tools"
 )
@@ -110,7 +111,11 @@ func (w *Workspace) grep(ctx context.Context, call *tools.Call, in grepArgs) (gr
 		return grepResult{}, err
 	}
 	if w.opts.Redactor != nil {
-		countMarkers(call, res.Matches)
+		for _, m := range res.Matches {
+			countMarkers(call, m.Text)
+			countMarkers(call, m.Before...)
+			countMarkers(call, m.After...)
+		}
 	}
 	return res, nil
 }
@@ -119,21 +124,16 @@ func (w *Workspace) grep(ctx context.Context, call *tools.Call, in grepArgs) (gr
 var marker = regexp.MustCompile(`\[REDACTED:([a-z0-9_]+)\]`)
 
 // countMarkers tells the pipeline what the line redactor masked in the
-// lines grep returns, by kind: the output sanitizer sees only markers
-// there, and the envelope's sanitized report must still count them.
-func countMarkers(call *tools.Call, ms []grepMatch) {
-	count := func(line string) {
-		for _, m := range marker.FindAllStringSubmatch(line, -1) {
+// text a file tool returns (grep's lines, read_file's content), by kind:
+// the output sanitizer sees only markers there, and the envelope's
+// sanitized report must still count them.
+func countMarkers(call *tools.Call, texts ...string) {
+	for _, t := range texts {
+		if !strings.Contains(t, "[REDACTED:") {
+			continue
+		}
+		for _, m := range marker.FindAllStringSubmatch(t, -1) {
 			call.CountRedactions(m[1], 1)
-		}
-	}
-	for _, m := range ms {
-		count(m.Text)
-		for _, l := range m.Before {
-			count(l)
-		}
-		for _, l := range m.After {
-			count(l)
 		}
 	}
 }

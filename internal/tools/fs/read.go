@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -79,7 +80,7 @@ func (w *Workspace) readFileTool() tools.Tool {
 // readFiles reads each path on its own: one missing file is reported in
 // errors without losing the others. A security refusal fails the whole call,
 // so a probing model gets nothing back from the rest of that request.
-func (w *Workspace) readFiles(ctx context.Context, _ *tools.Call, in readArgs) (readResult, error) {
+func (w *Workspace) readFiles(ctx context.Context, call *tools.Call, in readArgs) (readResult, error) {
 	rels := make([]string, 0, len(in.Paths))
 	for _, p := range in.Paths {
 		rel, err := resolvePath(p)
@@ -118,6 +119,9 @@ func (w *Workspace) readFiles(ctx context.Context, _ *tools.Call, in readArgs) (
 			res.Errors = append(res.Errors, pathError{rel, te.Kind, te.Code, te.Message, te.Suggestion})
 			continue
 		}
+		if w.opts.Redactor != nil {
+			countMarkers(call, c.Content)
+		}
 		res.Files = append(res.Files, c)
 		res.FilesRead++
 		res.TokenEstimate += c.TokenEstimate
@@ -143,8 +147,16 @@ func allFailed(first *tools.Error, errs []pathError) error {
 	return &e
 }
 
-// readOne streams one file once: every byte goes through the hash, only the
-// requested lines within the byte cap are kept.
+// readOne streams one file: every byte goes through the hash, only the
+// requested lines within the byte cap are kept. When what it shows is not
+// the whole file (a window from an offset, or cut by a limit or the cap)
+// and toold masks secrets, it reads the file once more and shows the
+// window of its masked lines instead (see redactedLines): the output
+// sanitizer, which sees only what is shown, recognizes every secret of a
+// whole file, but not the body of a private key whose header lies before
+// the window, nor a token cut at the cap. (The hash is of the first pass;
+// a file changed in between is caught by the hash checks of edit_file
+// and write_file.)
 func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent, error) {
 	f, info, err := w.openRegular(rel)
 	if err != nil {
@@ -156,29 +168,18 @@ func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent,
 	}
 	h := sha256.New()
 	lr := &io.LimitedReader{R: f, N: w.opts.MaxFileBytes + 1} // the file may grow after fstat
-	c := fileContent{Path: rel}
-	out := make([]byte, 0, min(int(info.Size())+int(info.Size())/4+64, budget))
-	var notes []string
-	total, err := scanLines(io.TeeReader(lr, h), bufSize(info.Size()), func(n int, line []byte) bool {
-		switch {
-		case n < offset || c.Truncated:
-		case limit > 0 && n-offset >= limit:
-			c.Truncated = true
-		case len(out)+numberedLen(n, len(line)) > budget:
-			c.Truncated = true
-			if room := budget - numberedLen(n, 0); c.StartLine == 0 && room > 0 {
-				// A single huge line (minified code): show its start rather than nothing.
-				out = appendNumbered(out, n, tools.CutUTF8(line, room))
-				c.StartLine, c.EndLine = n, n
-				notes = append(notes, fmt.Sprintf("line %d is %d bytes, more than the %d-byte read cap; only its start is shown", n, len(line), budget))
+	win := &window{offset: offset, limit: limit, budget: budget,
+		out: make([]byte, 0, min(int(info.Size())+int(info.Size())/4+64, budget))}
+	total, err := scanLines(io.TeeReader(lr, h), bufSize(info.Size()), win.keep)
+	if err == nil && lr.N > 0 && w.opts.Redactor != nil && (offset > 1 || win.c.Truncated) {
+		win.reset()
+		if _, err = f.Seek(0, io.SeekStart); err == nil {
+			lines := &redactedLines{red: w.opts.Redactor(), keep: win.keep, done: func() bool { return win.c.Truncated }}
+			if _, err = scanLines(io.LimitReader(f, w.opts.MaxFileBytes+1), bufSize(info.Size()), lines.add); err == nil {
+				lines.flush()
 			}
-		default:
-			out = appendNumbered(out, n, line)
-			c.StartLine = cmp.Or(c.StartLine, n)
-			c.EndLine = n
 		}
-		return true
-	})
+	}
 	switch {
 	case errors.Is(err, errBinary):
 		return fileContent{}, tools.NewUserError("%s looks like a binary file (NUL bytes or invalid UTF-8); read_file returns text only", show(rel)).
@@ -188,17 +189,101 @@ func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent,
 	case lr.N == 0:
 		return fileContent{}, w.tooLarge(rel, w.opts.MaxFileBytes+1)
 	}
-	c.Content = string(out)
+	c := win.c
+	c.Path = rel
+	c.Content = string(win.out)
 	c.TotalLines = total
 	c.SizeBytes = w.opts.MaxFileBytes + 1 - lr.N
 	var digest [sha256.Size]byte
 	c.SHA256 = hex.EncodeToString(h.Sum(digest[:0]))
 	c.TokenEstimate = estimateTokens(len(c.Content))
+	notes := win.notes
 	if note := readNote(c, offset); note != "" {
 		notes = append(notes, note)
 	}
 	c.Note = strings.Join(notes, "; ")
 	return c, nil
+}
+
+// window keeps the lines read_file shows: from offset, at most limit
+// lines (0: no limit), within budget bytes once numbered.
+type window struct {
+	offset, limit, budget int
+	c                     fileContent // StartLine, EndLine, Truncated
+	out                   []byte
+	notes                 []string
+}
+
+func (w *window) reset() {
+	w.c, w.out, w.notes = fileContent{}, w.out[:0], nil
+}
+
+func (w *window) keep(n int, line []byte) bool {
+	c := &w.c
+	switch {
+	case n < w.offset || c.Truncated:
+	case w.limit > 0 && n-w.offset >= w.limit:
+		c.Truncated = true
+	case len(w.out)+numberedLen(n, len(line)) > w.budget:
+		c.Truncated = true
+		if room := w.budget - numberedLen(n, 0); c.StartLine == 0 && room > 0 {
+			// A single huge line (minified code): show its start rather than nothing.
+			w.out = appendNumbered(w.out, n, tools.CutUTF8(line, room))
+			c.StartLine, c.EndLine = n, n
+			w.notes = append(w.notes, fmt.Sprintf("line %d is %d bytes, more than the %d-byte read cap; only its start is shown", n, len(line), w.budget))
+		}
+	default:
+		w.out = appendNumbered(w.out, n, line)
+		c.StartLine = cmp.Or(c.StartLine, n)
+		c.EndLine = n
+	}
+	return true
+}
+
+// redactedLines hands read_file's lines to keep after the line redactor
+// has masked them, in blocks of whole lines, from the file's first line:
+// what read_file shows and cuts is then the masked text, so a window that
+// starts inside a private key block, or a huge line cut at the read cap,
+// shows no piece of a secret the output sanitizer could not recognize
+// alone (as grep, issue 16 finding 7). Lines before the window are
+// masked too, for the key blocks they open; once done says nothing more
+// will be kept, the rest is skipped.
+type redactedLines struct {
+	red   LineRedactor
+	keep  func(n int, line []byte) bool
+	done  func() bool
+	block []byte
+	first int // the line number of block's first line
+}
+
+func (r *redactedLines) add(n int, line []byte) bool {
+	if r.done() {
+		return true
+	}
+	if len(r.block) == 0 {
+		r.first = n
+	}
+	r.block = append(append(r.block, line...), '\n')
+	if len(r.block) >= redactBlock {
+		r.flush()
+	}
+	return true
+}
+
+func (r *redactedLines) flush() {
+	if len(r.block) == 0 {
+		return
+	}
+	text, n := r.red.Lines(r.block), r.first
+	r.block = r.block[:0]
+	for len(text) > 0 {
+		nl := bytes.IndexByte(text, '\n')
+		if nl < 0 {
+			nl = len(text)
+		}
+		r.keep(n, text[:nl])
+		text, n = text[min(nl+1, len(text)):], n+1
+	}
 }
 
 // readNote tells the model why it sees less than the whole file.
