@@ -474,7 +474,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
 	sctx, ss := d.sanitizePhase(ctx, c, "input")
 	clean, rep, err := d.opts.Sanitizer.Input(sctx, &c.entry.Spec, args)
 	endPhase(ss, err)
-	c.env.Timing.SanitizeMS += millis(time.Since(start))
+	c.env.Timing.SanitizeMS = addMillis(c.env.Timing.SanitizeMS, time.Since(start))
 	c.env.Sanitized.Add(rep)
 	if err != nil {
 		return err

@@ -54,3 +54,22 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestAddMillis: a sum of phase durations reads as a whole number of
+// microseconds in the envelope.
+func TestAddMillis(t *testing.T) {
+	cases := []struct {
+		ms   float64
+		d    time.Duration
+		want string
+	}{
+		{0.037, 47 * time.Microsecond, "0.084"},
+		{0, 1500 * time.Nanosecond, "0.001"},
+		{1.1, 200 * time.Microsecond, "1.3"},
+	}
+	for _, c := range cases {
+		if got := string(appendFloat(nil, addMillis(c.ms, c.d))); got != c.want {
+			t.Errorf("addMillis(%v, %v) = %s, want %s", c.ms, c.d, got, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/toold/toold/internal/sanitize"
@@ -151,6 +152,12 @@ type Timing struct {
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// addMillis adds d to a duration in milliseconds, to the microsecond, so
+// that a sum of phases reads 0.084 and not 0.08399999999999999.
+func addMillis(ms float64, d time.Duration) float64 {
+	return float64(int64(math.Round(ms*1000))+d.Microseconds()) / 1000
+}
 
 // Failure builds an envelope for a request refused before it reached the
 // pipeline (bad body, no credentials): every transport answers with the same

@@ -68,7 +68,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 	select {
 	case o := <-done:
 		c.env.Timing.ExecuteMS = millis(o.execute)
-		c.env.Timing.SanitizeMS += millis(o.sanitize)
+		c.env.Timing.SanitizeMS = addMillis(c.env.Timing.SanitizeMS, o.sanitize)
 		c.env.Sanitized.Add(o.report)
 		if byKind := tc.Redactions(); byKind != nil { // masked by the tool itself (grep)
 			c.env.Sanitized.Add(d.opts.Sanitizer.ToolRedactions(&c.entry.Spec, byKind))
