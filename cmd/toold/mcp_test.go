@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,7 +137,16 @@ func checkTSSession(t *testing.T, s tsSession, logs func() string) {
 	if e := s.Unknown.Error; e == nil || e.Code != -32602 || !strings.Contains(e.Message, "no_such_tool") {
 		t.Errorf("an unknown tool must be a JSON-RPC error: %+v", s.Unknown)
 	}
-	if r := s.Streamed.Result; r == nil || r.IsError || strings.Join(s.Progress, "") != "one\ntwo\nthree\n" {
+	// The lines arrive as progress, in order. The TypeScript SDK runs a
+	// notification's handler a microtask later but forgets the call's
+	// progress handler at once when its response is read, so a last
+	// notification read in the same chunk as the response (a loaded
+	// machine) is dropped by the client. toold writes all three before the
+	// response (seen on the wire while chasing this flake; with the Go
+	// SDK's client, internal/mcpserver TestProgress receives every one),
+	// so here the last one may be missing, never one before it.
+	got := strings.Join(s.Progress, "")
+	if r := s.Streamed.Result; r == nil || r.IsError || !slices.Contains([]string{"one\ntwo\n", "one\ntwo\nthree\n"}, got) {
 		t.Errorf("progress: %q, result %+v", s.Progress, r)
 	}
 	if s.Cancelled.Error == nil || s.Cancelled.AfterMS > 3000 {
