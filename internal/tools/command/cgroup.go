@@ -64,7 +64,10 @@ func findCgroups() *cgroupHost {
 		return ch
 	}
 	var why []string
-	name := fmt.Sprintf("toold-%d", os.Getpid())
+	// One name per Set, never reused: a stale toold-<pid> left by a toold
+	// that died (its pid since reused, here or by another uid) or another
+	// Set of this process closing its parent must not become this one's.
+	name := fmt.Sprintf("toold-%d-%s", os.Getpid(), newRunID()[:8])
 	if m, ok := mounts["cgroup2"]; ok {
 		if dir, err := ch.setupV2(filepath.Join(m, own[""]), name); err != nil {
 			why = append(why, "cgroup v2: "+err.Error())

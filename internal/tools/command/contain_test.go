@@ -293,3 +293,26 @@ func TestUnprivileged(t *testing.T) {
 		t.Errorf("the unprivileged run failed: %v\n%s", err, out)
 	}
 }
+
+// TestSetsKeepTheirOwnCgroups: two Sets in one process (toold builds the
+// command tools, the stdio MCP servers' and the consult CLIs' runners
+// apart) each have a cgroup parent of their own, so closing one leaves the
+// other's runs their cgroups. They used to share toold-<pid>, which the
+// first to close removed; and a stale toold-<pid> of a dead toold whose
+// pid came round again was taken for this one's.
+func TestSetsKeepTheirOwnCgroups(t *testing.T) {
+	cfg := Config{Tools: []ToolConfig{argvTool("t", "true")}}
+	a, _ := newSet(t, ModeNamespaces, cfg)
+	b, _ := newSet(t, ModeNamespaces, cfg)
+	needCgroup(t, b, "memory")
+	if a.host.cg.v2 != "" && a.host.cg.v2 == b.host.cg.v2 {
+		t.Fatalf("both Sets use %s", a.host.cg.v2)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := call(t, tool(t, b, "t"), map[string]any{}, 10*time.Second)
+	if err != nil || !strings.Contains(r.Limits["memory"], "cgroup") {
+		t.Fatalf("after the other Set closed: %+v, %v", r, err)
+	}
+}
