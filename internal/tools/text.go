@@ -14,3 +14,17 @@ func CutUTF8[T ~string | ~[]byte](s T, n int) T {
 	}
 	return s[:n]
 }
+
+// TailUTF8 is at most n bytes of the end of s, cut after a character that
+// would not fit whole (the counterpart of CutUTF8, for the end of an
+// output). n must not be negative.
+func TailUTF8[T ~string | ~[]byte](s T, n int) T {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}

@@ -35,3 +35,28 @@ func TestCutUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestTailUTF8: the end of a text, never starting inside a character.
+func TestTailUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdef", 3, "def"},
+		{"abc", 0, ""},
+		{"éa", 2, "a"},  // é is two bytes: it does not fit in one
+		{"éa", 3, "éa"}, // and does in two
+		{"日本語", 4, "語"},
+		{"x😀y", 4, "y"},
+		{"x😀y", 5, "😀y"},
+	} {
+		if got := TailUTF8(tc.s, tc.n); got != tc.want {
+			t.Errorf("TailUTF8(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+		if got := string(TailUTF8([]byte(tc.s), tc.n)); got != tc.want {
+			t.Errorf("TailUTF8([]byte(%q), %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -352,11 +351,7 @@ func (r *Result) outcome(program string) (any, error) {
 func lastLines(s string, n, max int) string {
 	s = strings.TrimRight(s, "\n")
 	if len(s) > max {
-		cut := len(s) - max
-		for cut < len(s) && !utf8.RuneStart(s[cut]) {
-			cut++
-		}
-		s = s[cut:]
+		s = tools.TailUTF8(s, max)
 		if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
 			s = s[i+1:]
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
@@ -189,9 +188,5 @@ func tail(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	i := len(s) - n
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return "…" + s[i:]
+	return "…" + tools.TailUTF8(s, n)
 }
