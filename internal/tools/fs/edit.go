@@ -96,10 +96,6 @@ func (w *Workspace) editFile(ctx context.Context, _ *tools.Call, in editArgs) (e
 	return editResult{Path: rel, Replacements: want, SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
-// redactedMarker begins what the output sanitizer puts where it removed
-// a secret ("[REDACTED:github_token]").
-const redactedMarker = "[REDACTED:"
-
 func occurrenceMismatch(rel string, found, want int, marker bool) error {
 	e := tools.NewUserError("old_string occurs %d time(s) in %s, but expected_occurrences is %d; nothing was changed", found, show(rel), want).
 		WithCode("occurrence_mismatch")

@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	iofs "io/fs"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/toold/toold/internal/tools"
 )
@@ -95,8 +93,9 @@ func (w *Workspace) grep(ctx context.Context, call *tools.Call, in grepArgs) (gr
 			return nil
 		}
 		s := &fileSearch{ctx: ctx, re: re, path: p, context: min(max(in.Context, 0), 10), room: limit - len(res.Matches)}
+		s.lines = redactedLines{keep: s.line}
 		if w.opts.Redactor != nil {
-			s.red = w.opts.Redactor()
+			s.lines.red = w.opts.Redactor()
 		}
 		if err := w.searchFile(s, &res); err != nil {
 			return err
@@ -118,24 +117,6 @@ func (w *Workspace) grep(ctx context.Context, call *tools.Call, in grepArgs) (gr
 		}
 	}
 	return res, nil
-}
-
-// marker is what the line redactor leaves where it masked something.
-var marker = regexp.MustCompile(`\[REDACTED:([a-z0-9_]+)\]`)
-
-// countMarkers tells the pipeline what the line redactor masked in the
-// text a file tool returns (grep's lines, read_file's content), by kind:
-// the output sanitizer sees only markers there, and the envelope's
-// sanitized report must still count them.
-func countMarkers(call *tools.Call, texts ...string) {
-	for _, t := range texts {
-		if !strings.Contains(t, "[REDACTED:") {
-			continue
-		}
-		for _, m := range marker.FindAllStringSubmatch(t, -1) {
-			call.CountRedactions(m[1], 1)
-		}
-	}
 }
 
 func compileRegexp(pattern string, fold bool) (*regexp.Regexp, error) {
@@ -170,9 +151,9 @@ func (w *Workspace) searchFile(s *fileSearch, res *grepResult) error {
 		return nil
 	}
 	lr := &io.LimitedReader{R: f, N: w.opts.MaxFileBytes + 1}
-	_, err = scanLines(lr, bufSize(info.Size()), s.add)
+	_, err = scanLines(lr, bufSize(info.Size()), s.lines.add)
 	if err == nil {
-		s.flush()
+		s.lines.flush()
 	}
 	if s.ctx.Err() != nil {
 		return s.ctx.Err()
@@ -202,9 +183,7 @@ const ctxEvery = 1024
 type fileSearch struct {
 	ctx     context.Context // checked every ctxEvery lines: a large file is no excuse to outlive the call
 	re      *regexp.Regexp
-	red     LineRedactor // nil: lines are matched as they are
-	block   []byte       // lines waiting for the redactor
-	first   int          // the number of the first of them
+	lines   redactedLines // feeds line, masked first when there is a redactor
 	path    string
 	context int
 	room    int // matches this file may still add
@@ -212,50 +191,6 @@ type fileSearch struct {
 	before  []string
 	pending []int // indexes into matches still short of after-lines
 	more    bool  // a match beyond room was seen: the result is truncated
-}
-
-// redactBlock is how many bytes of lines are redacted at once: one call
-// per line would cost the redactor's setup on every line.
-const redactBlock = 32 << 10
-
-// add is the scanLines callback. With a redactor every line is redacted
-// before anything else: whether a line matches, and where it is cut,
-// depend on the redacted text only, so a pattern probing a secret one
-// character at a time ("ghp_a", "ghp_b", …) learns nothing, and a cut
-// never leaves a piece of a secret the output sanitizer cannot recognize.
-// Lines are collected into blocks for the redactor.
-func (s *fileSearch) add(n int, line []byte) bool {
-	if s.red == nil {
-		return s.line(n, line)
-	}
-	if len(s.block) == 0 {
-		s.first = n
-	}
-	s.block = append(append(s.block, line...), '\n')
-	if len(s.block) < redactBlock {
-		return true
-	}
-	return s.flush()
-}
-
-// flush redacts the collected lines and searches them.
-func (s *fileSearch) flush() bool {
-	if len(s.block) == 0 {
-		return true
-	}
-	text, n := s.red.Lines(s.block), s.first
-	s.block = s.block[:0]
-	for len(text) > 0 {
-		nl := bytes.IndexByte(text, '\n')
-		if nl < 0 {
-			nl = len(text) // a redactor that lost the last break: still a line
-		}
-		if !s.line(n, text[:nl]) {
-			return false
-		}
-		text, n = text[min(nl+1, len(text)):], n+1
-	}
-	return true
 }
 
 // line searches one line. After room is used up it only looks for one

@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -151,7 +150,7 @@ func allFailed(first *tools.Error, errs []pathError) error {
 // requested lines within the byte cap are kept. When what it shows is not
 // the whole file (a window from an offset, or cut by a limit or the cap)
 // and toold masks secrets, it reads the file once more and shows the
-// window of its masked lines instead (see redactedLines): the output
+// window of its masked lines instead (see redactedLines, and grep): the output
 // sanitizer, which sees only what is shown, recognizes every secret of a
 // whole file, but not the body of a private key whose header lies before
 // the window, nor a token cut at the cap. (The hash is of the first pass;
@@ -174,7 +173,9 @@ func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent,
 	if err == nil && lr.N > 0 && w.opts.Redactor != nil && (offset > 1 || win.c.Truncated) {
 		win.reset()
 		if _, err = f.Seek(0, io.SeekStart); err == nil {
-			lines := &redactedLines{red: w.opts.Redactor(), keep: win.keep, done: func() bool { return win.c.Truncated }}
+			// Nothing is kept past the window: the scan stops there.
+			keep := func(n int, line []byte) bool { return win.keep(n, line) && !win.c.Truncated }
+			lines := &redactedLines{red: w.opts.Redactor(), keep: keep}
 			if _, err = scanLines(io.LimitReader(f, w.opts.MaxFileBytes+1), bufSize(info.Size()), lines.add); err == nil {
 				lines.flush()
 			}
@@ -238,52 +239,6 @@ func (w *window) keep(n int, line []byte) bool {
 		c.EndLine = n
 	}
 	return true
-}
-
-// redactedLines hands read_file's lines to keep after the line redactor
-// has masked them, in blocks of whole lines, from the file's first line:
-// what read_file shows and cuts is then the masked text, so a window that
-// starts inside a private key block, or a huge line cut at the read cap,
-// shows no piece of a secret the output sanitizer could not recognize
-// alone (as grep, issue 16 finding 7). Lines before the window are
-// masked too, for the key blocks they open; once done says nothing more
-// will be kept, the rest is skipped.
-type redactedLines struct {
-	red   LineRedactor
-	keep  func(n int, line []byte) bool
-	done  func() bool
-	block []byte
-	first int // the line number of block's first line
-}
-
-func (r *redactedLines) add(n int, line []byte) bool {
-	if r.done() {
-		return true
-	}
-	if len(r.block) == 0 {
-		r.first = n
-	}
-	r.block = append(append(r.block, line...), '\n')
-	if len(r.block) >= redactBlock {
-		r.flush()
-	}
-	return true
-}
-
-func (r *redactedLines) flush() {
-	if len(r.block) == 0 {
-		return
-	}
-	text, n := r.red.Lines(r.block), r.first
-	r.block = r.block[:0]
-	for len(text) > 0 {
-		nl := bytes.IndexByte(text, '\n')
-		if nl < 0 {
-			nl = len(text)
-		}
-		r.keep(n, text[:nl])
-		text, n = text[min(nl+1, len(text)):], n+1
-	}
 }
 
 // readNote tells the model why it sees less than the whole file.
