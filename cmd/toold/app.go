@@ -350,9 +350,9 @@ func (a *app) tools() ([]tools.Tool, error) {
 	if all == nil {
 		return nil, err
 	}
-	known := unbuilt // a tool its family would declare is no unknown name, built or not
-	if known == nil {
-		known = map[string]bool{}
+	known := map[string]bool{}
+	for _, name := range unbuilt { // declared by a family that failed: no unknown name either
+		known[name] = true
 	}
 	var out []tools.Tool
 	for _, c := range all {
@@ -386,7 +386,7 @@ func (a *app) tools() ([]tools.Tool, error) {
 // declares are returned as unbuilt, so that tools() can still tell an
 // unknown name in tools: from one whose family failed: -check-config lists
 // every problem in one pass. Any error means toold cannot start.
-func (a *app) candidates() (all []candidate, unbuilt map[string]bool, err error) {
+func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 	fsc := a.cfg.FS
 	if err := fs.CheckProtected(executedFiles(a.cfg.Commands)); err != nil {
 		return nil, nil, &config.Error{Problems: []config.Problem{{Path: "commands.tools", Message: err.Error()}}}
@@ -411,18 +411,12 @@ func (a *app) candidates() (all []candidate, unbuilt map[string]bool, err error)
 	// -check-config lists them all in one pass. The consultation tools need
 	// the command and HTTP tools, so they are built only when both were.
 	var errs []error
-	unbuilt = map[string]bool{}
-	failed := func(err error, names ...string) {
-		errs = append(errs, err)
-		for _, n := range names {
-			unbuilt[n] = true
-		}
-	}
 	cs, err := command.New(a.cfg.Commands, a.cfg.Workspace, a.log.Named("command"))
 	if err != nil {
-		failed(&config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}}, command.ExecuteCommandName)
+		errs = append(errs, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}})
+		unbuilt = append(unbuilt, command.ExecuteCommandName)
 		for _, t := range a.cfg.Commands.Tools {
-			unbuilt[t.Name] = true
+			unbuilt = append(unbuilt, t.Name)
 		}
 	} else {
 		a.closers = append(a.closers, cs.Close)
@@ -436,9 +430,9 @@ func (a *app) candidates() (all []candidate, unbuilt map[string]bool, err error)
 	}
 	hs, err := httpapi.New(a.cfg.HTTP, httpapi.Options{Registerer: a.metrics})
 	if err != nil {
-		failed(config.SectionError("http", err))
+		errs = append(errs, config.SectionError("http", err))
 		for _, t := range a.cfg.HTTP.Tools {
-			unbuilt[t.Name] = true
+			unbuilt = append(unbuilt, t.Name)
 		}
 	} else {
 		a.closers = append(a.closers, hs.Close)
@@ -447,14 +441,12 @@ func (a *app) candidates() (all []candidate, unbuilt map[string]bool, err error)
 		}
 	}
 	if errs != nil {
-		failed(nil, consult.ToolNames...)
-		return all, unbuilt, errors.Join(errs...)
+		return all, append(unbuilt, consult.ToolNames...), errors.Join(errs...)
 	}
 	co, err := consult.New(a.cfg.Consult, consult.Options{Commands: cs, HTTP: hs, Registerer: a.metrics,
 		Redact: func(s string) string { return a.san.RedactString(consultRedactor, s) }})
 	if err != nil {
-		failed(config.SectionError("consult", err), consult.ToolNames...)
-		return all, unbuilt, errors.Join(errs...)
+		return all, consult.ToolNames, config.SectionError("consult", err)
 	}
 	// Only now has every tool kind reaching APIs through the HTTP tools'
 	// machinery (the consultation providers) declared its hosts.
