@@ -60,10 +60,18 @@ const defaultVersion = "2025-03-26"
 
 // fastCall is a tools/call the fast path answers.
 type fastCall struct {
-	id      any    // string or int64, as the SDK decodes it
-	key     string // the id as the table of calls in flight keys it (idString)
+	id      any // string or int64, as the SDK decodes it
 	params  *mcp.CallToolParamsRaw
 	version string
+}
+
+// key is the call's id as the table of calls in flight keys it: as peek
+// keys a cancellation's requestId (idString).
+func (c *fastCall) key() string {
+	if n, ok := c.id.(int64); ok {
+		return idString(float64(n))
+	}
+	return idString(c.id)
 }
 
 // fastCallOf returns the call when the fast path may answer r, whose body
@@ -106,14 +114,7 @@ func (s *Server) fastCallOf(r *http.Request, body []byte) (*fastCall, bool) {
 	if par[2] != nil && (json.Unmarshal(par[2], &p.Meta) != nil || p.GetProgressToken() != nil) {
 		return nil, false
 	}
-	c := &fastCall{id: id, params: p, version: version}
-	switch v := id.(type) {
-	case string:
-		c.key = idString(v)
-	case int64:
-		c.key = idString(float64(v)) // as peek keys a cancellation's requestId
-	}
-	return c, true
+	return &fastCall{id: id, params: p, version: version}, true
 }
 
 // plainString is a JSON string written without escapes, unquoted.
@@ -132,13 +133,11 @@ var (
 	paramKeys   = []string{"name", "arguments", "_meta"}
 )
 
-// plainKeys: raw, which must be valid JSON, is an object whose members
-// are among allowed, spelt exactly and without escapes, each once.
-func plainKeys(raw []byte, allowed []string) bool { return members(raw, allowed, nil) }
-
-// members is plainKeys, also storing each member's raw value in vals at
-// its name's index in allowed (when vals is not nil). It scans the bytes
-// without allocating; raw must be valid JSON (json.Valid).
+// members reports whether raw is an object whose members are among
+// allowed, spelt exactly and without escapes, each once, storing each
+// member's raw value in vals at its name's index in allowed (when vals is
+// not nil). It scans the bytes without allocating; raw must be valid JSON
+// (json.Valid).
 func members(raw []byte, allowed []string, vals [][]byte) bool {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {

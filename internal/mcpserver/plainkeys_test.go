@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// plainKeysRef is plainKeys written with encoding/json's tokenizer: the
+// plainKeysRef is members (without values) written with encoding/json's tokenizer: the
 // reference the scanner is held to.
 func plainKeysRef(raw []byte, allowed []string) bool {
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -56,8 +56,8 @@ func TestPlainKeys(t *testing.T) {
 		{`"name"`, false},
 	}
 	for _, c := range cases {
-		if got := plainKeys([]byte(c.raw), paramKeys); got != c.want {
-			t.Errorf("plainKeys(%s) = %v, want %v", c.raw, got, c.want)
+		if got := members([]byte(c.raw), paramKeys, nil); got != c.want {
+			t.Errorf("members(%s) = %v, want %v", c.raw, got, c.want)
 		}
 		if got := plainKeysRef([]byte(c.raw), paramKeys); got != c.want {
 			t.Errorf("the reference on %s = %v, want %v", c.raw, got, c.want)
@@ -74,8 +74,8 @@ func FuzzPlainKeys(f *testing.F) {
 		if !json.Valid([]byte(raw)) {
 			return
 		}
-		if got, want := plainKeys([]byte(raw), paramKeys), plainKeysRef([]byte(raw), paramKeys); got != want {
-			t.Fatalf("plainKeys(%s) = %v, the reference says %v", raw, got, want)
+		if got, want := members([]byte(raw), paramKeys, nil), plainKeysRef([]byte(raw), paramKeys); got != want {
+			t.Fatalf("members(%s) = %v, the reference says %v", raw, got, want)
 		}
 	})
 }

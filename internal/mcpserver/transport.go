@@ -74,7 +74,7 @@ func (s *Server) Handler() http.Handler {
 			defer b.Release() // once the SDK has answered: it holds the bytes until then
 			body := b.Data
 			if c, ok := s.fastCallOf(r, body); ok {
-				s.serveFast(w, r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, c.key)), c)
+				s.serveFast(w, r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, c.key())), c)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
