@@ -48,7 +48,7 @@ type launcher struct {
 	done chan struct{}
 	// retired, set on the thread, ends its loop after the current run:
 	// the thread could not return to its namespace (see startRun).
-	retired error
+	retired bool
 	// Set by the thread before it is ready (minimal root only).
 	rootDir string // the host directory the root was built at
 	baseNS  int    // the thread's mount namespace, to come back to
@@ -115,7 +115,7 @@ func (l *launcher) serve(p profile, ready chan<- error, locked chan<- struct{}) 
 		select {
 		case f := <-l.reqs:
 			f()
-			if l.retired != nil {
+			if l.retired {
 				return
 			}
 		case <-l.stop:
@@ -184,7 +184,7 @@ func (l *launcher) startRun(cmd *exec.Cmd, rs runSetup) error {
 		// it is retired (its loop ends and the runtime ends it, and with
 		// it, by Pdeathsig, the commands it started, this one included),
 		// and every later run is refused with errRetired — toold goes on.
-		l.retired = lerr
+		l.retired = true
 		return errors.Join(errRetired, lerr)
 	}
 	return err
