@@ -40,18 +40,10 @@ func secretWS(t *testing.T, redact bool) (run func(args string) grepResult) {
 		// The key's header ends the first block the redactor gets.
 		"straddle.pem": strings.Repeat("filler line\n", redactBlock/12) + pemKey,
 	})
-	spec := tw.tool(t, "grep").Spec()
 	return func(args string) grepResult {
 		t.Helper()
-		res, err := tw.exec(t, "grep", args)
-		mustOK(t, err)
-		data, _ := json.Marshal(res)
-		out, _, err := san.Output(context.Background(), &spec, data)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got grepResult
-		if err := json.Unmarshal(out, &got); err != nil {
+		if err := json.Unmarshal(tw.sanitized(t, san, "grep", args), &got); err != nil {
 			t.Fatal(err)
 		}
 		return got

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -189,4 +190,22 @@ func validate(schema json.RawMessage, v any) error {
 		return err
 	}
 	return s.Validate(inst)
+}
+
+// sanitized is what a caller gets of a tool's answer to args: the result
+// through the output sanitizer san, as the pipeline serves it.
+func (tw *testWS) sanitized(t testing.TB, san *sanitize.Sanitizer, name, args string) []byte {
+	t.Helper()
+	res, err := tw.exec(t, name, args)
+	mustOK(t, err)
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := tw.tool(t, name).Spec()
+	out, _, err := san.Output(context.Background(), &spec, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
