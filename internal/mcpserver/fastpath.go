@@ -51,8 +51,16 @@ import (
 // call run on (the new protocol cancels in both).
 
 // fastVersions are the protocol versions the fast path answers: the SDK's
-// before 2026-07-28.
-var fastVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+// before 2026-07-28 (multiRoundTrip), whatever SDK toold is built with.
+var fastVersions = func() map[string]bool {
+	m := map[string]bool{}
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if v < multiRoundTrip {
+			m[v] = true
+		}
+	}
+	return m
+}()
 
 // defaultVersion is the version the SDK assumes for a request without the
 // protocol header.
