@@ -45,11 +45,16 @@ func globRegexp(pat string) (string, error) {
 	if !utf8.ValidString(pat) {
 		return "", &globError{"the pattern is not valid UTF-8", "write the pattern as UTF-8 text"}
 	}
+	for moved := slashIntoGroups(pat); moved != pat; moved = slashIntoGroups(pat) {
+		pat = moved // an inner group gets its "/" once the outer one has moved it in
+	}
 	var b strings.Builder
 	depth := 0
 	// atStart: the next character begins a path component (start of the
-	// pattern, after "/", or at the start of a brace alternative).
+	// pattern, after "/", or at the start of a brace alternative whose
+	// group began a component: groupAtStart keeps that, per open group).
 	atStart := true
+	var groupAtStart []bool
 	for i := 0; i < len(pat); {
 		c := pat[i]
 		switch c {
@@ -62,7 +67,7 @@ func globRegexp(pat string) (string, error) {
 				return "", &globError{"the pattern has \"" + strings.Repeat("*", n) + "\"", "use * within a name or ** as a whole path component"}
 			}
 			i += n
-			end := i == len(pat) || pat[i] == '/' || (depth > 0 && (pat[i] == ',' || pat[i] == '}'))
+			end := i == len(pat) || pat[i] == '/' || (depth > 0 && (pat[i] == ',' || pat[i] == '}') && groupEndsComponent(pat, i))
 			if n == 1 || !atStart || !end {
 				b.WriteString(`[^/]*`)
 				atStart = false
@@ -83,7 +88,7 @@ func globRegexp(pat string) (string, error) {
 			// directory itself, as in doublestar: "a/**" matches "a".
 			if strings.HasPrefix(pat[i:], "**") {
 				j := i + 2
-				if j == len(pat) || (depth > 0 && (pat[j] == ',' || pat[j] == '}')) {
+				if j == len(pat) || (depth > 0 && (pat[j] == ',' || pat[j] == '}') && groupEndsComponent(pat, j)) {
 					b.WriteString(`(?:/.*)?`)
 					i = j
 					atStart = false
@@ -114,19 +119,20 @@ func globRegexp(pat string) (string, error) {
 			}
 			b.WriteString(`(?:`)
 			i++
-			atStart = true
+			groupAtStart = append(groupAtStart, atStart)
 		case '}':
 			if depth == 0 {
 				return "", &globError{"the pattern has a } without its {", `write \} for a literal brace`}
 			}
 			depth--
+			groupAtStart = groupAtStart[:depth]
 			b.WriteByte(')')
 			i++
 			atStart = false
 		case ',':
 			if depth > 0 {
 				b.WriteByte('|')
-				atStart = true
+				atStart = groupAtStart[depth-1]
 			} else {
 				b.WriteByte(',')
 				atStart = false
@@ -151,6 +157,102 @@ func globRegexp(pat string) (string, error) {
 		return "", &globError{"the pattern has a { without its }", `close the alternatives with }, or write \{ for a literal brace`}
 	}
 	return b.String(), nil
+}
+
+// slashIntoGroups moves a "/" that follows a brace group into each of its
+// alternatives ("{a,**}/x" is "{a/,**/}x"), so that an alternative "**"
+// followed by "/" reads as "**/", zero or more directories, as doublestar
+// reads it ("{**}/*" matches "0").
+func slashIntoGroups(pat string) string {
+	if !strings.Contains(pat, "}/") {
+		return pat
+	}
+	var b strings.Builder
+	var opens []int // where each open group's alternatives begin in b
+	for i := 0; i < len(pat); i++ {
+		c := pat[i]
+		switch {
+		case c == '\\' && i+1 < len(pat):
+			b.WriteString(pat[i : i+2])
+			i++
+			continue
+		case c == '{':
+			b.WriteByte(c)
+			opens = append(opens, b.Len())
+			continue
+		case c == '}' && len(opens) > 0 && i+1 < len(pat) && pat[i+1] == '/':
+			start := opens[len(opens)-1]
+			opens = opens[:len(opens)-1]
+			inner := b.String()[start:]
+			rest := b.String()[:start]
+			b.Reset()
+			b.WriteString(rest)
+			b.WriteString(addToAlternatives(inner, "/"))
+			b.WriteByte('}')
+			i++ // the "/" is inside now
+			continue
+		case c == '}' && len(opens) > 0:
+			opens = opens[:len(opens)-1]
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// addToAlternatives appends suffix to each top-level alternative of inner
+// (a group's text between its braces).
+func addToAlternatives(inner, suffix string) string {
+	var b strings.Builder
+	depth := 0
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		switch {
+		case c == '\\' && i+1 < len(inner):
+			b.WriteString(inner[i : i+2])
+			i++
+			continue
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			b.WriteString(suffix)
+		}
+		b.WriteByte(c)
+	}
+	b.WriteString(suffix)
+	return b.String()
+}
+
+// groupEndsComponent reports whether the brace group in which pat[i] ends
+// an alternative (pat[i] is "," or "}") ends a path component: what follows
+// its closing "}" is the end of the pattern or "/", or the end of an outer
+// group that does. "**" is a whole component only then ("{a,**}/x"), and
+// like "*" otherwise ("{**}x").
+func groupEndsComponent(pat string, i int) bool {
+	nested := 0
+	for ; i < len(pat); i++ {
+		switch pat[i] {
+		case '\\':
+			i++
+		case '{':
+			nested++
+		case '}':
+			if nested > 0 {
+				nested--
+				continue
+			}
+			j := i + 1
+			switch {
+			case j == len(pat) || pat[j] == '/':
+				return true
+			case pat[j] == ',' || pat[j] == '}':
+				return groupEndsComponent(pat, j)
+			}
+			return false
+		}
+	}
+	return false
 }
 
 // globClass translates the class at the start of s ("[...]") and returns

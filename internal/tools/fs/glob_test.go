@@ -30,7 +30,7 @@ func TestGlobMatches(t *testing.T) {
 		yes []string
 		no  []string
 	}{
-		{"**", []string{"a", "a/b", ".git/config", "x/.h"}, nil},
+		{"**", []string{"a", "a/b", ".git/config", "x/.h", "a\nb/c"}, nil},
 		{"*", []string{"a", ".h"}, []string{"a/b"}},
 		{"*.go", []string{"main.go"}, []string{"cmd/main.go", "main.goo"}},
 		{"**/*.go", []string{"main.go", "cmd/main.go", "a/b/c.go"}, []string{"main.g"}},
@@ -48,6 +48,14 @@ func TestGlobMatches(t *testing.T) {
 		{"{**/,}x", []string{"x", "q/x", "q/r/x"}, []string{"qx"}},
 		{"{a,**}/x", []string{"a/x", "q/r/x"}, nil},
 		{"{a/**,b}", []string{"a", "a/z", "b"}, []string{"c"}},
+		// "P/**" matches what P matches, also when P ends in a "*" that
+		// matches nothing (doublestar's matcher does not: see dirItself).
+		{"a*/**", []string{"a", "ab", "ab/c"}, []string{"b"}},
+		// "**" is a whole component only where the group ends one.
+		{"{**}x", []string{"x", "ax"}, []string{"0/x"}},
+		{"a{**,b}/x", []string{"a/x", "ab/x", "aq/x"}, []string{"a/q/x"}},
+		{"{**}/*", []string{"0", "a/b"}, nil},
+		{"{a,{**,c}}/x", []string{"a/x", "x", "q/r/x", "c/x"}, []string{"ax"}},
 		{`a\*b`, []string{"a*b"}, []string{"axb"}},
 		{"a.b+c(d)", []string{"a.b+c(d)"}, []string{"axb+c(d)"}},
 		{"日本/*", []string{"日本/語"}, []string{"日本語"}},
@@ -160,10 +168,75 @@ func FuzzGlobAgainstDoublestar(f *testing.F) {
 		if !doublestar.ValidatePattern(pat) {
 			t.Fatalf("%q: accepted by toold, invalid for doublestar", pat)
 		}
-		if got, want := g.match(name), doublestar.MatchUnvalidated(pat, name); got != want {
+		if starsMeetBraces(pat) {
+			return // doublestar's reading is quirky there: TestGlobMatches holds those
+		}
+		got, want := g.match(name), doublestar.MatchUnvalidated(pat, name)
+		if got && !want && doublestar.MatchUnvalidated(dirItself(pat), name) {
+			want = true // doublestar's quirk: "a*/**" does not match "a", where "a/**" does
+		}
+		if got != want {
 			t.Fatalf("pattern %q, name %q: toold %v, doublestar %v", pat, name, got, want)
 		}
 	})
+}
+
+// starsMeetBraces reports a "*" inside a brace group or next to one.
+// There doublestar reads patterns in ways toold does not copy — "{*}*/*"
+// matches "0" (the two stars read as "**"), "{0*{*}}" does not match
+// "0" — so the fuzz target leaves such patterns to TestGlobMatches, which
+// states toold's reading of them.
+func starsMeetBraces(pat string) bool {
+	depth := 0
+	for i := 0; i < len(pat); i++ {
+		switch c := pat[i]; {
+		case c == '\\':
+			i++
+		case c == '{':
+			depth++
+			if i > 0 && pat[i-1] == '*' {
+				return true
+			}
+		case c == '}':
+			depth--
+			if i+1 < len(pat) && pat[i+1] == '*' {
+				return true
+			}
+		case c == '*' && depth > 0:
+			return true
+		}
+	}
+	return false
+}
+
+// dirItself is pat with each "/**" that closes it or one of its
+// alternatives removed. toold lets "P/**" match whatever P matches (the
+// directory itself), as doublestar does for "a/**" and "a"; doublestar
+// does not when P ends in a "*" that matches nothing ("a*/**" and "a",
+// "a/b*/**" and "a/b"), which the fuzz target found. toold keeps the one
+// rule.
+func dirItself(pat string) string {
+	var b strings.Builder
+	depth := 0
+	for i := 0; i < len(pat); i++ {
+		switch c := pat[i]; {
+		case c == '\\' && i+1 < len(pat):
+			b.WriteString(pat[i : i+2])
+			i++
+			continue
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+		case strings.HasPrefix(pat[i:], "/**"):
+			if j := i + 3; j == len(pat) || (depth > 0 && (pat[j] == ',' || pat[j] == '}') && groupEndsComponent(pat, j)) {
+				i = j - 1
+				continue
+			}
+		}
+		b.WriteByte(pat[i])
+	}
+	return b.String()
 }
 
 // countdownCtx reports itself cancelled after n looks at Err, so a test can

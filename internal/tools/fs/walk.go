@@ -52,8 +52,9 @@ func compileGlobs(patterns []string, field string) (*globSet, error) {
 		g.withGit = g.withGit || namesGit.MatchString(clean)
 	}
 	// Each body is at most maxGlobBytes of pattern, so the expression is
-	// small; RE2 matches it in time linear in the path.
-	g.re = regexp.MustCompile(`^(?:` + strings.Join(bodies, "|") + `)$`)
+	// small; RE2 matches it in time linear in the path. (?s): a name may
+	// hold a line break, which "**" (.*) must match like any byte.
+	g.re = regexp.MustCompile(`(?s)^(?:` + strings.Join(bodies, "|") + `)$`)
 	g.bases = disjointBases(g.bases)
 	return g, nil
 }
