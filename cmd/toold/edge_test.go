@@ -80,6 +80,10 @@ func TestConnectionCapEvictsIdle(t *testing.T) {
 		if resp, msg := idle[i].answer(5 * time.Second); resp == nil || resp.StatusCode != 200 {
 			t.Fatalf("idle client %d: %v %s", i, resp, msg)
 		}
+		// The client has its answer before the server files the
+		// connection as idle; wait for the server, so the idle order is
+		// the order of the clients.
+		waitIdle(t, in.admin, i+1)
 	}
 	start := time.Now()
 	resp, body := do(t, in.url, "GET", "/healthz", "", 5*time.Second)
@@ -133,6 +137,24 @@ func TestConnectionCapEvictsIdle(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// waitIdle waits (5 s at most) until the API listener counts n idle
+// connections, as its metric says.
+func waitIdle(t *testing.T, admin string, n int) {
+	t.Helper()
+	want := "toold_http_connections_idle " + strconv.Itoa(n) + "\n"
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, metrics := do(t, admin, "GET", "/metrics", "", 5*time.Second)
+		if strings.Contains(metrics, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never counted %d idle connections", n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

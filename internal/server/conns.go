@@ -46,7 +46,7 @@ type ConnLimit struct {
 	idle  *list.List    // of *limitedConn, longest idle first
 	slots chan struct{} // bounds the refusals being written at once
 
-	gauge                      prometheus.Gauge
+	gauge, idleGauge           prometheus.Gauge
 	evictedTotal, refusedTotal prometheus.Counter
 }
 
@@ -60,6 +60,8 @@ func NewConnLimit(max int, reg prometheus.Registerer) *ConnLimit {
 	l := &ConnLimit{max: max, retryAfter: DefaultRetryAfter, idle: list.New(), slots: make(chan struct{}, 128),
 		gauge: f.NewGauge(prometheus.GaugeOpts{Name: "toold_http_connections",
 			Help: "Connections open on the API listener, against toold_http_connections_max."}),
+		idleGauge: f.NewGauge(prometheus.GaugeOpts{Name: "toold_http_connections_idle",
+			Help: "Keep-alive connections of the API listener waiting for their next request: the ones a newcomer at the cap may evict."}),
 		evictedTotal: f.NewCounter(prometheus.CounterOpts{Name: "toold_http_connections_evicted_total",
 			Help: "Idle keep-alive connections closed to make room for a new one at max_connections."}),
 		refusedTotal: f.NewCounter(prometheus.CounterOpts{Name: "toold_http_connections_refused_total",
@@ -150,6 +152,7 @@ func (l *ConnLimit) admit(c net.Conn) *limitedConn {
 	}
 	victim := l.idle.Remove(front).(*limitedConn)
 	victim.el, victim.evicted = nil, true // its place is lc's now
+	l.idleGauge.Set(float64(l.idle.Len()))
 	l.mu.Unlock()
 	l.evictedTotal.Inc()
 	_ = victim.Conn.Close() // net/http's read fails; it then closes the wrapper, which counts nothing more
@@ -163,6 +166,7 @@ func (l *ConnLimit) closed(c *limitedConn) {
 	if c.el != nil {
 		l.idle.Remove(c.el)
 		c.el = nil
+		l.idleGauge.Set(float64(l.idle.Len()))
 	}
 	if !c.evicted {
 		l.open--
@@ -188,7 +192,10 @@ func (l *ConnLimit) ConnState(nc net.Conn, st http.ConnState) {
 	case st != http.StateIdle && c.el != nil:
 		l.idle.Remove(c.el)
 		c.el = nil
+	default:
+		return
 	}
+	l.idleGauge.Set(float64(l.idle.Len()))
 }
 
 // refuse answers a connection over the cap with the 503 and closes it,

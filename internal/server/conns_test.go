@@ -75,9 +75,10 @@ func TestConnLimitUnderChurn(t *testing.T) {
 	// the client, as after any server's idle close: none may fail.
 	failed.Range(func(k, v any) bool { t.Errorf("request %v: %v", k, v); return true })
 	deadline := time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(l.gauge) != 0 {
+	for testutil.ToFloat64(l.gauge) != 0 || testutil.ToFloat64(l.idleGauge) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%v connections still counted after the clients left", testutil.ToFloat64(l.gauge))
+			t.Fatalf("%v connections (%v idle) still counted after the clients left",
+				testutil.ToFloat64(l.gauge), testutil.ToFloat64(l.idleGauge))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
