@@ -29,7 +29,17 @@ func growth(t *testing.T, name string, n int, run func(n int)) {
 		}
 		return best
 	}
-	quarter, whole := least(n/4), least(n)
+	// Wall-clock time on a shared machine jumps with the other tenants: a
+	// pair of sizes out of proportion is measured again, twice at most.
+	// Quadratic work is out of proportion (16 times for 4 times the size)
+	// every time; a neighbour's burst is not.
+	var quarter, whole time.Duration
+	for range 3 {
+		quarter, whole = least(n/4), least(n)
+		if whole <= 10*quarter || whole <= 50*time.Millisecond {
+			break
+		}
+	}
 	if whole > 10*quarter && whole > 50*time.Millisecond {
 		t.Errorf("%s: %v for size %d after %v for a quarter", name, whole, n, quarter)
 	}
