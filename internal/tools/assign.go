@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -16,7 +18,7 @@ import (
 // take their arguments this way rather than parsing the JSON text a second
 // time. Values under an `any` field keep the tree's types (json.Number for
 // numbers, so no precision is lost).
-func assign(v reflect.Value, tree any, path string) error {
+func assign(v reflect.Value, tree any, path *pointer) error {
 	if tree == nil {
 		v.SetZero()
 		return nil
@@ -95,7 +97,7 @@ var (
 )
 
 // assignSpecial handles the types whose JSON form is not their Go shape.
-func assignSpecial(v reflect.Value, tree any, path string) (bool, error) {
+func assignSpecial(v reflect.Value, tree any, path *pointer) (bool, error) {
 	t := v.Type()
 	switch {
 	case t == timeType:
@@ -134,23 +136,25 @@ func assignSpecial(v reflect.Value, tree any, path string) (bool, error) {
 	return false, nil
 }
 
-func assignList(v reflect.Value, a []any, path string) error {
+func assignList(v reflect.Value, a []any, path *pointer) error {
 	if v.Kind() == reflect.Array {
 		if len(a) != v.Len() {
-			return Errorf(ValidationError, "%s must have %d items", pathOrTop(path), v.Len())
+			return Errorf(ValidationError, "%s must have %d items", pathOrTop(path.String()), v.Len())
 		}
 	} else {
 		v.Set(reflect.MakeSlice(v.Type(), len(a), len(a)))
 	}
 	for i, item := range a {
-		if err := assign(v.Index(i), item, fmt.Sprintf("%s/%d", path, i)); err != nil {
+		path = path.push(token{index: i})
+		if err := assign(v.Index(i), item, path); err != nil {
 			return err
 		}
+		path.pop()
 	}
 	return nil
 }
 
-func assignMap(v reflect.Value, m map[string]any, path string) error {
+func assignMap(v reflect.Value, m map[string]any, path *pointer) error {
 	if v.Type().Elem().Kind() == reflect.Interface && v.Type().Elem().NumMethod() == 0 && v.Type().Key() == reflect.TypeFor[string]() {
 		v.Set(reflect.ValueOf(m)) // map[string]any: the tree's own map
 		return nil
@@ -158,17 +162,50 @@ func assignMap(v reflect.Value, m map[string]any, path string) error {
 	out := reflect.MakeMapWithSize(v.Type(), len(m))
 	for k, item := range m {
 		e := reflect.New(v.Type().Elem()).Elem()
-		if err := assign(e, item, path+"/"+PointerToken(k)); err != nil {
+		path = path.push(token{name: k, named: true})
+		if err := assign(e, item, path); err != nil {
 			return err
 		}
+		path.pop()
 		out.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
 	}
 	v.Set(out)
 	return nil
 }
 
-func assignStruct(v reflect.Value, m map[string]any, path string) error {
-	for _, f := range reflect.VisibleFields(v.Type()) {
+func assignStruct(v reflect.Value, m map[string]any, path *pointer) error {
+	for _, f := range fieldsOf(v.Type()) {
+		item, ok := m[f.name]
+		if !ok {
+			continue
+		}
+		path = path.push(token{name: f.name, named: true})
+		if err := assign(v.FieldByIndex(f.index), item, path); err != nil {
+			return err
+		}
+		path.pop()
+	}
+	return nil
+}
+
+// structField is a field assign fills: its JSON name and where it is.
+type structField struct {
+	name  string
+	index []int
+}
+
+// structFields caches fieldsOf by type: the walk of a struct's fields
+// (reflect.VisibleFields allocates) is done once per type, not per call.
+var structFields sync.Map // reflect.Type -> []structField
+
+// fieldsOf lists the exported fields of struct type t under their JSON
+// names, those of embedded structs included, json:"-" left out.
+func fieldsOf(t reflect.Type) []structField {
+	if fs, ok := structFields.Load(t); ok {
+		return fs.([]structField)
+	}
+	var fs []structField
+	for _, f := range reflect.VisibleFields(t) {
 		if !f.IsExported() || f.Anonymous && f.Type.Kind() == reflect.Struct {
 			continue // embedded structs' fields are visited themselves
 		}
@@ -179,18 +216,57 @@ func assignStruct(v reflect.Value, m map[string]any, path string) error {
 		if name == "" {
 			name = f.Name
 		}
-		item, ok := m[name]
-		if !ok {
-			continue
-		}
-		if err := assign(v.FieldByIndex(f.Index), item, path+"/"+PointerToken(name)); err != nil {
-			return err
-		}
+		fs = append(fs, structField{name: name, index: f.Index})
 	}
-	return nil
+	structFields.Store(t, fs)
+	return fs
 }
 
-func mismatch(path, want string, got any) *Error {
+// pointer is the JSON Pointer of the value being assigned, kept as a
+// stack of tokens and spelled out only for an error: building the string
+// for every value would cost a call allocations it almost never needs.
+// One pointer serves a whole assign; nil is the root.
+type pointer struct {
+	toks []token
+}
+
+// token is one step: an object member's name when named, an array
+// item's index otherwise.
+type token struct {
+	name  string
+	index int
+	named bool
+}
+
+func (p *pointer) push(t token) *pointer {
+	if p == nil {
+		p = &pointer{toks: make([]token, 0, 4)}
+	}
+	p.toks = append(p.toks, t)
+	return p
+}
+
+func (p *pointer) pop() { p.toks = p.toks[:len(p.toks)-1] }
+
+// String is the pointer's RFC 6901 form; "" for the root.
+func (p *pointer) String() string {
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, t := range p.toks {
+		b.WriteByte('/')
+		if t.named {
+			b.WriteString(PointerToken(t.name))
+		} else {
+			b.WriteString(strconv.Itoa(t.index))
+		}
+	}
+	return b.String()
+}
+
+func mismatch(at *pointer, want string, got any) *Error {
+	path := at.String()
 	e := Errorf(ValidationError, "%s must be %s", pathOrTop(path), want)
 	e.Fields = []FieldError{{Pointer: path, Message: fmt.Sprintf("must be %s, not %T", want, got)}}
 	return e

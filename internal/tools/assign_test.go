@@ -69,7 +69,7 @@ func TestAssignMatchesDecoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := assign(reflect.ValueOf(&got).Elem(), tree, ""); err != nil {
+	if err := assign(reflect.ValueOf(&got).Elem(), tree, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w, g := marshal(t, want), marshal(t, got); w != g {
@@ -92,7 +92,7 @@ func TestAssignRefusesMismatches(t *testing.T) {
 	for _, tt := range tests {
 		tree, _ := strictjson.Decode([]byte(tt.in), 0)
 		var got shape
-		err := assign(reflect.ValueOf(&got).Elem(), tree, "")
+		err := assign(reflect.ValueOf(&got).Elem(), tree, nil)
 		te, ok := AsError(err)
 		if !ok || te.Kind != ValidationError {
 			t.Errorf("%s: %v, want a validation error", tt.in, err)
@@ -110,7 +110,7 @@ func TestAssignKeepsAnyAsTree(t *testing.T) {
 		Any  any            `json:"any"`
 	}
 	tree, _ := strictjson.Decode([]byte(`{"data":{"n":12345678901234567890},"any":[1,"x"]}`), 0)
-	if err := assign(reflect.ValueOf(&got).Elem(), tree, ""); err != nil {
+	if err := assign(reflect.ValueOf(&got).Elem(), tree, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got.Data["n"] != json.Number("12345678901234567890") {
@@ -133,7 +133,7 @@ func FuzzAssign(f *testing.F) {
 			return
 		}
 		var a, b shape
-		aerr := assign(reflect.ValueOf(&a).Elem(), tree, "")
+		aerr := assign(reflect.ValueOf(&a).Elem(), tree, nil)
 		berr := jsonv2.Unmarshal([]byte(in), &b)
 		if aerr != nil || berr != nil {
 			return

@@ -277,7 +277,7 @@ func (c *Call) WithTree(tree any) *Call {
 // fields v does not know. Names match exactly, as the schema has them.
 func (c *Call) Decode(v any) error {
 	if rv := reflect.ValueOf(v); c.tree != nil && rv.Kind() == reflect.Pointer && !rv.IsNil() {
-		return assign(rv.Elem(), c.tree, "")
+		return assign(rv.Elem(), c.tree, nil)
 	}
 	if err := jsonv2.Unmarshal(c.Args, v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return Errorf(ValidationError, "arguments do not fit the tool's parameters: %v", err)
