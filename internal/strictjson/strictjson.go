@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -53,7 +54,12 @@ func Decode(data []byte, maxDepth int) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, &Error{Offset: int64(invalidUTF8At(data)), Reason: "the body is not valid UTF-8"}
 	}
-	d := decoder{dec: jsontext.NewDecoder(bytes.NewReader(data)), max: maxDepth}
+	p := decoders.Get().(*pooled)
+	defer p.release()
+	// A *bytes.Buffer is read in place: jsontext copies any other reader.
+	p.buf = *bytes.NewBuffer(data)
+	p.dec.Reset(&p.buf)
+	d := decoder{dec: &p.dec, max: maxDepth}
 	v, err := d.value()
 	if err != nil {
 		return nil, d.explain(err)
@@ -62,6 +68,23 @@ func Decode(data []byte, maxDepth int) (any, error) {
 		return nil, &Error{Offset: d.dec.InputOffset(), Reason: "more than one JSON value: remove what follows the first value"}
 	}
 	return v, nil
+}
+
+// pooled is a tokenizer kept between calls: a new one allocates its state
+// (the names it has seen, for duplicates) afresh for every body.
+type pooled struct {
+	dec jsontext.Decoder
+	buf bytes.Buffer
+}
+
+var decoders = sync.Pool{New: func() any { return new(pooled) }}
+
+// release lets go of the input (the values decoded are copies) and
+// returns p to the pool.
+func (p *pooled) release() {
+	p.buf = bytes.Buffer{}
+	p.dec.Reset(&p.buf)
+	decoders.Put(p)
 }
 
 // DecodeInto decodes data into v: checked first as Decode checks it (one
