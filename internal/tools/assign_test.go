@@ -88,6 +88,9 @@ func TestAssignRefusesMismatches(t *testing.T) {
 		{`{"list":[{"name":2}]}`, "/list/0/name"},
 		{`{"arr":[1]}`, ""},
 		{`{"when":"yesterday"}`, "/when"},
+		{`{"m":{"a/b~":"x"}}`, "/m/a~1b~0"},
+		{`{"s":"ok","list":[{"name":"a"},{"name":"b"},{"name":[]}]}`, "/list/2/name"},
+		{`{"level":"high"}`, "/level"},
 	}
 	for _, tt := range tests {
 		tree, _ := strictjson.Decode([]byte(tt.in), 0)
