@@ -95,3 +95,48 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestPooledDecoderForgets: the tokenizer is reused between bodies, so
+// nothing of one body may reach the next — not its names (a name seen
+// before is no duplicate in the next body), not its depth after a failure
+// half-way, not its bytes (the input is changed after Decode returns).
+// Run in parallel, under -race, the pool must hand each tokenizer to one
+// caller at a time.
+func TestPooledDecoderForgets(t *testing.T) {
+	bodies := []struct {
+		in string
+		ok bool
+	}{
+		{`{"a":1,"b":{"a":2}}`, true},
+		{`{"a":1,"a":2}`, false},
+		{`{"a":[[[[[`, false},
+		{`{"a":1}`, true},
+		{`{"a":{"a":{"a":{}}}}`, true},
+		{`"x" "y"`, false},
+		{`{"b":"\u00e9"}`, true},
+	}
+	for g := range 4 {
+		t.Run(strings.Repeat("g", g+1), func(t *testing.T) {
+			t.Parallel()
+			for range 200 {
+				for _, b := range bodies {
+					in := []byte(b.in)
+					v, err := Decode(in, 4)
+					if (err == nil) != b.ok {
+						t.Fatalf("Decode(%s): %v, want ok %v", b.in, err, b.ok)
+					}
+					if err != nil {
+						continue
+					}
+					want, _ := json.Marshal(v)
+					for i := range in {
+						in[i] = ' ' // the caller reuses its buffer
+					}
+					if got, _ := json.Marshal(v); !bytes.Equal(got, want) {
+						t.Fatalf("Decode(%s) changed with its input: %s, then %s", b.in, want, got)
+					}
+				}
+			}
+		})
+	}
+}
