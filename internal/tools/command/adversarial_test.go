@@ -47,9 +47,11 @@ func TestForkBombIsContained(t *testing.T) {
 			const limit = 64
 			tc := marked(argvTool("bomb", "sh", "-c", bombScript), marker)
 			tc.Rlimits.Processes = limit
-			// A uid of its own: the process limit counts every process of
-			// the uid, and other packages' tests run commands as 65534.
-			uid := 64998
+			// A uid of its own, which the peak below counts: other packages'
+			// tests run commands as 65534, and another run of this test
+			// binary at the same time (two engineers on one machine) has
+			// a uid of its own too.
+			uid := 60000 + os.Getpid()%4000
 			s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}, RunAs: RunAs{UID: &uid, GID: &uid}})
 			sb := s.tools[0].(*declared).sb
 			if !sb.procs || !sb.drop {
