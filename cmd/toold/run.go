@@ -253,15 +253,19 @@ func (a *app) interruptExecutions() {
 }
 
 func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {
-	fmt.Fprintf(stdout, "toold %s listening on %s, serving %d tools from workspace %s\n",
+	// Both addresses in one write: whoever reads stdout for them (a test,
+	// a supervisor) sees both lines at once, never the first alone.
+	var b strings.Builder
+	fmt.Fprintf(&b, "toold %s listening on %s, serving %d tools from workspace %s\n",
 		versionString(), listenURL(ln.Addr()), a.reg.Load().Len(), absPath(a.cfg.Workspace))
 	if adminLn != nil {
 		pprof := ""
 		if a.pprof() {
 			pprof = ", pprof on " + listenURL(adminLn.Addr()) + "/debug/pprof/"
 		}
-		fmt.Fprintf(stdout, "metrics on %s/metrics%s\n", listenURL(adminLn.Addr()), pprof)
+		fmt.Fprintf(&b, "metrics on %s/metrics%s\n", listenURL(adminLn.Addr()), pprof)
 	}
+	_, _ = io.WriteString(stdout, b.String())
 	a.log.Info("listening", zap.String("addr", ln.Addr().String()), zap.Int("tools", a.reg.Load().Len()),
 		zap.String("workspace", absPath(a.cfg.Workspace)))
 	if a.insecure {
