@@ -93,6 +93,9 @@ func TestConnectionCapEvictsIdle(t *testing.T) {
 	if _, msg := idle[0].answer(2 * time.Second); !strings.Contains(msg, "EOF") && !strings.Contains(msg, "reset") {
 		t.Errorf("the longest idle connection was not the one closed: %s", msg)
 	}
+	// The fifth client idles too: four idle connections for the four
+	// busy ones below to take the places of, once the server has filed it.
+	waitIdle(t, in.admin, 4)
 
 	// Four busy calls: a fifth client is refused at once.
 	busy := make([]*rawConn, 4)
