@@ -3,8 +3,6 @@ package fs
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"unicode/utf8"
 
 	"github.com/toold/toold/internal/tools"
@@ -92,8 +90,7 @@ func (w *Workspace) editFile(ctx context.Context, _ *tools.Call, in editArgs) (e
 	if err := w.replaceFile(rel, data, cur.perm); err != nil {
 		return editResult{}, err
 	}
-	sum := sha256.Sum256(data)
-	return editResult{Path: rel, Replacements: want, SHA256: hex.EncodeToString(sum[:])}, nil
+	return editResult{Path: rel, Replacements: want, SHA256: w.versionOf(data)}, nil
 }
 
 func occurrenceMismatch(rel string, found, want int, marker bool) error {

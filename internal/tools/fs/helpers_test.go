@@ -209,3 +209,11 @@ func (tw *testWS) sanitized(t testing.TB, san *sanitize.Sanitizer, name, args st
 	}
 	return out
 }
+
+// shownSHA is the sha256 read_file gives for name, as a caller takes it.
+func (tw *testWS) shownSHA(t testing.TB, name string) string {
+	t.Helper()
+	res, err := tw.exec(t, "read_file", `{"paths":[`+jsonString(name)+`]}`)
+	mustOK(t, err)
+	return res.(readResult).Files[0].SHA256
+}

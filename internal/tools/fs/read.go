@@ -3,8 +3,6 @@ package fs
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -36,7 +34,7 @@ type fileContent struct {
 	Truncated     bool   `json:"truncated" desc:"More lines follow end_line than were shown (limit or size cap)."`
 	Note          string `json:"note,omitempty" desc:"Why not everything was shown and how to read on."`
 	SizeBytes     int64  `json:"size_bytes" desc:"Size of the whole file."`
-	SHA256        string `json:"sha256" desc:"Hex SHA-256 of the whole file; write_file and edit_file require it."`
+	SHA256        string `json:"sha256" desc:"Hex SHA-256 of the whole file as toold shows it (of its bytes, unless secrets in it are masked: then of the masked text); write_file and edit_file require it."`
 	TokenEstimate int    `json:"token_estimate" desc:"Approximate tokens of content."`
 }
 
@@ -147,15 +145,15 @@ func allFailed(first *tools.Error, errs []pathError) error {
 }
 
 // readOne streams one file: every byte goes through the hash, only the
-// requested lines within the byte cap are kept. When what it shows is not
-// the whole file (a window from an offset, or cut by a limit or the cap)
-// and toold masks secrets, it reads the file once more and shows the
-// window of its masked lines instead (see redactedLines, and grep): the output
-// sanitizer, which sees only what is shown, recognizes every secret of a
-// whole file, but not the body of a private key whose header lies before
-// the window, nor a token cut at the cap. (The hash is of the first pass;
-// a file changed in between is caught by the hash checks of edit_file
-// and write_file.)
+// requested lines within the byte cap are kept. When toold masks secrets,
+// every line goes through the line redactor first, and what read_file
+// shows and hashes (see version) is the masked text: a window of it from
+// an offset, or cut by a limit or the cap, holds no piece of a secret
+// (the output sanitizer, which sees only what is shown, recognizes every
+// secret of a whole file, but not the body of a private key whose header
+// lies before the window, nor a token cut at the cap), and a whole file
+// shows the same lines as a window would, one marker per masked line, so
+// its line numbers stay those of the file.
 func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent, error) {
 	f, info, err := w.openRegular(rel)
 	if err != nil {
@@ -165,21 +163,16 @@ func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent,
 	if info.Size() > w.opts.MaxFileBytes {
 		return fileContent{}, w.tooLarge(rel, info.Size())
 	}
-	h := sha256.New()
 	lr := &io.LimitedReader{R: f, N: w.opts.MaxFileBytes + 1} // the file may grow after fstat
 	win := &window{offset: offset, limit: limit, budget: budget,
 		out: make([]byte, 0, min(int(info.Size())+int(info.Size())/4+64, budget))}
-	total, err := scanLines(io.TeeReader(lr, h), bufSize(info.Size()), win.keep)
-	if err == nil && lr.N > 0 && w.opts.Redactor != nil && (offset > 1 || win.c.Truncated) {
-		win.reset()
-		if _, err = f.Seek(0, io.SeekStart); err == nil {
-			// Nothing is kept past the window: the scan stops there.
-			keep := func(n int, line []byte) bool { return win.keep(n, line) && !win.c.Truncated }
-			lines := &redactedLines{red: w.opts.Redactor(), keep: keep}
-			if _, err = scanLines(io.LimitReader(f, w.opts.MaxFileBytes+1), bufSize(info.Size()), lines.add); err == nil {
-				lines.flush()
-			}
-		}
+	// One pass: every byte to the hash, every line through the line
+	// redactor (when toold masks secrets) to the sha256 of the masked text
+	// and to the window.
+	v := w.newVersioner(win.keep)
+	total, err := scanLines(io.TeeReader(lr, v), bufSize(info.Size()), v.lines.add)
+	if err == nil {
+		v.lines.flush()
 	}
 	switch {
 	case errors.Is(err, errBinary):
@@ -195,8 +188,7 @@ func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent,
 	c.Content = string(win.out)
 	c.TotalLines = total
 	c.SizeBytes = w.opts.MaxFileBytes + 1 - lr.N
-	var digest [sha256.Size]byte
-	c.SHA256 = hex.EncodeToString(h.Sum(digest[:0]))
+	c.SHA256 = v.sum()
 	c.TokenEstimate = estimateTokens(len(c.Content))
 	notes := win.notes
 	if note := readNote(c, offset); note != "" {

@@ -34,8 +34,9 @@ const redactBlock = 32 << 10
 type redactedLines struct {
 	red   LineRedactor // nil: lines pass as they are
 	keep  func(n int, line []byte) bool
-	block []byte // lines waiting for the redactor
-	first int    // the number of the first of them
+	sink  func(block, red []byte) // when set, sees each block and its masked form first
+	block []byte                  // lines waiting for the redactor
+	first int                     // the number of the first of them
 }
 
 func (r *redactedLines) add(n int, line []byte) bool {
@@ -58,6 +59,9 @@ func (r *redactedLines) flush() bool {
 		return true
 	}
 	text, n := r.red.Lines(r.block), r.first
+	if r.sink != nil {
+		r.sink(r.block, text)
+	}
 	r.block = r.block[:0]
 	for len(text) > 0 {
 		nl := bytes.IndexByte(text, '\n')

@@ -3,8 +3,6 @@ package fs
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -89,8 +87,7 @@ func (w *Workspace) writeFile(ctx context.Context, _ *tools.Call, in writeArgs) 
 	if err := w.replaceFile(rel, content, cur.perm); err != nil {
 		return writeResult{}, err
 	}
-	sum := sha256.Sum256(content)
-	return writeResult{Path: rel, BytesWritten: len(content), SHA256: hex.EncodeToString(sum[:]), Created: !cur.exists}, nil
+	return writeResult{Path: rel, BytesWritten: len(content), SHA256: w.versionOf(content), Created: !cur.exists}, nil
 }
 
 // writablePath resolves a path to write and checks the content fits.
@@ -150,7 +147,7 @@ func notADirectory(dir string) error {
 // target is what a write finds at its path before it replaces it.
 type target struct {
 	exists bool
-	sum    string      // hex SHA-256 of the current content
+	sum    string      // the current content's sha256 (see version)
 	perm   os.FileMode // kept across the replacement
 	data   []byte      // the content, when asked for
 }
@@ -189,11 +186,12 @@ func (w *Workspace) inspect(rel string, keep bool) (target, error) {
 	}
 	t := target{exists: true, perm: info.Mode().Perm()} // Perm drops setuid/setgid on purpose
 	lr := &io.LimitedReader{R: f, N: w.opts.MaxFileBytes + 1}
-	h := sha256.New()
 	if keep {
-		t.data, err = io.ReadAll(io.TeeReader(lr, h))
+		if t.data, err = io.ReadAll(lr); err == nil && lr.N > 0 {
+			t.sum = w.versionOf(t.data)
+		}
 	} else {
-		_, err = io.Copy(h, lr)
+		t.sum, err = w.version(lr, info.Size())
 	}
 	if err != nil {
 		return target{}, fmt.Errorf("read %s: %w", rel, err)
@@ -201,7 +199,6 @@ func (w *Workspace) inspect(rel string, keep bool) (target, error) {
 	if lr.N == 0 {
 		return target{}, w.tooLarge(rel, w.opts.MaxFileBytes+1)
 	}
-	t.sum = hex.EncodeToString(h.Sum(nil))
 	return t, nil
 }
 
