@@ -151,7 +151,7 @@ type policy struct {
 
 // policyFor resolves (and caches) the policy of a tool.
 func (s *Sanitizer) policyFor(spec *tools.Spec) *policy {
-	key := spec.Name + "\x00" + string(spec.Category)
+	key := policyKey{name: spec.Name, cat: spec.Category, withCat: true}
 	if p, ok := s.policies.Load(key); ok {
 		return p.(*policy)
 	}
@@ -159,10 +159,19 @@ func (s *Sanitizer) policyFor(spec *tools.Spec) *policy {
 	return p.(*policy)
 }
 
+// policyKey names a compiled policy: a struct rather than a string built
+// from its parts, so the lookup on every call allocates nothing (Load does
+// not keep its key; the string had to be concatenated first).
+type policyKey struct {
+	name    string
+	cat     tools.Category
+	withCat bool
+}
+
 // policyByName resolves a tool's policy without its category layers, for
 // callers that know only the name (NewStreamRedactor, log helpers).
 func (s *Sanitizer) policyByName(tool string) *policy {
-	key := tool + "\x01"
+	key := policyKey{name: tool}
 	if p, ok := s.policies.Load(key); ok {
 		return p.(*policy)
 	}
