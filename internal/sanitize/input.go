@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/toold/toold/internal/tools"
@@ -19,8 +20,10 @@ import (
 // schema's property names.
 func (s *Sanitizer) Input(_ context.Context, spec *tools.Spec, args any) (any, Report, error) {
 	p := s.policyFor(spec)
-	w := inWalker{p: p}
+	bufs := walkPool.Get().(*walkBufs)
+	w := inWalker{p: p, stack: bufs.frames[:0], keyBuf: bufs.keys[:0]}
 	out, err := w.walk(args)
+	bufs.put(w.stack, w.keyBuf)
 	var rep Report
 	if w.stripped > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("stripped %d control character(s) or invalid UTF-8 byte(s) from the arguments (first at %s)", w.stripped, w.firstStrip))
@@ -39,11 +42,33 @@ func (s *Sanitizer) Input(_ context.Context, spec *tools.Spec, args any) (any, R
 	return out, rep, nil
 }
 
+// walkBufs are an input walk's stack and the keys it sorts, reused: a
+// typical call's arguments then cost the walk no allocation.
+type walkBufs struct {
+	frames []inFrame
+	keys   []string
+}
+
+var walkPool = sync.Pool{New: func() any { return new(walkBufs) }}
+
+// put keeps the (possibly grown) buffers for the next walk, holding no
+// reference to this call's arguments; very large ones are dropped.
+func (b *walkBufs) put(frames []inFrame, keys []string) {
+	if cap(frames) > 1024 || cap(keys) > 4096 {
+		return
+	}
+	clear(frames[:cap(frames)])
+	clear(keys[:cap(keys)])
+	b.frames, b.keys = frames[:0], keys[:0]
+	walkPool.Put(b)
+}
+
 type inFrame struct {
-	m    map[string]any
-	keys []string
-	a    []any
-	pos  int
+	m        map[string]any
+	keys     []string // in the walker's keyBuf, from keyStart
+	keyStart int
+	a        []any
+	pos      int
 }
 
 func (f *inFrame) len() int {
@@ -61,6 +86,7 @@ type blocked struct {
 type inWalker struct {
 	p          *policy
 	stack      []inFrame
+	keyBuf     []string // the frames' sorted keys, a stack as the frames are
 	total      int
 	stripped   int
 	firstStrip string
@@ -82,6 +108,7 @@ func (w *inWalker) walk(root any) (any, error) {
 	for len(w.stack) > 0 {
 		f := &w.stack[len(w.stack)-1]
 		if f.pos >= f.len() {
+			w.keyBuf = w.keyBuf[:f.keyStart]
 			w.stack = w.stack[:len(w.stack)-1]
 			if n := len(w.stack); n > 0 {
 				w.stack[n-1].pos++
@@ -123,12 +150,15 @@ func (w *inWalker) walk(root any) (any, error) {
 func (w *inWalker) push(v any) error {
 	a, _ := v.([]any)
 	m, _ := v.(map[string]any)
-	f := inFrame{a: a, m: m}
+	f := inFrame{a: a, m: m, keyStart: len(w.keyBuf)}
 	if m != nil {
-		f.keys = make([]string, 0, len(m))
 		for k := range m {
-			f.keys = append(f.keys, k)
+			w.keyBuf = append(w.keyBuf, k)
 		}
+		// Its own capacity ends with its keys: a child's append never
+		// writes over them (when keyBuf grows, the frame keeps the old
+		// array, which it alone still reads).
+		f.keys = w.keyBuf[f.keyStart:len(w.keyBuf):len(w.keyBuf)]
 		slices.Sort(f.keys) // problems are reported in a stable order
 	}
 	w.stack = append(w.stack, f)
