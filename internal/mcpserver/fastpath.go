@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -353,21 +352,19 @@ func appendResult(dst []byte, res *mcp.CallToolResult) ([]byte, bool) {
 	var ok bool
 	dst = append(dst, '{')
 	if len(res.Meta) > 0 {
+		var few [2]string // a success's one key, a failure's two: no allocation
+		keys := few[:0]
+		for k := range res.Meta {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // as encoding/json orders a map
 		dst = append(dst, `"_meta":{`...)
-		if len(res.Meta) == 1 { // a success: no keys to sort
-			for k, v := range res.Meta {
-				if dst, ok = appendMember(dst, k, v); !ok {
-					return dst, false
-				}
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
 			}
-		} else {
-			for i, k := range slices.Sorted(maps.Keys(res.Meta)) {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				if dst, ok = appendMember(dst, k, res.Meta[k]); !ok {
-					return dst, false
-				}
+			if dst, ok = appendMember(dst, k, res.Meta[k]); !ok {
+				return dst, false
 			}
 		}
 		dst = append(dst, "},"...)

@@ -46,11 +46,13 @@ type Options struct {
 	// AllowProtected lets write_file and edit_file change protected files,
 	// .git included; every call of the two then needs confirmation.
 	AllowProtected bool
-	// Redactor, when set, makes a LineRedactor for each file grep reads
-	// or edit_file changes. grep matches, cuts and returns the redacted
-	// lines, and edit_file never matches a secret, so repeated calls
-	// cannot rebuild a secret from which guesses match. toold sets it to
-	// the output sanitizer's (sanitize.NewLineRedactor).
+	// Redactor, when set, makes a LineRedactor for each file the file
+	// tools read: grep and read_file match, window, cut and return the
+	// redacted lines, edit_file never matches a secret, and a file's
+	// sha256 is of its redacted text (see version), so repeated calls
+	// cannot rebuild a secret from which guesses match and no answer
+	// depends on a secret's bytes. toold sets it to the output
+	// sanitizer's (sanitize.NewLineRedactor).
 	Redactor func() LineRedactor
 }
 

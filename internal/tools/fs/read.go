@@ -207,10 +207,6 @@ type window struct {
 	notes                 []string
 }
 
-func (w *window) reset() {
-	w.c, w.out, w.notes = fileContent{}, w.out[:0], nil
-}
-
 func (w *window) keep(n int, line []byte) bool {
 	c := &w.c
 	switch {
