@@ -40,7 +40,10 @@ func (b *bulkhead) full() error {
 	b.mu.Lock()
 	full := b.running >= b.limits.MaxInFlight && b.waiters.Len() >= b.limits.Queue()
 	pos := b.waiters.Len() + 1
-	msg := b.capacityLocked()
+	msg := ""
+	if full { // every call asks; only a refusal needs the words
+		msg = b.capacityLocked()
+	}
 	b.mu.Unlock()
 	if !full {
 		return nil
@@ -87,7 +90,9 @@ func (b *bulkhead) stuckCall() (detach bool, done func()) {
 	}
 }
 
-func (b *bulkhead) admit(ctx context.Context) (func(), error) {
+// admit takes a slot, waiting in the queue for one; or, without wait
+// (TryAdmit), only a slot free now: errWouldWait when there is none.
+func (b *bulkhead) admit(ctx context.Context, wait bool) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -97,6 +102,10 @@ func (b *bulkhead) admit(ctx context.Context) (func(), error) {
 		b.mu.Unlock()
 		b.inFlight.Inc()
 		return b.releaser(), nil
+	}
+	if !wait {
+		b.mu.Unlock()
+		return nil, errWouldWait
 	}
 	if b.waiters.Len() >= b.limits.Queue() {
 		pos := b.waiters.Len() + 1

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -120,6 +121,25 @@ func (l *Limiter) bulkhead(e *registry.Entry) *bulkhead {
 // *tools.Error (overload_error) when the call is refused; or the context's
 // error when the caller left or its deadline passed while queued.
 func (l *Limiter) Admit(ctx context.Context, e *registry.Entry) (func(), error) {
+	return l.admit(ctx, e, true)
+}
+
+// errWouldWait is admit's answer without a context when no slot is free.
+var errWouldWait = errors.New("limits: no slot is free now")
+
+// TryAdmit is Admit for a slot free now: it never waits. With no slot
+// free, ok is false and err nil (the call would queue: use Admit); a
+// refusal Admit would give at once (a cap) is err.
+func (l *Limiter) TryAdmit(e *registry.Entry) (release func(), ok bool, err error) {
+	release, err = l.admit(context.Background(), e, false)
+	if errors.Is(err, errWouldWait) {
+		return nil, false, nil
+	}
+	return release, err == nil, err
+}
+
+// admit is Admit, or TryAdmit without wait.
+func (l *Limiter) admit(ctx context.Context, e *registry.Entry, wait bool) (func(), error) {
 	b := l.bulkhead(e)
 	if l.cap > 0 {
 		if l.global.Add(1) > l.cap {
@@ -128,7 +148,7 @@ func (l *Limiter) Admit(ctx context.Context, e *registry.Entry) (func(), error) 
 			return nil, overload(ReasonGlobalCap, "toold is at its global capacity", b.retryAfter(b.limits.Queue()+1))
 		}
 	}
-	release, err := b.admit(ctx)
+	release, err := b.admit(ctx, wait)
 	if err == nil {
 		release, err = l.servers[e.Spec.Source].enter(b, release)
 	}

@@ -297,3 +297,110 @@ func TestServerCap(t *testing.T) {
 	r2()
 	r3()
 }
+
+// TestTryAdmit: a slot free now is taken; a busy tool answers "would
+// queue" without queueing, counting a refusal or waiting; a cap refuses
+// as Admit would.
+func TestTryAdmit(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		opts Options
+		// busy is how many slots other calls hold first (of 1, queue 1);
+		// queued, whether another call waits in the queue too.
+		busy     int
+		queued   bool
+		wantOK   bool
+		wantCode string
+	}{
+		{name: "free slot", wantOK: true},
+		{name: "slot taken", busy: 1},
+		{name: "slot taken and a waiter", busy: 1, queued: true},
+		{name: "global cap", opts: Options{GlobalCap: 1}, busy: 1, wantCode: ReasonGlobalCap},
+		{name: "server cap", opts: Options{ServerCaps: map[string]int{"s": 1}}, busy: 1, wantCode: ReasonServerCap},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			tt.opts.Registerer = reg
+			l := New(tt.opts)
+			e := entry(t, 1, 1, time.Minute)
+			other := e
+			if tt.wantCode != "" { // the caps bind across tools: another tool holds the slot
+				e, other = sourced(t, "s.a", "s", 1, 1), sourced(t, "s.b", "s", 1, 1)
+			}
+			var held []func()
+			for range tt.busy {
+				rel, err := l.Admit(ctx, other)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, rel)
+			}
+			var waiter chan result
+			if tt.queued {
+				waiter = admitAsync(l, ctx, e)
+				waitFor(t, func() bool { return testutil.ToFloat64(l.queued.WithLabelValues("t")) == 1 })
+			}
+			name := e.Spec.Name
+			rel, ok, err := l.TryAdmit(e)
+			if ok != tt.wantOK || (ok && (rel == nil || err != nil)) {
+				t.Fatalf("TryAdmit = %v, %v; want ok %v", ok, err, tt.wantOK)
+			}
+			var te *tools.Error
+			switch {
+			case tt.wantCode != "":
+				if !errors.As(err, &te) || te.Code != tt.wantCode {
+					t.Fatalf("TryAdmit over a cap: %v, want %s", err, tt.wantCode)
+				}
+			case err != nil:
+				t.Fatalf("TryAdmit: %v", err)
+			}
+			if !tt.wantOK && tt.wantCode == "" {
+				for _, reason := range []string{ReasonQueueFull, ReasonQueueTimeout, ReasonGlobalCap, ReasonServerCap, ReasonCancelled, ReasonDeadline} {
+					if got := testutil.ToFloat64(l.rejected.WithLabelValues(name, reason)); got != 0 {
+						t.Errorf("a busy tool counted %v %s rejections; TryAdmit must only report it", got, reason)
+					}
+				}
+				if got := l.bulkhead(e).waiters.Len(); got != btoi(tt.queued) {
+					t.Errorf("queue length %d after TryAdmit, want %d: it must not queue", got, btoi(tt.queued))
+				}
+			}
+			if ok {
+				if got := testutil.ToFloat64(l.inFlight.WithLabelValues(name)); got != 1 {
+					t.Errorf("in flight = %v, want 1", got)
+				}
+				rel()
+				if got := testutil.ToFloat64(l.inFlight.WithLabelValues(name)); got != 0 {
+					t.Errorf("in flight after release = %v, want 0", got)
+				}
+			}
+			for _, r := range held {
+				r()
+			}
+			if waiter != nil { // the waiter queued before gets the slot, not the TryAdmit
+				r := <-waiter
+				if r.err != nil {
+					t.Fatalf("the waiter: %v", r.err)
+				}
+				r.release()
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 5s")
+		}
+	}
+}
