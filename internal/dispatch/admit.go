@@ -105,8 +105,7 @@ func (t *Ticket) take(tool string) *Ticket {
 func (d *Dispatcher) runAdmitted(ctx context.Context, c *call, t *Ticket) (Status, error) {
 	c.entry = t.entry
 	c.env.Timing.QueuedMS = millis(t.queued)
-	if err := d.prepared(ctx, c); err != nil {
-		t.release()
+	if err := d.preparedIn(ctx, c, t.release); err != nil {
 		return StatusRejected, err
 	}
 	ctx, cancel := context.WithDeadline(ctx, t.deadline)

@@ -100,3 +100,57 @@ func waitFree(t *testing.T, d *Dispatcher) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestFreeSlotIsGivenBack: a call that finds a slot free takes it before
+// it is prepared (see Dispatcher.run), as a ticket's call holds one; a
+// refusal while preparing, or a panic there, gives the slot back at once,
+// before Execute returns, either way.
+func TestFreeSlotIsGivenBack(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		panic bool
+		want  Status
+	}{
+		{name: "valid", body: `{"x":"y"}`, want: StatusSuccess},
+		{name: "invalid arguments", body: `{"x":1}`, want: StatusRejected},
+		{name: "not JSON", body: `{"x":`, want: StatusRejected},
+		{name: "sanitizer panics", body: `{"x":"y"}`, panic: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDispatcher(t, nil, single{})
+			if tt.panic {
+				d.opts.Sanitizer = panickySanitizer{d.opts.Sanitizer}
+			}
+			for _, ticket := range []bool{false, true} { // the slot taken by Execute, or by Admit first
+				func() {
+					defer func() {
+						if p := recover(); (p != nil) != tt.panic {
+							t.Fatalf("ticket %v: panic %v, want one: %v", ticket, p, tt.panic)
+						}
+					}()
+					req := &Request{Tool: "single", Body: []byte(tt.body)}
+					if ticket {
+						tk, env := d.Admit(context.Background(), &Request{Tool: "single"})
+						if env != nil {
+							t.Fatalf("admit: %+v", env.Error)
+						}
+						req.Ticket = tk
+						defer tk.Release() // as a transport does: nothing once Execute took it
+					}
+					env := d.Execute(context.Background(), req)
+					if env.Status != tt.want {
+						t.Fatalf("ticket %v: status %s, want %s (%+v)", ticket, env.Status, tt.want, env.Error)
+					}
+				}()
+				// At once, not eventually: the one slot must be free now.
+				tk, env := d.Admit(context.Background(), &Request{Tool: "single"})
+				if env != nil {
+					t.Fatalf("ticket %v: the slot was not given back: %+v", ticket, env.Error)
+				}
+				tk.Release()
+			}
+		})
+	}
+}

@@ -96,6 +96,10 @@ type Sanitizer interface {
 // calls done when the tool finally returns (see watchStuck).
 type Limiter interface {
 	Admit(ctx context.Context, e *registry.Entry) (release func(), err error)
+	// TryAdmit takes a slot only if one is free now, never waiting: ok
+	// false (and no error) when the call would queue; err for a refusal
+	// Admit would give at once.
+	TryAdmit(e *registry.Entry) (release func(), ok bool, err error)
 	Full(e *registry.Entry) error
 	Stuck(e *registry.Entry) (detach bool, done func())
 }
@@ -331,11 +335,7 @@ func (d *Dispatcher) check(ctx context.Context, c *call, confirm bool) (Status, 
 	if status, err := d.identify(c); err != nil {
 		return status, err
 	}
-	t := newTask(prepareTask, d, ctx, c)
-	t.confirm = confirm && c.req.ConfirmToken == ""
-	d.workers.await(t)
-	err2 := t.err
-	t.free()
+	err2 := d.prepareAndGate(ctx, c, confirm && c.req.ConfirmToken == "")
 	var w *wait
 	if errors.As(err2, &w) {
 		return "", nil // waiting for an approval is not a refusal
@@ -393,18 +393,37 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	if err := d.opts.Limiter.Full(entry); err != nil {
 		return StatusRejected, err
 	}
-	if err := d.prepared(ctx, c); err != nil {
-		return StatusRejected, err
-	}
 	timeout := entry.Spec.Limits.Timeout
 	if t := c.req.Timeout; t > 0 && t < timeout {
 		timeout = t
+	}
+	// A slot free now is taken before preparing, as a ticket's is: the
+	// call is prepared in it, on this goroutine, and runs without
+	// queueing. Otherwise it is prepared on a worker and then queues.
+	release, ok, err := d.opts.Limiter.TryAdmit(entry)
+	if err != nil {
+		return StatusRejected, err
+	}
+	if ok {
+		if err := d.preparedIn(ctx, c, release); err != nil {
+			return StatusRejected, err
+		}
+		// The trace keeps its shape: a queue phase, where the call
+		// waited for nothing.
+		_, qs := d.phase(ctx, c, "queue")
+		endPhase(qs, nil)
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return d.execute(ctx, c, release, timeout)
+	}
+	if err := d.preparedOnWorker(ctx, c); err != nil {
+		return StatusRejected, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	queued := time.Now()
 	_, qs := d.phase(ctx, c, "queue")
-	release, err := d.opts.Limiter.Admit(ctx, entry)
+	release, err = d.opts.Limiter.Admit(ctx, entry)
 	endPhase(qs, err)
 	c.env.Timing.QueuedMS = millis(time.Since(queued))
 	if err != nil {
@@ -413,27 +432,57 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	return d.execute(ctx, c, release, timeout)
 }
 
-// prepared runs the steps before the bulkhead: decoding, validation,
-// input sanitization, the confirmation gate. The deep work (here, and
-// executing and the result's checks) runs on the workers, whose stacks are
-// grown already; the caller's goroutine stays shallow, so a call parked in
-// a queue costs little memory.
+// prepared runs the steps before the bulkhead on the caller's goroutine:
+// decoding, validation, input sanitization, the confirmation gate. Only a
+// call that holds its slot, or will not queue, is prepared here (see
+// preparedOnWorker).
 func (d *Dispatcher) prepared(ctx context.Context, c *call) error {
+	return d.prepareAndGate(ctx, c, true)
+}
+
+// preparedIn is prepared for a call holding the slot release frees: the
+// slot is freed when the call is refused, or when preparing panics (the
+// panic goes on to the server's recoverer, its stack intact).
+func (d *Dispatcher) preparedIn(ctx context.Context, c *call, release func()) (err error) {
+	held := false
+	defer func() {
+		if !held {
+			release()
+		}
+	}()
+	if err = d.prepared(ctx, c); err == nil {
+		held = true
+	}
+	return err
+}
+
+// prepareAndGate prepares c and, with gate, passes it through the
+// confirmation gate.
+func (d *Dispatcher) prepareAndGate(ctx context.Context, c *call, gate bool) error {
+	err := d.prepare(ctx, c)
+	if err == nil && gate {
+		err = d.confirmed(ctx, c)
+	}
+	return err
+}
+
+// preparedOnWorker is prepared for a call that may queue next: the deep
+// work runs on a worker, whose stack is grown already, so the caller's
+// goroutine stays shallow and a call parked in a queue costs little
+// memory. (Prepared on the caller's own goroutine, 1,000 queued callers
+// held about 8 KiB of stack more each, past the queue's memory target;
+// the hand-off costs two goroutine switches, so it is paid only here.)
+func (d *Dispatcher) preparedOnWorker(ctx context.Context, c *call) error {
 	t := newTask(prepareTask, d, ctx, c)
-	t.confirm = true
 	d.workers.await(t)
 	err := t.err
 	t.free()
 	return err
 }
 
-// prepareTask prepares t.c and, with t.confirm, passes it through the
-// confirmation gate; on a worker.
-func prepareTask(t *task) {
-	if t.err = t.d.prepare(t.ctx, t.c); t.err == nil && t.confirm {
-		t.err = t.d.confirmed(t.ctx, t.c)
-	}
-}
+// prepareTask prepares t.c and passes it through the confirmation gate; on
+// a worker.
+func prepareTask(t *task) { t.err = t.d.prepareAndGate(t.ctx, t.c, true) }
 
 func (d *Dispatcher) resolve(req *Request) (*registry.Entry, error) {
 	reg := d.opts.Registry.Load()

@@ -6,31 +6,26 @@ import (
 	"time"
 )
 
-// workers reuses the goroutines that run tools. A fresh goroutine starts
-// with a small stack that decoding and validating arguments grow two or
-// three times, a copy each time: about a fifth of the pipeline's CPU on a
-// small call. A worker keeps its grown stack for the next call, and exits
-// after idling, so a burst leaves nothing behind.
+// workers reuses the goroutines that run tools, and that prepare calls
+// about to queue (see Dispatcher.run). A fresh goroutine starts with a
+// small stack that decoding and validating arguments grow two or three
+// times, a copy each time: about a fifth of the pipeline's CPU on a small
+// call. A worker keeps its grown stack for the next call, and exits after
+// idling, so a burst leaves nothing behind.
 type workers struct {
 	jobs chan job
 	idle time.Duration
 }
 
-// job is what a worker runs: a func(), or a *task.
+// job is what a worker runs: a *task, or a *running execution.
 type job interface{ run() }
-
-type funcJob func()
-
-func (f funcJob) run() { f() }
 
 func newWorkers(idle time.Duration) *workers {
 	return &workers{jobs: make(chan job), idle: idle}
 }
 
-// run hands job to an idle worker, or starts one. It never blocks, so the
+// start hands j to an idle worker, or starts one. It never blocks, so the
 // number of workers follows the calls running (which the bulkheads bound).
-func (w *workers) run(fn func()) { w.start(funcJob(fn)) }
-
 func (w *workers) start(j job) {
 	select {
 	case w.jobs <- j:
@@ -46,7 +41,6 @@ type task struct {
 	d       *Dispatcher
 	ctx     context.Context
 	c       *call
-	confirm bool
 	err     error // do's result
 	failure any   // a panic in do
 	done    chan struct{}
