@@ -227,6 +227,9 @@ func contentType(r *http.Request) *tools.Error {
 		return nil
 	}
 	ct := r.Header.Get("Content-Type")
+	if ct == "application/json" { // what nearly every client sends: no parse, no map
+		return nil
+	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" || (params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
 		return tools.Errorf(tools.ValidationError, "the body must be JSON, sent as Content-Type: application/json (got %q)", ct).

@@ -59,22 +59,30 @@ func principal(r *http.Request) *auth.Principal {
 // well-formed X-Request-ID or makes one (and echoes it), turns a panic in
 // toold's own code into a 500 envelope, and writes one access log line. One
 // frame rather than a chain of them keeps a request's goroutine shallow:
-// calls parked in a bulkhead queue hold that stack (see dispatch.workers).
+// calls parked in a bulkhead queue hold that stack until the next
+// collection shrinks it.
 func (s *Server) frame(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := s.requestID(r.Header.Get("X-Request-ID"))
 		w.Header().Set("X-Request-ID", id)
-		ri := &reqInfo{id: id}
+		// One allocation for the request's state, its writer and the
+		// writer's controller: they live exactly as long as the request.
+		st := &struct {
+			ri reqInfo
+			sw statusWriter
+			rc http.ResponseController
+		}{ri: reqInfo{id: id}, sw: statusWriter{ResponseWriter: w, window: s.opts.WriteTimeout}}
+		ri, sw := &st.ri, &st.sw
 		ctx := context.WithValue(r.Context(), keyInfo, ri)
 		var span trace.Span
 		if s.opts.Tracer != nil {
 			ctx, span = s.startSpan(ctx, r)
 		}
 		r = r.WithContext(ctx)
-		sw := &statusWriter{ResponseWriter: w, window: s.opts.WriteTimeout}
 		if sw.window > 0 {
-			sw.rc = http.NewResponseController(w)
+			st.rc = *http.NewResponseController(w)
+			sw.rc = &st.rc
 		}
 		defer s.logRequest(sw, r, ri, start, span)
 		defer s.recoverPanic(sw, r, ri)
