@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -71,18 +70,6 @@ func (r *Recorder) argsHash(tool string, args []byte) string {
 	}
 	sum := sha256.Sum256(Canonical(args))
 	return hex.EncodeToString(sum[:])
-}
-
-// Canonical returns JSON in the RFC 8785 canonical form (JCS: object keys
-// sorted, no insignificant space, numbers and strings written one way), so
-// key order and spacing do not change a hash; input that is not one JSON
-// value comes back unchanged.
-func Canonical(data []byte) []byte {
-	v := jsontext.Value(append(make([]byte, 0, len(data)), data...))
-	if err := v.Canonicalize(); err != nil {
-		return data
-	}
-	return v
 }
 
 // seal fills rec.Prev and rec.Hash, and with a signer the signature that
