@@ -363,7 +363,7 @@ func TestDispatchAllocs(t *testing.T) {
 	d := newDispatcher(t, nil, noop{})
 	body := []byte(`{"x":"hello"}`)
 	ctx := context.Background()
-	const budget = 36
+	const budget = 34
 	got := testing.AllocsPerRun(200, func() {
 		if env := d.Execute(ctx, &Request{Tool: "noop", Body: body, RequestID: "bench"}); !env.Success {
 			t.Fatal(env.Error)
