@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // executions measures what the state store costs and what it gives:
@@ -29,12 +35,19 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 	}
 	defer off.stop()
 	offIdle := off.rss()
-	servers := []*server{off, on}
-	profiles := []string{o.profile + ".off", o.profile}
+	ext, stopNATS, err := startOwnNATS(o, bin, dir, pinned)
+	if err != nil {
+		return err
+	}
+	defer stopNATS()
+	defer ext.stop()
+	servers := []*server{off, on, ext}
+	profiles := []string{o.profile + ".off", o.profile, o.profile + ".nats"}
 	cpu := make([]time.Duration, len(servers))
 	total, err := compareAround(o, "Executions and the state store: sync echo, store off and on", []target{
 		{"store off (state.enabled: false)", off.addr, request(off.addr, "/tools/echo/execute", echoBody), restOK},
 		{"store on (embedded; events + audit)", on.addr, request(on.addr, "/tools/echo/execute", echoBody), restOK},
+		{"store on, a NATS server of its own (on the generator's core)", ext.addr, request(ext.addr, "/tools/echo/execute", echoBody), restOK},
 	}, func(i, round int) func() {
 		if round == 0 && o.profile != "" {
 			go saveProfile(servers[i].admin, o.round, profiles[i])
@@ -49,6 +62,9 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 	perCPU := func(i int) float64 { return float64(total[i].n) / cpu[i].Seconds() }
 	fmt.Printf("\nstore on / off throughput: %.1f%% (target >= 95%%); calls per CPU-second of toold: off %.0f, on %.0f (%.1f%%)\n",
 		100*onS.rate()/offS.rate(), perCPU(0), perCPU(1), 100*perCPU(1)/perCPU(0))
+	fmt.Printf("store on with a NATS server of its own: calls per CPU-second of toold %.0f (%.1f%% of off); its req/s (%.1f%% of off) is\n"+
+		"  held back by its NATS server sharing the generator's core, so read the CPU figure\n",
+		perCPU(2), 100*perCPU(2)/perCPU(0), 100*total[2].rate()/offS.rate())
 
 	if err := asyncLatency(on); err != nil {
 		return err
@@ -237,4 +253,44 @@ func saveProfile(admin string, d time.Duration, file string) {
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		fmt.Println("profile:", err)
 	}
+}
+
+// startOwnNATS starts a nats-server (built from the module toold uses, as
+// the multi-replica tests build it) on the generator's core, and a toold
+// whose state store is that server (state.nats.url): the store's cost to
+// toold without the NATS server's own work on toold's core.
+func startOwnNATS(o options, bin, dir string, pinned bool) (*server, func(), error) {
+	natsBin, err := statetest.ServerBinary()
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	_ = l.Close()
+	args := []string{natsBin, "-a", "127.0.0.1", "-p", port, "-js", "-sd", filepath.Join(dir, "nats-own")}
+	if pinned {
+		args = append([]string{"taskset", "-c", "1"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	if err := statetest.StartReady(cmd); err != nil {
+		_ = cmd.Process.Kill()
+		return nil, nil, fmt.Errorf("nats-server: %w", err)
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	// A shared store's audit log is signed with a key every replica holds.
+	key := filepath.Join(dir, "audit.key")
+	if out, err := exec.Command(bin, "audit", "keygen", "-o", key).CombinedOutput(); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("toold audit keygen: %v: %s", err, out)
+	}
+	cfg := fmt.Sprintf("state: {nats: {url: %q}, audit: {signing_key_file: %q}}\ntools:\n  echo: {enabled: true}\n", "nats://127.0.0.1:"+port, key)
+	td, err := startToold(bin, dir, "ownnats", cfg+o.pprofConfig(), pinned)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return td, stop, nil
 }
