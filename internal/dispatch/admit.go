@@ -108,6 +108,10 @@ func (d *Dispatcher) runAdmitted(ctx context.Context, c *call, t *Ticket) (Statu
 	if err := d.preparedIn(ctx, c, t.release); err != nil {
 		return StatusRejected, err
 	}
+	if err := ctx.Err(); err != nil { // the caller left before the tool ran
+		t.release()
+		return d.admitFailure(ctx, err, t.timeout)
+	}
 	ctx, cancel := context.WithDeadline(ctx, t.deadline)
 	defer cancel()
 	return d.execute(ctx, c, t.release, t.timeout)

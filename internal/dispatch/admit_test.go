@@ -103,16 +103,18 @@ func waitFree(t *testing.T, d *Dispatcher) {
 
 // TestFreeSlotIsGivenBack: a call that finds a slot free takes it before
 // it is prepared (see Dispatcher.run), as a ticket's call holds one; a
-// refusal while preparing, or a panic there, gives the slot back at once,
-// before Execute returns, either way.
+// refusal while preparing, a panic there, or a caller gone before the tool
+// runs gives the slot back at once, before Execute returns, either way.
 func TestFreeSlotIsGivenBack(t *testing.T) {
 	tests := []struct {
-		name  string
-		body  string
-		panic bool
-		want  Status
+		name   string
+		body   string
+		panic  bool
+		cancel bool // the caller has gone
+		want   Status
 	}{
 		{name: "valid", body: `{"x":"y"}`, want: StatusSuccess},
+		{name: "caller gone", body: `{"x":"y"}`, cancel: true, want: StatusError},
 		{name: "invalid arguments", body: `{"x":1}`, want: StatusRejected},
 		{name: "not JSON", body: `{"x":`, want: StatusRejected},
 		{name: "sanitizer panics", body: `{"x":"y"}`, panic: true},
@@ -139,9 +141,17 @@ func TestFreeSlotIsGivenBack(t *testing.T) {
 						req.Ticket = tk
 						defer tk.Release() // as a transport does: nothing once Execute took it
 					}
-					env := d.Execute(context.Background(), req)
+					ctx, cancel := context.WithCancel(context.Background())
+					if tt.cancel {
+						cancel()
+					}
+					defer cancel()
+					env := d.Execute(ctx, req)
 					if env.Status != tt.want {
 						t.Fatalf("ticket %v: status %s, want %s (%+v)", ticket, env.Status, tt.want, env.Error)
+					}
+					if tt.cancel && (env.Error == nil || env.Error.Code != "cancelled") {
+						t.Fatalf("ticket %v: a call whose caller left: %+v", ticket, env.Error)
 					}
 				}()
 				// At once, not eventually: the one slot must be free now.

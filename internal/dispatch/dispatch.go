@@ -408,6 +408,10 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 		if err := d.preparedIn(ctx, c, release); err != nil {
 			return StatusRejected, err
 		}
+		if err := ctx.Err(); err != nil { // the caller left while it was prepared: as Admit would
+			release()
+			return d.admitFailure(ctx, err, timeout)
+		}
 		// The trace keeps its shape: a queue phase, where the call
 		// waited for nothing.
 		_, qs := d.phase(ctx, c, "queue")

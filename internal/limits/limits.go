@@ -124,7 +124,7 @@ func (l *Limiter) Admit(ctx context.Context, e *registry.Entry) (func(), error) 
 	return l.admit(ctx, e, true)
 }
 
-// errWouldWait is admit's answer without a context when no slot is free.
+// errWouldWait is admit's answer, without wait, when no slot is free.
 var errWouldWait = errors.New("limits: no slot is free now")
 
 // TryAdmit is Admit for a slot free now: it never waits. With no slot
