@@ -120,12 +120,22 @@ func (c *canonWriter) literal(b []byte, lit string) ([]byte, bool) {
 	return b[len(lit):], true
 }
 
-func (c *canonWriter) array(b []byte, depth int) ([]byte, bool) {
-	c.out = append(c.out, '[')
+// open writes a container's opening bracket (b is after it); empty
+// reports one closed at once, written whole, and rest is what follows.
+func (c *canonWriter) open(b []byte, open, closing byte) (rest []byte, empty bool) {
+	c.out = append(c.out, open)
 	b = skipSpace(b)
-	if len(b) > 0 && b[0] == ']' {
-		c.out = append(c.out, ']')
+	if len(b) > 0 && b[0] == closing {
+		c.out = append(c.out, closing)
 		return b[1:], true
+	}
+	return b, false
+}
+
+func (c *canonWriter) array(b []byte, depth int) ([]byte, bool) {
+	b, empty := c.open(b, '[', ']')
+	if empty {
+		return b, true
 	}
 	for {
 		var ok bool
@@ -150,11 +160,9 @@ func (c *canonWriter) array(b []byte, depth int) ([]byte, bool) {
 }
 
 func (c *canonWriter) object(b []byte, depth int) ([]byte, bool) {
-	c.out = append(c.out, '{')
-	b = skipSpace(b)
-	if len(b) > 0 && b[0] == '}' {
-		c.out = append(c.out, '}')
-		return b[1:], true
+	b, empty := c.open(b, '{', '}')
+	if empty {
+		return b, true
 	}
 	first := len(c.out)
 	base := len(c.members) // this object's members are c.members[base:]
@@ -380,21 +388,14 @@ func numberLen(b []byte) (n int, integer bool) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digits(b, i)
 	default:
 		return 0, false
 	}
 	integer = true
 	if i < len(b) && b[i] == '.' {
 		integer = false
-		i++
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == start {
+		if i = digits(b, i+1); i < 0 {
 			return 0, false
 		}
 	}
@@ -404,13 +405,22 @@ func numberLen(b []byte) (n int, integer bool) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == start {
+		if i = digits(b, i); i < 0 {
 			return 0, false
 		}
 	}
 	return i, integer
+}
+
+// digits is the index after the run of digits starting at b[i], or -1 if
+// there is none.
+func digits(b []byte, i int) int {
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == start {
+		return -1
+	}
+	return i
 }
