@@ -316,6 +316,7 @@ func TestTryAdmit(t *testing.T) {
 		{name: "free slot", wantOK: true},
 		{name: "slot taken", busy: 1},
 		{name: "slot taken and a waiter", busy: 1, queued: true},
+		{name: "slot taken, under a global cap", opts: Options{GlobalCap: 5}, busy: 1},
 		{name: "global cap", opts: Options{GlobalCap: 1}, busy: 1, wantCode: ReasonGlobalCap},
 		{name: "server cap", opts: Options{ServerCaps: map[string]int{"s": 1}}, busy: 1, wantCode: ReasonServerCap},
 	}
@@ -364,6 +365,9 @@ func TestTryAdmit(t *testing.T) {
 				}
 				if got := l.bulkhead(e).waiters.Len(); got != btoi(tt.queued) {
 					t.Errorf("queue length %d after TryAdmit, want %d: it must not queue", got, btoi(tt.queued))
+				}
+				if got, want := l.global.Load(), int64(tt.busy+btoi(tt.queued)); l.cap > 0 && got != want {
+					t.Errorf("global count %d after TryAdmit, want %d: a call that did not enter must not count", got, want)
 				}
 			}
 			if ok {
