@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/toold/toold/internal/strictjson"
 )
 
 // Canonical returns JSON in the RFC 8785 canonical form (JCS: object keys
@@ -61,6 +62,9 @@ func canonicalize(data []byte) ([]byte, bool) {
 // canonWriters keeps the writers' scratch from one document to the next.
 var canonWriters = sync.Pool{New: func() any { return new(canonWriter) }}
 
+// skipSpace is b from its first byte that is not JSON whitespace.
+func skipSpace(b []byte) []byte { return b[strictjson.SkipSpace(b, 0):] }
+
 // canonMaxDepth bounds the fast path's recursion; deeper documents go to
 // jsontext.
 const canonMaxDepth = 64
@@ -79,13 +83,6 @@ type canonWriter struct {
 type canonMember struct {
 	name       []byte
 	start, end int
-}
-
-func skipSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
-		b = b[1:]
-	}
-	return b
 }
 
 // value writes the canonical form of the value at the start of b and
@@ -341,11 +338,15 @@ func appendCanonRune(dst []byte, r rune) []byte {
 // number writes a number as ECMAScript's Number.prototype.toString does
 // for its float64 value (RFC 8785 section 3.2.2.3).
 func (c *canonWriter) number(b []byte) ([]byte, bool) {
-	n, integer := numberLen(b)
-	if n == 0 {
+	n, ok := strictjson.NumberEnd(b, 0)
+	if !ok {
 		return nil, false
 	}
 	text := b[:n]
+	integer := true // no fraction, no exponent
+	for _, ch := range text {
+		integer = integer && ch != '.' && ch != 'e' && ch != 'E'
+	}
 	if integer && n <= 15 { // exact in a float64, written as it is
 		if string(text) == "-0" {
 			text = text[1:]
@@ -374,53 +375,4 @@ func (c *canonWriter) number(b []byte) ([]byte, bool) {
 		}
 	}
 	return b[n:], true
-}
-
-// numberLen is the length of the JSON number at the start of b (0 if
-// there is none), and whether it is an integer (no fraction, no
-// exponent).
-func numberLen(b []byte) (n int, integer bool) {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(b, i)
-	default:
-		return 0, false
-	}
-	integer = true
-	if i < len(b) && b[i] == '.' {
-		integer = false
-		if i = digits(b, i+1); i < 0 {
-			return 0, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		integer = false
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i = digits(b, i); i < 0 {
-			return 0, false
-		}
-	}
-	return i, integer
-}
-
-// digits is the index after the run of digits starting at b[i], or -1 if
-// there is none.
-func digits(b []byte, i int) int {
-	start := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	if i == start {
-		return -1
-	}
-	return i
 }

@@ -146,12 +146,12 @@ var (
 // not nil). It scans the bytes without allocating; raw must be valid JSON
 // (json.Valid).
 func members(raw []byte, allowed []string, vals [][]byte) bool {
-	i := skipSpace(raw, 0)
+	i := strictjson.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
 	var seen uint
-	i = skipSpace(raw, i+1)
+	i = strictjson.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		return true
 	}
@@ -166,16 +166,16 @@ func members(raw []byte, allowed []string, vals [][]byte) bool {
 			return false // unknown, repeated, or written with an escape
 		}
 		seen |= 1 << k
-		i = skipSpace(raw, i+2+end)
+		i = strictjson.SkipSpace(raw, i+2+end)
 		if i >= len(raw) || raw[i] != ':' {
 			return false
 		}
-		start := skipSpace(raw, i+1)
+		start := strictjson.SkipSpace(raw, i+1)
 		end = skipValue(raw, start)
 		if vals != nil {
 			vals[k] = raw[start:end]
 		}
-		i = skipSpace(raw, end)
+		i = strictjson.SkipSpace(raw, end)
 		if i >= len(raw) {
 			return false
 		}
@@ -183,19 +183,12 @@ func members(raw []byte, allowed []string, vals [][]byte) bool {
 		case '}':
 			return true
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = strictjson.SkipSpace(raw, i+1)
 		default:
 			return false
 		}
 	}
 	return false
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // skipValue returns the index just past the valid JSON value at i.

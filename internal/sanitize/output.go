@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -65,17 +66,10 @@ func (w *outWalker) giveBack() {
 
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-func skipWS(src []byte, i int) int {
-	for i < len(src) && (src[i] == ' ' || src[i] == '\n' || src[i] == '\r' || src[i] == '\t') {
-		i++
-	}
-	return i
-}
-
 // run walks the whole document; false means it is not valid JSON.
 func (w *outWalker) run() bool {
 	src := w.src
-	i := skipWS(src, 0)
+	i := strictjson.SkipSpace(src, 0)
 	var ok bool
 	for {
 		if i >= len(src) {
@@ -84,7 +78,7 @@ func (w *outWalker) run() bool {
 		switch c := src[i]; c {
 		case '{', '[':
 			w.stack = append(w.stack, frame{obj: c == '{'})
-			i = skipWS(src, i+1)
+			i = strictjson.SkipSpace(src, i+1)
 			if i < len(src) && src[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				w.stack = w.stack[:len(w.stack)-1]
 				i++
@@ -106,7 +100,7 @@ func (w *outWalker) run() bool {
 			}
 		}
 		for {
-			i = skipWS(src, i)
+			i = strictjson.SkipSpace(src, i)
 			if len(w.stack) == 0 {
 				return i == len(src)
 			}
@@ -116,7 +110,7 @@ func (w *outWalker) run() bool {
 			top := &w.stack[len(w.stack)-1]
 			c := src[i]
 			if c == ',' {
-				i = skipWS(src, i+1)
+				i = strictjson.SkipSpace(src, i+1)
 				if !top.obj {
 					top.idx++
 				} else if i, ok = w.key(i); !ok {
@@ -198,11 +192,11 @@ func (w *outWalker) key(i int) (int, bool) {
 	} else if changed {
 		w.replaceString(i, t.end, s)
 	}
-	j := skipWS(w.src, t.end)
+	j := strictjson.SkipSpace(w.src, t.end)
 	if j >= len(w.src) || w.src[j] != ':' {
 		return 0, false
 	}
-	return skipWS(w.src, j+1), true
+	return strictjson.SkipSpace(w.src, j+1), true
 }
 
 // value handles a string value.
@@ -277,7 +271,7 @@ func (w *outWalker) scalar(i int) (int, bool) {
 			return i + len(lit), true
 		}
 	}
-	e, ok := numberEnd(src, i)
+	e, ok := strictjson.NumberEnd(src, i)
 	if !ok {
 		return 0, false
 	}
@@ -296,49 +290,6 @@ func (w *outWalker) scalar(i int) (int, bool) {
 		w.replaceString(i, e, markerPrefix+w.det.kinds[k].name+"]")
 	}
 	return e, true
-}
-
-// numberEnd checks JSON number grammar from i.
-func numberEnd(src []byte, i int) (int, bool) {
-	j := i
-	if j < len(src) && src[j] == '-' {
-		j++
-	}
-	switch {
-	case j < len(src) && src[j] == '0':
-		j++
-	case j < len(src) && '1' <= src[j] && src[j] <= '9':
-		for j < len(src) && is(src[j], cDigit) {
-			j++
-		}
-	default:
-		return 0, false
-	}
-	if j < len(src) && src[j] == '.' {
-		k := j + 1
-		for k < len(src) && is(src[k], cDigit) {
-			k++
-		}
-		if k == j+1 {
-			return 0, false
-		}
-		j = k
-	}
-	if j < len(src) && (src[j] == 'e' || src[j] == 'E') {
-		j++
-		if j < len(src) && (src[j] == '+' || src[j] == '-') {
-			j++
-		}
-		k := j
-		for k < len(src) && is(src[k], cDigit) {
-			k++
-		}
-		if k == j {
-			return 0, false
-		}
-		j = k
-	}
-	return j, true
 }
 
 // replaceString puts the JSON encoding of s in place of src[a:b].

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/toold/toold/internal/strictjson"
 )
 
 // The output cap. A result over it keeps its shape: the longest string
@@ -105,7 +107,7 @@ func valueStrings(doc []byte) []span {
 			continue
 		}
 		t, _ := scanJSONString(doc, i)
-		if j := skipWS(doc, t.end); j >= len(doc) || doc[j] != ':' {
+		if j := strictjson.SkipSpace(doc, t.end); j >= len(doc) || doc[j] != ':' {
 			spans = append(spans, span{i + 1, t.end - 1})
 		}
 		i = t.end - 1
