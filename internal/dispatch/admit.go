@@ -61,10 +61,7 @@ func (d *Dispatcher) admit(ctx context.Context, c *call, start time.Time) (*Tick
 	if status, err := d.identify(c); err != nil {
 		return nil, status, err
 	}
-	timeout := c.entry.Spec.Limits.Timeout
-	if t := c.req.Timeout; t > 0 && t < timeout {
-		timeout = t
-	}
+	timeout := c.timeout()
 	deadline := start.Add(timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -105,14 +102,5 @@ func (t *Ticket) take(tool string) *Ticket {
 func (d *Dispatcher) runAdmitted(ctx context.Context, c *call, t *Ticket) (Status, error) {
 	c.entry = t.entry
 	c.env.Timing.QueuedMS = millis(t.queued)
-	if err := d.preparedIn(ctx, c, t.release); err != nil {
-		return StatusRejected, err
-	}
-	if err := ctx.Err(); err != nil { // the caller left before the tool ran
-		t.release()
-		return d.admitFailure(ctx, err, t.timeout)
-	}
-	ctx, cancel := context.WithDeadline(ctx, t.deadline)
-	defer cancel()
-	return d.execute(ctx, c, t.release, t.timeout)
+	return d.runInSlot(ctx, c, t.release, t.timeout, t.deadline)
 }

@@ -232,6 +232,16 @@ func newCall(req *Request, start time.Time) *call {
 	return &ce.c
 }
 
+// timeout is the call's: its tool's, shortened (never lengthened) by the
+// request's. c.entry is resolved.
+func (c *call) timeout() time.Duration {
+	timeout := c.entry.Spec.Limits.Timeout
+	if t := c.req.Timeout; t > 0 && t < timeout {
+		timeout = t
+	}
+	return timeout
+}
+
 // callInfo builds (once) what call observers are told.
 func (c *call) callInfo() *CallInfo {
 	if c.info == nil {
@@ -393,10 +403,7 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	if err := d.opts.Limiter.Full(entry); err != nil {
 		return StatusRejected, err
 	}
-	timeout := entry.Spec.Limits.Timeout
-	if t := c.req.Timeout; t > 0 && t < timeout {
-		timeout = t
-	}
+	timeout := c.timeout()
 	// A slot free now is taken before preparing, as a ticket's is: the
 	// call is prepared in it, on this goroutine, and runs without
 	// queueing. Otherwise it is prepared on a worker and then queues.
@@ -405,20 +412,7 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 		return StatusRejected, err
 	}
 	if ok {
-		if err := d.preparedIn(ctx, c, release); err != nil {
-			return StatusRejected, err
-		}
-		if err := ctx.Err(); err != nil { // the caller left while it was prepared: as Admit would
-			release()
-			return d.admitFailure(ctx, err, timeout)
-		}
-		// The trace keeps its shape: a queue phase, where the call
-		// waited for nothing.
-		_, qs := d.phase(ctx, c, "queue")
-		endPhase(qs, nil)
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		return d.execute(ctx, c, release, timeout)
+		return d.runInSlot(ctx, c, release, timeout, time.Time{})
 	}
 	if err := d.preparedOnWorker(ctx, c); err != nil {
 		return StatusRejected, err
@@ -436,17 +430,36 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	return d.execute(ctx, c, release, timeout)
 }
 
-// prepared runs the steps before the bulkhead on the caller's goroutine:
-// decoding, validation, input sanitization, the confirmation gate. Only a
-// call that holds its slot, or will not queue, is prepared here (see
-// preparedOnWorker).
-func (d *Dispatcher) prepared(ctx context.Context, c *call) error {
-	return d.prepareAndGate(ctx, c, true)
+// runInSlot runs a call that holds its slot already (a ticket's, or one
+// that found a slot free) through the steps after admission: prepared in
+// the slot on the caller's goroutine, then executed by deadline. A zero
+// deadline means admitted just now, by this call: its (empty) queue phase
+// is traced where the trace has it, and its timeout starts once it is
+// prepared. The slot is given back if the call is refused, if preparing
+// panics, or if the caller left meanwhile (answered as Admit would).
+func (d *Dispatcher) runInSlot(ctx context.Context, c *call, release func(), timeout time.Duration, deadline time.Time) (Status, error) {
+	if err := d.preparedIn(ctx, c, release); err != nil {
+		return StatusRejected, err
+	}
+	if err := ctx.Err(); err != nil {
+		release()
+		return d.admitFailure(ctx, err, timeout)
+	}
+	if deadline.IsZero() {
+		_, qs := d.phase(ctx, c, "queue")
+		endPhase(qs, nil)
+		deadline = time.Now().Add(timeout)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	return d.execute(ctx, c, release, timeout)
 }
 
-// preparedIn is prepared for a call holding the slot release frees: the
-// slot is freed when the call is refused, or when preparing panics (the
-// panic goes on to the server's recoverer, its stack intact).
+// preparedIn prepares a call holding the slot release frees, on the
+// caller's goroutine (decoding, validation, input sanitization, the
+// confirmation gate). The slot is freed when the call is refused, or when
+// preparing panics (the panic goes on to the server's recoverer, its stack
+// intact).
 func (d *Dispatcher) preparedIn(ctx context.Context, c *call, release func()) (err error) {
 	held := false
 	defer func() {
@@ -454,7 +467,7 @@ func (d *Dispatcher) preparedIn(ctx context.Context, c *call, release func()) (e
 			release()
 		}
 	}()
-	if err = d.prepared(ctx, c); err == nil {
+	if err = d.prepareAndGate(ctx, c, true); err == nil {
 		held = true
 	}
 	return err
