@@ -341,7 +341,7 @@ func TestTryAdmit(t *testing.T) {
 			var waiter chan result
 			if tt.queued {
 				waiter = admitAsync(l, ctx, e)
-				waitFor(t, func() bool { return testutil.ToFloat64(l.queued.WithLabelValues("t")) == 1 })
+				waitGauge(t, reg, "toold_tool_queue_depth", 1)
 			}
 			name := e.Spec.Name
 			rel, ok, err := l.TryAdmit(e)
@@ -398,13 +398,4 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
-		}
-	}
 }
