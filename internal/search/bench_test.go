@@ -1,0 +1,102 @@
+package search
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// largeCatalog is the evaluation catalog of bench/search, hosted by as
+// many servers as it takes to reach n tools: every tool renamed
+// serverK__tool, so the vocabulary, the lengths and the postings are a
+// real catalog's.
+func largeCatalog(tb testing.TB, n int) []Doc {
+	tb.Helper()
+	f, err := os.Open("../../bench/search/testdata/catalog.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var base []Doc
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "" || line[0] == '#' || line[0] == '@':
+		case strings.HasPrefix(line, "  "):
+			name, desc, _ := strings.Cut(strings.TrimSpace(line), ": ")
+			base[len(base)-1].Params = append(base[len(base)-1].Params, Param{Name: name, Description: desc})
+		default:
+			name, desc, _ := strings.Cut(line, ": ")
+			base = append(base, Doc{Name: name, Description: desc})
+		}
+	}
+	var docs []Doc
+	for k := 0; len(docs) < n; k++ {
+		for _, d := range base {
+			if len(docs) == n {
+				break
+			}
+			_, tool := splitName(d.Name)
+			d.Name = fmt.Sprintf("server%d__%s", k, tool)
+			docs = append(docs, d)
+		}
+	}
+	return docs
+}
+
+var benchQueries = []string{
+	"list pull requests in a repository", "show me the open PRs on the frontend repo",
+	"who is on call right now", "give the customer their money back", "bounce the pods of checkout",
+	"what was the CPU usage of the web hosts over the last hour", "find all open bugs assigned to me",
+	"upload a file to the bucket", "email the report to finance", "create a calendar event with attendees",
+}
+
+// BenchmarkSearch10k searches 10,000 tools, one query at a time, and
+// reports the 99th percentile of a search (run it on one core: -cpu 1)
+// and the index's heap.
+func BenchmarkSearch10k(b *testing.B) {
+	docs := largeCatalog(b, 10000)
+	thesaurusFor(true) // parsed once per process, not per index
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	ix := Build(docs, DefaultOptions())
+	indexMiB := float64(heap()-before) / (1 << 20)
+	keep := func(d int) bool { return d%7 != 0 } // a caller's view
+	durations := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if len(ix.Search(benchQueries[i%len(benchQueries)], 5, keep)) == 0 {
+			b.Fatal("no hits")
+		}
+		durations = append(durations, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(indexMiB, "index-MiB")
+	b.ReportMetric(float64(ix.Bytes())/(1<<20), "estimate-MiB")
+	runtime.KeepAlive(ix)
+	runtime.KeepAlive(docs)
+}
+
+// BenchmarkBuild10k builds the index of 10,000 tools: what a registry
+// snapshot's first search costs.
+func BenchmarkBuild10k(b *testing.B) {
+	docs := largeCatalog(b, 10000)
+	thesaurusFor(true)
+	for b.Loop() {
+		Build(docs, DefaultOptions())
+	}
+}

@@ -1,0 +1,349 @@
+// Package search finds the tools that best match a natural-language query
+// among thousands: "which tool does X?". It ranks with BM25F — BM25 over
+// several fields of a tool, each with its own weight and length
+// normalisation — on terms that are split from names (snake_case,
+// camelCase, server__tool), stemmed, and matched through a thesaurus
+// (toold's own for the domain's words and abbreviations, then WordNet's
+// synonyms at a lower weight). docs/search.md measures each of these.
+//
+// An Index is immutable and safe for concurrent use; the registry builds
+// one per snapshot of its tools, so a search never sees half a list.
+package search
+
+import (
+	"math"
+	"slices"
+)
+
+// Doc is what a tool is found by.
+type Doc struct {
+	// Name is the tool's name; a server part ("github__list_issues",
+	// "github.list_issues") counts as the server's.
+	Name string
+	// Source names the upstream server that hosts the tool, if any.
+	Source      string
+	Title       string
+	Description string
+	Params      []Param
+}
+
+// Param is a parameter of a tool: its name, description and enum values.
+type Param struct {
+	Name        string
+	Description string
+	Enum        []string
+}
+
+// Fields of a document, in the order of Options.Weights.
+const (
+	fieldName = iota
+	fieldServer
+	fieldDescription
+	fieldParamName
+	fieldParamDescription
+	fieldEnum
+	numFields
+)
+
+// Options choose the techniques of the ranking; DefaultOptions are
+// toold's, and the evaluator in bench/search turns each off to measure
+// what it brings.
+type Options struct {
+	// SplitNames splits camelCase words (snake_case and server__tool
+	// always come apart at their punctuation).
+	SplitNames bool
+	// Stem reduces words to their stems (Snowball's English stemmer).
+	Stem bool
+	// Thesaurus matches the domain's related words and abbreviations.
+	Thesaurus bool
+	// WordNet matches WordNet's synonyms.
+	WordNet bool
+	// Params indexes parameter names and descriptions; Enums their enum
+	// values.
+	Params, Enums bool
+	// Weights of the fields: name, server, description, parameter name,
+	// parameter description, enum values.
+	Weights [numFields]float64
+	// B is each field's length normalisation, K1 the saturation of a
+	// term's frequency.
+	B  [numFields]float64
+	K1 float64
+	// ServerBoost multiplies by 1+ServerBoost the score of a tool whose
+	// server the query names ("... in Jira"): a query that names a
+	// product wants that product's tools, whatever its neighbours say.
+	ServerBoost float64
+	// Related and General weigh a match through the thesaurus's related
+	// words and WordNet's synonyms against a match of the word itself.
+	Related, General float64
+}
+
+// DefaultOptions are the ranking toold serves, as docs/search.md measured
+// it.
+func DefaultOptions() Options {
+	return Options{SplitNames: true, Stem: true, Thesaurus: true, WordNet: true, Params: true, Enums: true,
+		Weights: [numFields]float64{3, 2, 1, 0.6, 0.4, 0.4},
+		B:       [numFields]float64{0.3, 0, 0.75, 0.5, 0.75, 0.5},
+		K1:      1.2, Related: 0.5, General: 0.25, ServerBoost: 0.5}
+}
+
+// Index is a searchable set of documents.
+type Index struct {
+	opts     Options
+	n        int
+	postings map[string][]posting
+	an       *analyzer
+	th       *thesaurus
+	// servers maps a server's terms to the documents it hosts.
+	servers map[string][]int32
+}
+
+// posting is a document's precomputed score for a term.
+type posting struct {
+	doc   int32
+	score float32
+}
+
+// Hit is a document that matched, by its position in the docs given to
+// Build.
+type Hit struct {
+	Doc   int
+	Score float64
+}
+
+// Build indexes docs.
+func Build(docs []Doc, o Options) *Index {
+	ix := &Index{opts: o, n: len(docs), postings: map[string][]posting{}, an: newAnalyzer(o), servers: map[string][]int32{}}
+	if o.Thesaurus || o.WordNet {
+		ix.th = thesaurusFor(o.Stem)
+	}
+	tfs := make([][numFields]map[string]float64, len(docs))
+	var lens [][numFields]float64 = make([][numFields]float64, len(docs))
+	var total [numFields]float64
+	for i, d := range docs {
+		tfs[i] = ix.fields(d)
+		for t := range tfs[i][fieldServer] {
+			ix.servers[t] = append(ix.servers[t], int32(i))
+		}
+		for f := range numFields {
+			for _, c := range tfs[i][f] {
+				lens[i][f] += c
+			}
+			total[f] += lens[i][f]
+		}
+	}
+	var avg [numFields]float64
+	for f := range numFields {
+		avg[f] = max(total[f]/float64(max(len(docs), 1)), 1)
+	}
+	pseudo := map[string][]posting{} // term -> (doc, combined tf)
+	for i := range docs {
+		combined := map[string]float64{}
+		for f := range numFields {
+			norm := 1 - o.B[f] + o.B[f]*lens[i][f]/avg[f]
+			for t, c := range tfs[i][f] {
+				combined[t] += o.Weights[f] * c / norm
+			}
+		}
+		for t, tf := range combined {
+			pseudo[t] = append(pseudo[t], posting{doc: int32(i), score: float32(tf)})
+		}
+	}
+	n := float64(len(docs))
+	for t, ps := range pseudo {
+		df := float64(len(ps))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for j := range ps {
+			tf := float64(ps[j].score)
+			ps[j].score = float32(idf * tf * (o.K1 + 1) / (tf + o.K1))
+		}
+		ix.postings[t] = ps
+	}
+	return ix
+}
+
+// fields counts each field's terms of d.
+func (ix *Index) fields(d Doc) [numFields]map[string]float64 {
+	var out [numFields]map[string]float64
+	for f := range out {
+		out[f] = map[string]float64{}
+	}
+	add := func(f int, text string) {
+		for _, t := range ix.an.terms(text) {
+			out[f][t]++
+		}
+	}
+	server, tool := splitName(d.Name)
+	add(fieldName, tool)
+	add(fieldServer, server)
+	if d.Source != server {
+		add(fieldServer, d.Source)
+	}
+	add(fieldDescription, d.Title)
+	add(fieldDescription, d.Description)
+	for _, p := range d.Params {
+		if ix.opts.Params {
+			add(fieldParamName, p.Name)
+			add(fieldParamDescription, p.Description)
+		}
+		if ix.opts.Enums {
+			for _, e := range p.Enum {
+				add(fieldEnum, e)
+			}
+		}
+	}
+	return out
+}
+
+// Bytes estimates the memory the index holds: its postings and its
+// terms, and the per-server lists (the thesaurus is shared by every index
+// and not counted).
+func (ix *Index) Bytes() int {
+	const mapEntry = 48 // key header, value header, bucket overhead
+	n := 0
+	for t, ps := range ix.postings {
+		n += mapEntry + len(t) + 24 + cap(ps)*8
+	}
+	for t, ds := range ix.servers {
+		n += mapEntry + len(t) + 24 + cap(ds)*4
+	}
+	for w, s := range ix.an.stems {
+		n += mapEntry + len(w) + len(s)
+	}
+	return n
+}
+
+// Len is the number of documents.
+func (ix *Index) Len() int { return ix.n }
+
+// Search returns the limit best documents for query that keep accepts
+// (nil keeps all), best first; documents that match no term of the query
+// are not returned.
+func (ix *Index) Search(query string, limit int, keep func(doc int) bool) []Hit {
+	concepts := ix.concepts(query)
+	if len(concepts) == 0 || limit <= 0 {
+		return nil
+	}
+	scores := make([]float64, ix.n)
+	best := make([]float64, ix.n) // this concept's best match per document
+	var touched []int32
+	for _, c := range concepts {
+		touched = touched[:0]
+		for _, alt := range c {
+			for _, p := range ix.postings[alt.term] {
+				s := alt.weight * float64(p.score)
+				if best[p.doc] == 0 {
+					touched = append(touched, p.doc)
+				}
+				best[p.doc] = max(best[p.doc], s)
+			}
+		}
+		for _, d := range touched {
+			scores[d] += best[d]
+			best[d] = 0
+		}
+	}
+	ix.boostServers(concepts, scores)
+	return top(scores, limit, keep)
+}
+
+// boostServers raises the scores of the tools of every server the query
+// names.
+func (ix *Index) boostServers(concepts [][]alternative, scores []float64) {
+	if ix.opts.ServerBoost == 0 {
+		return
+	}
+	boosted := map[int32]bool{}
+	for _, c := range concepts {
+		for _, d := range ix.servers[c[0].term] {
+			if !boosted[d] {
+				boosted[d] = true
+				scores[d] *= 1 + ix.opts.ServerBoost
+			}
+		}
+	}
+}
+
+// top selects the limit best scores that keep accepts, asking keep only
+// about documents that would make the list.
+func top(scores []float64, limit int, keep func(int) bool) []Hit {
+	var hits []Hit // sorted best first, at most limit long
+	for d, s := range scores {
+		if s <= 0 || len(hits) == limit && s <= hits[len(hits)-1].Score {
+			continue
+		}
+		if keep != nil && !keep(d) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(hits, s, func(h Hit, s float64) int {
+			if h.Score >= s {
+				return -1
+			}
+			return 1
+		})
+		hits = slices.Insert(hits, i, Hit{Doc: d, Score: s})
+		if len(hits) > limit {
+			hits = hits[:limit]
+		}
+	}
+	return hits
+}
+
+// alternative is a term that satisfies a concept of the query, and how
+// much a match of it counts.
+type alternative struct {
+	term   string
+	weight float64
+}
+
+// concepts analyses a query: each word is a concept that its own term
+// satisfies fully and its related terms partly; a document scores the
+// best of a concept's alternatives, so a word and its synonym both present
+// count once. An abbreviation becomes the concepts of its expansion.
+func (ix *Index) concepts(query string) [][]alternative {
+	var out [][]alternative
+	seen := map[string]bool{}
+	add := func(t string, expanded bool) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		c := []alternative{{t, 1}}
+		if ix.th != nil && ix.opts.Thesaurus {
+			for _, r := range ix.th.related[t] {
+				c = append(c, alternative{r, ix.opts.Related})
+			}
+		}
+		if ix.th != nil && ix.opts.WordNet && !expanded {
+			for _, r := range ix.th.general[t] {
+				c = append(c, alternative{r, ix.opts.General})
+			}
+		}
+		out = append(out, c)
+	}
+	ws := words(query, ix.opts.SplitNames)
+	if ix.th != nil && ix.opts.Thesaurus {
+		all := make([]string, len(ws))
+		for i, w := range ws {
+			all[i] = ix.an.queryTerm(w)
+		}
+		for _, t := range ix.th.phraseTerms(all) {
+			add(t, true)
+		}
+	}
+	for _, w := range ws {
+		if stopwords[w] {
+			continue
+		}
+		t := ix.an.queryTerm(w)
+		add(t, false)
+		if ix.th != nil && ix.opts.Thesaurus {
+			for _, e := range ix.th.expand[t] {
+				add(e, true)
+			}
+		}
+	}
+	for _, h := range hints(query) {
+		add(ix.an.queryTerm(h), true)
+	}
+	return out
+}
