@@ -41,6 +41,7 @@ import (
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tools/await"
+	"github.com/toold/toold/internal/tools/catalog"
 	"github.com/toold/toold/internal/tools/command"
 	"github.com/toold/toold/internal/tools/consult"
 	"github.com/toold/toold/internal/tools/diag"
@@ -124,7 +125,11 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		return nil, &config.Error{Problems: []config.Problem{{Path: "mcp.servers", Message: err.Error()}}}
 	}
 	a.closers = append(a.closers, a.upstream.Close)
-	keyring, err := auth.NewKeyring(keys(cfg))
+	sets, err := toolsets(cfg)
+	if err != nil {
+		return nil, err
+	}
+	keyring, err := auth.NewKeyring(a.bindToolsets(keys(cfg), sets))
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +178,8 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	bodies := reqbody.New(reqbody.Options{MaxBytes: cfg.Server.MaxBodyBytes, Budget: cfg.Server.BodyBudgetBytes,
 		Timeout: cfg.Server.BodyReadTimeout, Registerer: a.metrics})
 	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
-		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, Executions: a.exec, Tracer: a.tracing.Tracer()})
+		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, Executions: a.exec, Tracer: a.tracing.Tracer(),
+		Toolsets: sets})
 	var mcpHandler http.Handler
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()
@@ -184,7 +190,8 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		StuckCalls: lim.StuckCalls, Measured: toolMetrics.Measured, Executions: a.exec, Store: a.store, Recorder: rec,
 		// Without keys there is one identity, the local user's: the agent
 		// and the person approving are told apart only by keys.
-		SelfApproval: cfg.Approvals.SelfApproval || !keyring.Enabled(), Tracer: a.tracing.Tracer()})
+		SelfApproval: cfg.Approvals.SelfApproval || !keyring.Enabled(), Tracer: a.tracing.Tracer(),
+		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), AlwaysLoaded: cfg.Search.AlwaysLoaded})
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +410,7 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 	for _, t := range ws.Tools() {
 		all = append(all, candidate{t, slices.Contains(readOnly, t)})
 	}
-	all = append(all, candidate{diag.Echo(), false}, candidate{diag.Sleep(), false})
+	all = append(all, candidate{diag.Echo(), false}, candidate{diag.Sleep(), false}, candidate{catalog.Tool(a.searchTools), true})
 	for _, t := range await.Tools(await.Options{MaxDepth: a.cfg.Delegate.MaxDepth}) {
 		all = append(all, candidate{t, false}) // they need the state store, and a caller that can answer
 	}

@@ -27,6 +27,10 @@ type Key struct {
 	Tools []string
 	// Roles the key holds; none means RoleCall only.
 	Roles []Role
+	// Within, when set, narrows Tools to the toolsets the key is bound to
+	// (auth.keys[].toolsets): it reports whether a tool is in one of
+	// them.
+	Within func(tool string) bool
 }
 
 // Role is what a key may do besides naming the tools it may use.
@@ -57,6 +61,7 @@ type Principal struct {
 	Name     string
 	patterns []string
 	roles    []Role
+	within   func(string) bool
 }
 
 // Anonymous is the caller when no keys are configured: toold then listens
@@ -69,6 +74,9 @@ func (p *Principal) Has(r Role) bool { return slices.Contains(p.roles, r) }
 
 // Allows reports whether the principal may use the named tool.
 func (p *Principal) Allows(tool string) bool {
+	if p.within != nil && !p.within(tool) {
+		return false
+	}
 	for _, pat := range p.patterns {
 		if ok, _ := path.Match(pat, tool); ok {
 			return true
@@ -120,7 +128,7 @@ func NewKeyring(keys []Key) (*Keyring, error) {
 				fail("role %q is not one of %v", r, Roles)
 			}
 		}
-		e := keyEntry{p: &Principal{Name: k.Name, patterns: k.Tools, roles: roles}}
+		e := keyEntry{p: &Principal{Name: k.Name, patterns: k.Tools, roles: roles, within: k.Within}}
 		copy(e.hash[:], raw)
 		kr.keys = append(kr.keys, e)
 	}

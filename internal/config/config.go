@@ -59,6 +59,12 @@ type Config struct {
 	Approvals ApprovalsConfig `yaml:"approvals"`
 	// Delegate bounds the delegate tool's nesting of subtasks.
 	Delegate DelegateConfig `yaml:"delegate"`
+	// Toolsets name subsets of the catalog: toolsets.<name>: {tools:
+	// [patterns], description}, served at /mcp/<name> and by ?toolset=
+	// (see docs/search.md).
+	Toolsets map[string]Toolset `yaml:"toolsets"`
+	// Search configures tool search and deferred loading.
+	Search SearchConfig `yaml:"search"`
 	// Tracing exports OpenTelemetry traces of every call (off by
 	// default); the standard OTEL_* variables override it (see
 	// internal/tracing).
@@ -276,6 +282,9 @@ type Key struct {
 	Name   string   `yaml:"name" validate:"required,printascii,max=64"`
 	SHA256 string   `yaml:"sha256" validate:"required,len=64,hexadecimal"`
 	Tools  []string `yaml:"tools" validate:"min=1,dive,required"`
+	// Toolsets bind the key to toolsets: of the tools Tools allows, it
+	// may use only those of these toolsets (tools: ["*"] for all of them).
+	Toolsets []string `yaml:"toolsets" validate:"dive,required"`
 	// Roles the key holds (auth.Roles: call, observe, admin, approve);
 	// none means call.
 	Roles []string `yaml:"roles" validate:"dive,role"`

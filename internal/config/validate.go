@@ -79,6 +79,7 @@ func (c *Config) Validate() error {
 	}
 	probs.addSection("consult", c.Consult.Check())
 	c.State.check(probs)
+	c.checkToolsets(probs)
 	if sc := c.Server; sc.BodyBudgetBytes > 0 && sc.BodyBudgetBytes < sc.MaxBodyBytes {
 		probs.add("server.body_budget_bytes", "%d is below server.max_body_bytes (%d): a body of the largest size allowed could never be read",
 			sc.BodyBudgetBytes, sc.MaxBodyBytes)

@@ -51,6 +51,8 @@ type Options struct {
 	// Tracer, when set, gives every tools/call a span, a child of the
 	// client's when its _meta carries a traceparent; nil is tracing off.
 	Tracer trace.Tracer
+	// Toolsets are served at /mcp/<toolset> (see ToolsetHandler).
+	Toolsets registry.Toolsets
 	// NoFastPath leaves every HTTP request to the SDK (see fastpath.go);
 	// the tests compare the two paths with it.
 	NoFastPath bool
@@ -63,8 +65,10 @@ type Server struct {
 	sdk   *mcp.Server
 	calls *inflight
 
-	mu     sync.Mutex // guards served
+	mu     sync.Mutex // guards served and the toolsets' lists
 	served map[string]*registry.Entry
+	// toolsets serve each toolset's subset (toolsets.go).
+	toolsets map[string]*toolsetServer
 }
 
 // New builds the server with every tool of the registry and follows the
@@ -74,16 +78,23 @@ func New(opts Options) *Server {
 		opts.Logger = zap.NewNop()
 	}
 	s := &Server{opts: opts, log: opts.Logger, calls: newInflight(), served: map[string]*registry.Entry{}}
-	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toold", Title: "toold", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "toold hosts tools for agents. Every call is validated, sanitized and bounded; a failed call " +
-			"returns isError with a message and a suggestion saying what to change.",
-		Logger:       sdkLogger(opts.Logger),
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-	})
-	s.sdk.AddReceivingMiddleware(s.middleware)
+	s.sdk = s.newSDK()
 	s.sync(opts.Registry.Load())
 	opts.Registry.Subscribe(s.sync)
+	s.startToolsets()
 	return s
+}
+
+// newSDK is an SDK server as toold serves it, with no tools yet.
+func (s *Server) newSDK() *mcp.Server {
+	sdk := mcp.NewServer(&mcp.Implementation{Name: "toold", Title: "toold", Version: s.opts.Version}, &mcp.ServerOptions{
+		Instructions: "toold hosts tools for agents. Every call is validated, sanitized and bounded; a failed call " +
+			"returns isError with a message and a suggestion saying what to change.",
+		Logger:       sdkLogger(s.opts.Logger),
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	sdk.AddReceivingMiddleware(s.middleware)
+	return sdk
 }
 
 // CancelAll cancels every call in flight with cause — at the end of the
@@ -97,22 +108,31 @@ func (s *Server) CancelAll(cause error) { s.calls.cancelAll(cause) }
 func (s *Server) sync(r *registry.Registry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.syncTools(s.sdk, s.served, r, nil)
+}
+
+// syncTools makes sdk's tool list the registry's tools that keep accepts
+// (nil: all), served recording what sdk serves: tools whose entry changed
+// are added again (replacing), vanished ones removed. The SDK tells every
+// client holding a session of sdk (stdio, or a 2026-07-28 subscription);
+// a change that leaves sdk's list as it was tells nobody.
+func (s *Server) syncTools(sdk *mcp.Server, served map[string]*registry.Entry, r *registry.Registry, keep func(*registry.Entry) bool) {
 	var gone []string
-	for name := range s.served {
-		if _, ok := r.Lookup(name); !ok {
+	for name := range served {
+		if e, ok := r.Lookup(name); !ok || keep != nil && !keep(e) {
 			gone = append(gone, name)
-			delete(s.served, name)
+			delete(served, name)
 		}
 	}
 	if len(gone) > 0 {
-		s.sdk.RemoveTools(gone...)
+		sdk.RemoveTools(gone...)
 	}
 	for _, e := range r.Entries() {
-		if s.served[e.Spec.Name] == e {
+		if served[e.Spec.Name] == e || keep != nil && !keep(e) {
 			continue
 		}
-		s.served[e.Spec.Name] = e
-		s.sdk.AddTool(sdkTool(e.MCP()), s.handler(e.Spec.Name))
+		served[e.Spec.Name] = e
+		sdk.AddTool(sdkTool(e.MCP()), s.handler(e.Spec.Name))
 	}
 }
 
@@ -165,7 +185,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return s.resumed(ctx, req, p.Name, id)
 		}
 		dreq := &dispatch.Request{Tool: name, Body: req.Params.Arguments, RequestID: requestID(ctx),
-			Caller: p.Name, Allowed: p.Allows}
+			Caller: p.Name, Allowed: s.allowed(ctx, p)}
 		if s.opts.Executions != nil {
 			dreq.Lineage = s.opts.Executions.LineageFor(p.Name)
 		}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 )
 
@@ -47,12 +48,17 @@ const DefaultMaxBodyBytes = 1 << 20
 // named. For that the handler reads the id of a tools/call before the SDK
 // does. (A 2026-07-28 client cancels by closing the request's stream, which
 // the SDK propagates.)
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.handlerFor(s.sdk, nil) }
+
+// handlerFor serves sdk, the whole catalog's server or a toolset's (set);
+// a toolset's requests all go to the SDK, and carry the toolset in their
+// context so its calls see only its tools.
+func (s *Server) handlerFor(sdk *mcp.Server, set *registry.Toolset) http.Handler {
 	max := s.opts.MaxBodyBytes
 	if max <= 0 {
 		max = DefaultMaxBodyBytes
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdk }, &mcp.StreamableHTTPOptions{
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk }, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		DisableLocalhostProtection:   true,
 		MaxRequestBodyBytes:          max,
@@ -64,6 +70,9 @@ func (s *Server) Handler() http.Handler {
 		bodies = reqbody.New(reqbody.Options{MaxBytes: max})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if set != nil {
+			r = r.WithContext(withToolset(r.Context(), set))
+		}
 		if r.Method == http.MethodPost && r.Body != nil {
 			// Under the byte budget and read deadline REST bodies share.
 			b, err := bodies.Read(w, r, time.Time{})
@@ -73,7 +82,7 @@ func (s *Server) Handler() http.Handler {
 			}
 			defer b.Release() // once the SDK has answered: it holds the bytes until then
 			body := b.Data
-			if c, ok := s.fastCallOf(r, body); ok {
+			if c, ok := s.fastCallOf(r, body); ok && set == nil {
 				s.serveFast(w, r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, c.key())), c)
 				return
 			}

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/toold/toold/internal/search"
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
 )
@@ -43,6 +45,9 @@ type Registry struct {
 	// aliases maps the function names that differ from their tool's name
 	// to that name.
 	aliases map[string]string
+	// index is the search index of this snapshot's tools, built on the
+	// first search (see search.go).
+	index indexOnce
 }
 
 // Entry is a registered tool with its resolved spec and compiled schemas.
@@ -55,6 +60,9 @@ type Entry struct {
 	output  *jsonschema.Schema
 	example json.RawMessage
 	fname   string // FunctionName(Spec.Name)
+
+	docOnce sync.Once
+	doc     search.Doc // what a search finds the tool by
 }
 
 // New builds a registry. Every problem (duplicate or invalid name, invalid

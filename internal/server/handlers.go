@@ -67,21 +67,6 @@ func (s *Server) visible(r *http.Request) []*registry.Entry {
 	return out
 }
 
-func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
-	f, err := registry.ParseFormat(r.URL.Query().Get("format"))
-	if err != nil {
-		s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.ValidationError, "%v", err).WithCode("unknown_format"))
-		return
-	}
-	body, err := registry.Render(f, s.visible(r))
-	if err != nil {
-		s.refuse(w, r, "", dispatch.StatusError, tools.Errorf(tools.SystemError, "rendering the listing failed").Wrap(err))
-		return
-	}
-	w.Header().Set("Content-Type", f.ContentType())
-	_, _ = w.Write(body)
-}
-
 // entry resolves {name} for the caller; a tool the caller may not use is
 // reported as absent, so a key cannot probe what other keys may call.
 func (s *Server) entry(w http.ResponseWriter, r *http.Request) (*registry.Entry, bool) {

@@ -88,6 +88,13 @@ type Options struct {
 	// Tracer, when set, gives every request a server span, parent of its
 	// calls' spans; nil is tracing off.
 	Tracer trace.Tracer
+	// Toolsets are the configured toolsets (?toolset=, /mcp/<toolset>).
+	Toolsets registry.Toolsets
+	// MCPToolsets serve /mcp/<toolset>, by toolset name.
+	MCPToolsets map[string]http.Handler
+	// AlwaysLoaded are the patterns of the tools a deferred listing
+	// (?format=anthropic&defer_loading=true) still loads.
+	AlwaysLoaded []string
 }
 
 // Server serves the API; build it with New, serve Handler.
@@ -108,6 +115,7 @@ type Server struct {
 	// mcpActive counts /mcp requests being served (see WaitMCP).
 	mcpActive atomic.Int64
 	bodies    *reqbody.Reader
+	listings  listings
 }
 
 // New builds a server.
@@ -216,6 +224,7 @@ func (s *Server) routes() chi.Router {
 	r.Options("/events", s.originOnly(s.preflight))
 	r.Options("/audit", s.originOnly(s.preflight))
 	r.Get("/tools", s.guard(s.listTools))
+	r.Get("/tools/search", s.guard(s.searchTools))
 	r.Get("/tools/{name}", s.guard(s.getTool))
 	r.Get("/tools/{name}/schema", s.guard(s.getSchema))
 	r.Get("/latency", s.guard(s.latency))
@@ -239,6 +248,8 @@ func (s *Server) routes() chi.Router {
 	if s.opts.MCP != nil {
 		r.Options("/mcp", s.originOnly(s.preflight))
 		r.Handle("/mcp", s.mcp(s.opts.MCP))
+		r.Options("/mcp/{toolset}", s.originOnly(s.preflight))
+		r.Handle("/mcp/{toolset}", s.mcp(http.HandlerFunc(s.toolsetMCP)))
 	}
 	return r
 }

@@ -238,6 +238,11 @@ type Call struct {
 	// parent (delegate's depth and cycle check); nil where there is no
 	// state store.
 	Lineage func(ctx context.Context, executionID string) (*Lineage, error)
+	// Allowed reports whether the caller may use a tool (nil: every
+	// tool): the caller's view of the catalog, for a tool that answers
+	// about other tools (search_tools), narrowed to a toolset when the
+	// call came through one.
+	Allowed func(tool string) bool
 
 	emit func(Chunk)
 	tree any // Args decoded, when the pipeline has it
