@@ -44,9 +44,14 @@ type harness struct {
 	ex   *executions.Service
 	logs *observer.ObservedLogs
 	http *http.Client
+	live *registry.Live
 }
 
 type harnessOpts struct {
+	// toolsets and alwaysLoaded configure search (Options.Toolsets,
+	// Options.AlwaysLoaded).
+	toolsets     registry.Toolsets
+	alwaysLoaded []string
 	// metrics, when set, receives the limiter's metrics.
 	metrics *prometheus.Registry
 	keys    []auth.Key
@@ -105,7 +110,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Cleanup(rec.Close)
 		observers = append(observers, rec)
 	}
-	disp, err := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Limiter: lim, Sanitizer: san,
+	live := registry.NewLive(reg, registry.Options{})
+	live.Subscribe(func(r *registry.Registry) { lim.Register(r.Entries()...) })
+	disp, err := dispatch.New(dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san,
 		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers, MaxDepth: o.maxDepth, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +142,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	bodies := reqbody.New(bo)
 	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI, Bodies: bodies,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec, Tracer: o.tracer,
-		StuckCalls: lim.StuckCalls})
+		StuckCalls: lim.StuckCalls, Toolsets: o.toolsets, AlwaysLoaded: o.alwaysLoaded})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +154,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return &harness{t: t, url: hs.URL, srv: srv, logs: logs, st: st, ex: ex,
+	return &harness{t: t, url: hs.URL, srv: srv, logs: logs, st: st, ex: ex, live: live,
 		http: &http.Client{Transport: apitest.Checker(t, http.DefaultTransport), Timeout: 10 * time.Second}}
 }
 
