@@ -26,7 +26,9 @@ func (h upstreamTool) Spec() tools.Spec {
 	return tools.Spec{Name: h.name, Description: h.desc, Category: tools.MCP, Source: source, Parameters: json.RawMessage(p)}
 }
 
-func (h upstreamTool) Execute(context.Context, *tools.Call) (any, error) { return map[string]any{"ran": h.name}, nil }
+func (h upstreamTool) Execute(context.Context, *tools.Call) (any, error) {
+	return map[string]any{"ran": h.name}, nil
+}
 
 // searchCatalog has confusable neighbours across three servers.
 func searchCatalog() []tools.Tool {
