@@ -59,6 +59,8 @@ type harnessOpts struct {
 	tracer trace.Tracer
 	// noFast leaves every /mcp request to the SDK.
 	noFast bool
+	// toolsets are served at /mcp/<toolset>, with search_tools.
+	toolsets registry.Toolsets
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -88,11 +90,15 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 	slow := &slowTool{started: make(chan struct{}, 8), ended: make(chan error, 8)}
 	ts := append([]tools.Tool{diag.Echo(), diag.Sleep(), slow, streamTool{}, dangerTool{}, failTool{}, approvedTool{}, askFirstTool{}},
 		await.Tools(await.Options{})...)
+	var live *registry.Live
+	if o.toolsets != nil {
+		ts = append(ts, searchTool(func() *registry.Registry { return live.Load() }))
+	}
 	reg, err := registry.New(registry.Options{}, ts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	live := registry.NewLive(reg, registry.Options{})
+	live = registry.NewLive(reg, registry.Options{})
 	log := zap.NewNop()
 	san, err := sanitize.New(sanitize.Config{}, nil)
 	if err != nil {
@@ -133,10 +139,14 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 		tb.Fatal(err)
 	}
 	ms := mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: live, Logger: log, Version: "test", MaxBodyBytes: o.maxBody,
-		Executions: ex, Tracer: o.tracer, NoFastPath: o.noFast})
+		Executions: ex, Tracer: o.tracer, NoFastPath: o.noFast, Toolsets: o.toolsets})
+	handlers := map[string]http.Handler{}
+	for name := range o.toolsets {
+		handlers[name], _ = ms.ToolsetHandler(name)
+	}
 	srv, err := server.New(server.Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, MCP: ms.Handler(), Executions: ex, Store: st, Recorder: rec,
-		SelfApproval: true, Tracer: o.tracer})
+		SelfApproval: true, Tracer: o.tracer, Toolsets: o.toolsets, MCPToolsets: handlers})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -161,11 +171,17 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // version given, with every response held to api/openapi.yaml.
 func (h *harness) client(version, key string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	h.t.Helper()
+	return h.clientAt("/mcp", version, key, opts)
+}
+
+// clientAt is client, connected to path (a toolset's /mcp/<toolset>).
+func (h *harness) clientAt(path, version, key string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	h.t.Helper()
 	hc := &http.Client{Transport: bearer{key, apitest.Checker(h.t, http.DefaultTransport)}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", HTTPClient: hc, MaxRetries: -1},
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.url + path, HTTPClient: hc, MaxRetries: -1},
 		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		h.t.Fatalf("connect at %s: %v", version, err)
