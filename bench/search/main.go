@@ -36,6 +36,7 @@ func run(args []string, out io.Writer) error {
 	split := fs.String("split", "", "only the queries of this split (dev, holdout); all by default")
 	ablation := fs.Bool("ablation", false, "also measure the ranking with each technique turned off")
 	tuneFlag := fs.Bool("tune", false, "tune the ranking's weights on the dev split (and print them)")
+	camel := fs.Bool("camel", false, "rename every tool to camelCase (github__listPullRequests), to measure name splitting")
 	misses := fs.Bool("misses", false, "list the queries whose tool is not first (use on the dev split only)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -52,6 +53,9 @@ func run(args []string, out io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *camel {
+		set.camelCase()
 	}
 	if *tuneFlag {
 		tune(out, set)

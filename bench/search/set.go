@@ -186,3 +186,33 @@ func (s *Set) check() error {
 	}
 	return nil
 }
+
+// camelCase renames every tool's own name to camelCase, keeping a server
+// prefix (github__list_pull_requests -> github__listPullRequests), in the
+// catalog and in the queries' expectations.
+func (s *Set) camelCase() {
+	rename := func(name string) string {
+		server, tool, ok := strings.Cut(name, "__")
+		if !ok {
+			server, tool = "", name
+		}
+		parts := strings.Split(tool, "_")
+		for i := 1; i < len(parts); i++ {
+			if parts[i] != "" {
+				parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+			}
+		}
+		if server == "" {
+			return strings.Join(parts, "")
+		}
+		return server + "__" + strings.Join(parts, "")
+	}
+	for i := range s.Tools {
+		s.Tools[i].Name = rename(s.Tools[i].Name)
+	}
+	for i := range s.Queries {
+		for j, e := range s.Queries[i].Expected {
+			s.Queries[i].Expected[j] = rename(e)
+		}
+	}
+}

@@ -9,15 +9,29 @@ import (
 	"github.com/kljensen/snowball/english"
 )
 
+// split says where words() splits camelCase.
+type split int
+
+const (
+	// noCamel never splits a word at its case.
+	noCamel split = iota
+	// prose splits only words that start lower-case (getUser, listPRs):
+	// in a sentence, "GitHub" and "PagerDuty" are names of one word.
+	prose
+	// identifier splits every word (an identifier's GetUser is two).
+	identifier
+)
+
 // words splits text into lower-case words: at every character that is not
 // a letter or digit (so snake_case, kebab-case, dotted and server__tool
-// names come apart), and, when camel is set, where a lower-case letter or
+// names come apart), and, as mode says, where a lower-case letter or
 // digit meets an upper-case one (getUser, listPRs) or an acronym meets a
 // word (HTTPServer -> http server). Letters and digits stay together
 // (ec2, s3, k8s, oauth2 are names).
-func words(text string, camel bool) []string {
+func words(text string, mode split) []string {
 	var out []string
 	start := -1
+	camel := false
 	var prev rune
 	flush := func(end int) {
 		if start >= 0 && end > start {
@@ -32,6 +46,7 @@ func words(text string, camel bool) []string {
 			flush(i)
 		case start < 0:
 			start = i
+			camel = mode == identifier || mode == prose && unicode.IsLower(r)
 		case camel && unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev)):
 			flush(i)
 			start = i
@@ -85,9 +100,18 @@ func newAnalyzer(o Options) *analyzer {
 	return &analyzer{stem: o.Stem, camel: o.SplitNames, stems: map[string]string{}}
 }
 
-// terms analyses text: each word, lower-cased, stop words dropped, stemmed.
-func (a *analyzer) terms(text string) []string {
-	ws := words(text, a.camel)
+// terms analyses prose: each word, lower-cased, stop words dropped,
+// stemmed.
+func (a *analyzer) terms(text string) []string { return a.analyse(words(text, a.prose())) }
+
+func (a *analyzer) prose() split {
+	if a.camel {
+		return prose
+	}
+	return noCamel
+}
+
+func (a *analyzer) analyse(ws []string) []string {
 	out := ws[:0]
 	for _, w := range ws {
 		if stopwords[w] {
@@ -96,6 +120,16 @@ func (a *analyzer) terms(text string) []string {
 		out = append(out, a.term(w))
 	}
 	return out
+}
+
+// identTerms analyses an identifier (a name, a parameter, an enum value):
+// as terms, splitting every camelCase word.
+func (a *analyzer) identTerms(text string) []string {
+	mode := identifier
+	if !a.camel {
+		mode = noCamel
+	}
+	return a.analyse(words(text, mode))
 }
 
 // term is one word's index term.

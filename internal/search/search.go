@@ -49,8 +49,10 @@ const (
 // toold's, and the evaluator in bench/search turns each off to measure
 // what it brings.
 type Options struct {
-	// SplitNames splits camelCase words (snake_case and server__tool
-	// always come apart at their punctuation).
+	// SplitNames splits camelCase words: every one in a name, a
+	// parameter or an enum value (getUserProfile), and in prose only
+	// those that start lower-case ("GitHub" stays a name). snake_case and
+	// server__tool always come apart at their punctuation.
 	SplitNames bool
 	// Stem reduces words to their stems (Snowball's English stemmer).
 	Stem bool
@@ -167,27 +169,28 @@ func (ix *Index) fields(d Doc) [numFields]map[string]float64 {
 	for f := range out {
 		out[f] = map[string]float64{}
 	}
-	add := func(f int, text string) {
-		for _, t := range ix.an.terms(text) {
+	add := func(f int, terms []string) {
+		for _, t := range terms {
 			out[f][t]++
 		}
 	}
+	an := ix.an
 	server, tool := splitName(d.Name)
-	add(fieldName, tool)
-	add(fieldServer, server)
+	add(fieldName, an.identTerms(tool))
+	add(fieldServer, an.identTerms(server))
 	if d.Source != server {
-		add(fieldServer, d.Source)
+		add(fieldServer, an.identTerms(d.Source))
 	}
-	add(fieldDescription, d.Title)
-	add(fieldDescription, d.Description)
+	add(fieldDescription, an.terms(d.Title))
+	add(fieldDescription, an.terms(d.Description))
 	for _, p := range d.Params {
 		if ix.opts.Params {
-			add(fieldParamName, p.Name)
-			add(fieldParamDescription, p.Description)
+			add(fieldParamName, an.identTerms(p.Name))
+			add(fieldParamDescription, an.terms(p.Description))
 		}
 		if ix.opts.Enums {
 			for _, e := range p.Enum {
-				add(fieldEnum, e)
+				add(fieldEnum, an.identTerms(e))
 			}
 		}
 	}
@@ -320,7 +323,7 @@ func (ix *Index) concepts(query string) [][]alternative {
 		}
 		out = append(out, c)
 	}
-	ws := words(query, ix.opts.SplitNames)
+	ws := words(query, ix.an.prose())
 	if ix.th != nil && ix.opts.Thesaurus {
 		all := make([]string, len(ws))
 		for i, w := range ws {

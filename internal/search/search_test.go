@@ -22,9 +22,16 @@ func TestWords(t *testing.T) {
 		{"café Überweisung", []string{"café", "überweisung"}},
 		{"", nil},
 	} {
-		if got := words(tc.in, true); !slices.Equal(got, tc.want) {
+		if got := words(tc.in, identifier); !slices.Equal(got, tc.want) {
 			t.Errorf("words(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestProseKeepsNames(t *testing.T) {
+	if got := words("open a GitHub PR in PagerDuty with getUser", prose); !slices.Equal(got,
+		[]string{"open", "a", "github", "pr", "in", "pagerduty", "with", "get", "user"}) {
+		t.Errorf("prose: %q", got)
 	}
 }
 

@@ -93,7 +93,7 @@ func (th *thesaurus) addExpansion(a *analyzer, from, to string) {
 		th.expand[k] = appendNew(th.expand[k], a.terms(to)...)
 		return
 	}
-	ws := words(from, false)
+	ws := words(from, noCamel)
 	if len(ws) < 2 {
 		return
 	}
