@@ -150,7 +150,7 @@ func TestDefaultService(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := start(t, nil, "-workspace", ws)
-	if !strings.Contains(in.stdout.String(), "serving 3 tools") {
+	if !strings.Contains(in.stdout.String(), "serving 4 tools") {
 		t.Errorf("start-up line: %s", in.stdout)
 	}
 	for _, f := range []string{"", "?format=native", "?format=openai", "?format=anthropic", "?format=mcp", "?format=prompt"} {
