@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/toold/toold/bench/search/evalset"
 	"github.com/toold/toold/internal/search"
 )
 
@@ -41,21 +42,21 @@ func run(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var set *Set
+	var set *evalset.Set
 	var err error
 	if *setFile != "" {
-		set, err = loadJSON(*setFile)
+		set, err = evalset.LoadJSON(*setFile)
 	} else {
-		set, err = loadText(*catalog, *queries)
+		set, err = evalset.LoadText(*catalog, *queries)
 	}
 	if err == nil {
-		err = set.check()
+		err = set.Check()
 	}
 	if err != nil {
 		return err
 	}
 	if *camel {
-		set.camelCase()
+		set.CamelCase()
 	}
 	if *tuneFlag {
 		tune(out, set)
@@ -63,17 +64,17 @@ func run(args []string, out io.Writer) error {
 	}
 	qs := set.Queries
 	if *split != "" {
-		qs = slices.DeleteFunc(slices.Clone(qs), func(q Query) bool { return q.Split != *split })
+		qs = slices.DeleteFunc(slices.Clone(qs), func(q evalset.Query) bool { return q.Split != *split })
 	}
 	fmt.Fprintf(out, "%d tools, %d queries (split %q)\n\n", len(set.Tools), len(qs), *split)
 	ix := search.Build(set.Tools, search.DefaultOptions())
-	ours := evaluate(set, qs, ixRanker(set, ix))
-	base := evaluate(set, qs, newBM25(set.Tools).search)
+	ours := evalset.Evaluate(set, qs, ixRanker(ix))
+	base := evalset.Evaluate(set, qs, newBM25(set.Tools).search)
 	fmt.Fprintln(out, "ranker         kind          n    R@1    R@3    R@5    MRR")
-	ours.print(out, "toold")
-	base.print(out, "plain BM25")
+	ours.Print(out, "toold")
+	base.Print(out, "plain BM25")
 	if *misses {
-		ours.printMisses(out)
+		ours.PrintMisses(out)
 	}
 	if *ablation {
 		return printAblation(out, set, qs)
@@ -93,9 +94,6 @@ func testdata() string {
 	return filepath.Join(filepath.Dir(file), "testdata")
 }
 
-// ranker answers a query with hits.
-type ranker func(q string, limit int) []search.Hit
-
-func ixRanker(set *Set, ix *search.Index) ranker {
+func ixRanker(ix *search.Index) evalset.Ranker {
 	return func(q string, limit int) []search.Hit { return ix.Search(q, limit, nil) }
 }

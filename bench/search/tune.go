@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/toold/toold/bench/search/evalset"
 	"github.com/toold/toold/internal/search"
 )
 
@@ -31,11 +32,11 @@ var knobs = []knob{
 
 // tune searches the knobs one at a time (two rounds), on the dev split
 // only, for the best MRR plus recall@5; it prints each choice.
-func tune(out io.Writer, set *Set) {
-	dev := slices.DeleteFunc(slices.Clone(set.Queries), func(q Query) bool { return q.Split != "dev" })
+func tune(out io.Writer, set *evalset.Set) {
+	dev := slices.DeleteFunc(slices.Clone(set.Queries), func(q evalset.Query) bool { return q.Split != "dev" })
 	objective := func(o search.Options) float64 {
-		s := evaluate(set, dev, ixRanker(set, search.Build(set.Tools, o))).scores(func(Query) bool { return true })
-		return s.mrr + s.r5
+		s := evalset.Evaluate(set, dev, ixRanker(search.Build(set.Tools, o))).Scores(func(evalset.Query) bool { return true })
+		return s.MRR + s.R5
 	}
 	o := search.DefaultOptions()
 	best := objective(o)

@@ -1,4 +1,6 @@
-package main
+// Package evalset reads toold's search evaluation sets and scores rankers
+// on them: recall@k and MRR per kind of query (see docs/search.md).
+package evalset
 
 import (
 	"bufio"
@@ -27,9 +29,9 @@ type Query struct {
 	Kind, Split string
 }
 
-// loadText reads the text format of testdata/catalog.txt and
+// LoadText reads the text format of testdata/catalog.txt and
 // testdata/queries.txt.
-func loadText(catalog, queries string) (*Set, error) {
+func LoadText(catalog, queries string) (*Set, error) {
 	s := &Set{}
 	if err := eachLine(catalog, func(line string) error {
 		switch {
@@ -118,8 +120,8 @@ type jsonSet struct {
 	} `json:"queries"`
 }
 
-// loadJSON reads a set in the JSON format.
-func loadJSON(path string) (*Set, error) {
+// LoadJSON reads a set in the JSON format.
+func LoadJSON(path string) (*Set, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -168,8 +170,8 @@ func nameList(raw json.RawMessage) ([]string, error) {
 	return many, err
 }
 
-// check reports expected tools the catalog lacks and duplicate names.
-func (s *Set) check() error {
+// Check reports expected tools the catalog lacks and duplicate names.
+func (s *Set) Check() error {
 	names := map[string]bool{}
 	for _, t := range s.Tools {
 		if names[t.Name] {
@@ -187,10 +189,10 @@ func (s *Set) check() error {
 	return nil
 }
 
-// camelCase renames every tool's own name to camelCase, keeping a server
+// CamelCase renames every tool's own name to camelCase, keeping a server
 // prefix (github__list_pull_requests -> github__listPullRequests), in the
 // catalog and in the queries' expectations.
-func (s *Set) camelCase() {
+func (s *Set) CamelCase() {
 	rename := func(name string) string {
 		server, tool, ok := strings.Cut(name, "__")
 		if !ok {
