@@ -9,7 +9,7 @@ IMAGE    ?= toold:$(VERSION)
 
 .DEFAULT_GOAL := build
 
-.PHONY: help build run deps test test-race test-all lint fuzz bench load image ci
+.PHONY: help build run deps test test-race test-all lint fuzz bench search-eval load image ci
 
 help: ## this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -20,11 +20,12 @@ build: ## static binary in bin/, build info stamped
 run: ## the service on 127.0.0.1:8080 with the built-in config
 	go run ./cmd/toold
 
-deps: ## what the tests use besides Go: the MCP peers, the contract's linters, axe-core (npm ci, pinned); chromium comes from apt
+deps: ## what the tests use besides Go: the MCP peers, the contract's linters, axe-core, the Anthropic and OpenAI SDKs (npm ci, pinned); chromium comes from apt
 	go mod download
 	npm ci --prefix test/mcp --ignore-scripts --no-audit --no-fund
 	npm ci --prefix test/openapi --ignore-scripts --no-audit --no-fund
 	npm ci --prefix test/console --ignore-scripts --no-audit --no-fund
+	npm ci --prefix test/search --ignore-scripts --no-audit --no-fund
 
 test: ## the tests (those needing make deps skip, saying so with -v)
 	go test ./...
@@ -44,6 +45,9 @@ fuzz: ## every fuzz target, FUZZTIME each (default 10s)
 
 bench: ## in-process benchmarks (pipeline, file tools, sanitizer, command tools)
 	go test -run '^$$' -bench . -benchmem ./...
+
+search-eval: ## tool search's quality on bench/search's evaluation set beside plain BM25, and each technique's share (docs/search.md)
+	go run ./bench/search -ablation
 
 load: ## the loopback load harness (bench/load; -only peers,gc for the hot-path comparison): throughput vs a bare net/http server, overload, memory, the state store and executions, MCP, an upstream MCP server hosted
 	go run ./bench/load
