@@ -30,14 +30,21 @@ const (
 var Formats = []Format{Native, OpenAI, Anthropic, MCP, Prompt}
 
 // ParseFormat accepts a format name; "" means native.
-func ParseFormat(s string) (Format, error) {
+func ParseFormat(s string) (Format, error) { return parseFormat(s, Formats) }
+
+// parseFormat accepts one of formats; "" means native.
+func parseFormat(s string, formats []Format) (Format, error) {
 	if s == "" {
 		return Native, nil
 	}
-	if f := Format(s); slices.Contains(Formats, f) {
+	if f := Format(s); slices.Contains(formats, f) {
 		return f, nil
 	}
-	return "", fmt.Errorf("unknown format %q; use one of native, openai, anthropic, mcp, prompt", s)
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = string(f)
+	}
+	return "", fmt.Errorf("unknown format %q; use one of %s", s, strings.Join(names, ", "))
 }
 
 // ContentType is the media type of a rendering.

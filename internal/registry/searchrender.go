@@ -3,7 +3,6 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 )
 
 // OpenAIResponses is the rendering of a search for OpenAI's Responses API:
@@ -14,15 +13,7 @@ const OpenAIResponses Format = "openai-responses"
 var SearchFormats = []Format{Native, OpenAI, OpenAIResponses, Anthropic, MCP}
 
 // ParseSearchFormat accepts a search rendering's name; "" means native.
-func ParseSearchFormat(s string) (Format, error) {
-	if s == "" {
-		return Native, nil
-	}
-	if f := Format(s); slices.Contains(SearchFormats, f) {
-		return f, nil
-	}
-	return "", fmt.Errorf("unknown format %q; a search renders as native, openai, openai-responses, anthropic or mcp", s)
-}
+func ParseSearchFormat(s string) (Format, error) { return parseFormat(s, SearchFormats) }
 
 // SearchItem is a match as the native rendering shows it.
 type SearchItem struct {

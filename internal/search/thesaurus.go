@@ -89,12 +89,11 @@ func parseThesaurus(stem bool) *thesaurus {
 
 // addExpansion adds "from => to": from is a word or a phrase.
 func (th *thesaurus) addExpansion(a *analyzer, from, to string) {
-	if k := single(a, from); k != "" {
-		th.expand[k] = appendNew(th.expand[k], a.terms(to)...)
-		return
-	}
 	ws := words(from, noCamel)
-	if len(ws) < 2 {
+	if len(ws) == 1 {
+		if k := single(a, from); k != "" {
+			th.expand[k] = appendNew(th.expand[k], a.terms(to)...)
+		}
 		return
 	}
 	for i, w := range ws {

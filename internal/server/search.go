@@ -24,42 +24,51 @@ const maxQueryBytes = 1000
 // ?format= (native, openai, openai-responses, anthropic, mcp). The search
 // tool itself is never a match.
 func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	query, terr := parseQuery(q.Get("q"))
-	var limit int
-	if terr == nil {
-		limit, terr = parseSearchLimit(q.Get("limit"))
-	}
-	var f registry.Format
-	if terr == nil {
-		var err error
-		if f, err = registry.ParseSearchFormat(q.Get("format")); err != nil {
-			terr = badParam("format", "is not a search rendering", "use native, openai, openai-responses, anthropic or mcp")
-		}
-	}
-	var callID string
-	if terr == nil {
-		callID, terr = parseCallID(q.Get("call_id"))
-	}
-	var set *registry.Toolset
-	if terr == nil {
-		set, terr = s.toolset(r)
-	}
+	sr, terr := s.parseSearch(r)
 	if terr != nil {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return
 	}
 	p := principal(r)
-	hits := s.opts.Dispatcher.Registry().Search(query, limit, func(e *registry.Entry) bool {
-		return e.Spec.Name != catalog.Name && p.Allows(e.Spec.Name) && (set == nil || set.Contains(e))
+	hits := s.opts.Dispatcher.Registry().Search(sr.query, sr.limit, func(e *registry.Entry) bool {
+		return e.Spec.Name != catalog.Name && p.Allows(e.Spec.Name) && (sr.set == nil || sr.set.Contains(e))
 	})
-	body, err := registry.RenderSearch(f, query, hits, callID)
+	body, err := registry.RenderSearch(sr.format, sr.query, hits, sr.callID)
 	if err != nil {
 		s.refuse(w, r, "", dispatch.StatusError, tools.Errorf(tools.SystemError, "rendering the search failed").Wrap(err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
+}
+
+// searchRequest is a search as GET /tools/search asks it.
+type searchRequest struct {
+	query, callID string
+	limit         int
+	format        registry.Format
+	set           *registry.Toolset
+}
+
+// parseSearch reads the search's parameters, refusing the first that is
+// wrong.
+func (s *Server) parseSearch(r *http.Request) (sr searchRequest, terr *tools.Error) {
+	q := r.URL.Query()
+	if sr.query, terr = parseQuery(q.Get("q")); terr != nil {
+		return sr, terr
+	}
+	if sr.limit, terr = parseSearchLimit(q.Get("limit")); terr != nil {
+		return sr, terr
+	}
+	var err error
+	if sr.format, err = registry.ParseSearchFormat(q.Get("format")); err != nil {
+		return sr, badParam("format", "is not a search rendering", "use native, openai, openai-responses, anthropic or mcp")
+	}
+	if sr.callID, terr = parseCallID(q.Get("call_id")); terr != nil {
+		return sr, terr
+	}
+	sr.set, terr = s.toolset(r)
+	return sr, terr
 }
 
 // parseQuery reads ?q=: 1 to 1000 bytes of UTF-8.
