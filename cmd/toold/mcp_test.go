@@ -93,20 +93,29 @@ type tsOutcome struct {
 
 func runTypeScriptClient(t *testing.T, dir string, args ...string) (tsSession, string) {
 	t.Helper()
+	var s tsSession
+	stderr := runNodeScript(t, dir, "client.mjs", &s, args...)
+	return s, stderr
+}
+
+// runNodeScript runs one of dir's scripts with args and decodes the JSON
+// object it prints into report; it returns what the script wrote to
+// stderr.
+func runNodeScript(t *testing.T, dir, script string, report any, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(dir, "client.mjs")}, args...)...)
+	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(dir, script)}, args...)...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("the TypeScript client failed: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		t.Fatalf("the TypeScript client %s failed: %v\nstdout: %s\nstderr: %s", script, err, stdout.String(), stderr.String())
 	}
-	var s tsSession
-	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
-		t.Fatalf("the client's report %q: %v", stdout.String(), err)
+	if err := json.Unmarshal(stdout.Bytes(), report); err != nil {
+		t.Fatalf("%s's report %q: %v", script, stdout.String(), err)
 	}
-	return s, stderr.String()
+	return stderr.String()
 }
 
 // checkTSSession holds one TypeScript session to what toold promises.

@@ -2,14 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 )
 
 // toolsetConfig serves the file tools, echo and sleep, with a toolset of
@@ -53,20 +49,8 @@ func TestToolsetWithTheTypeScriptSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := start(t, nil, "-config", cfg, "-workspace", ws)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "toolset.mjs"), in.url+"/mcp/reading",
-		"wait sleep echo message read files list", "list_files", "echo")
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("the TypeScript client failed: %v\n%s\n%s", err, stdout.String(), stderr.String())
-	}
 	var s tsToolset
-	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
-		t.Fatalf("the client's report %q: %v", stdout.String(), err)
-	}
+	runNodeScript(t, dir, "toolset.mjs", &s, in.url+"/mcp/reading", "wait sleep echo message read files list", "list_files", "echo")
 	slices.Sort(s.Tools)
 	if want := []string{"list_files", "read_file", "search_tools"}; !slices.Equal(s.Tools, want) {
 		t.Errorf("tools/list: %v, want %v", s.Tools, want)

@@ -170,3 +170,21 @@ func FuzzSearch(f *testing.F) {
 		}
 	})
 }
+
+// TestPhrasesKeepTheirStopWords: "open a => create new" expands the
+// phrase, never "open" alone, though "a" is a stop word.
+func TestPhrasesKeepTheirStopWords(t *testing.T) {
+	th := thesaurusFor(true)
+	if exp := th.expand["open"]; len(exp) > 0 {
+		t.Errorf("open alone expands to %v", exp)
+	}
+	if exp := th.phrases["open a"]; !slices.Contains(exp, "creat") {
+		t.Errorf(`"open a" expands to %v`, exp)
+	}
+	ix := Build(catalog, DefaultOptions())
+	for _, c := range ix.concepts("show the open PRs") {
+		if c[0].term == "creat" {
+			t.Errorf("a concept %v from a phrase the query does not hold", c)
+		}
+	}
+}
