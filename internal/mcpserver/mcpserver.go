@@ -78,18 +78,24 @@ func New(opts Options) *Server {
 		opts.Logger = zap.NewNop()
 	}
 	s := &Server{opts: opts, log: opts.Logger, calls: newInflight(), served: map[string]*registry.Entry{}}
-	s.sdk = s.newSDK()
+	s.sdk = s.newSDK("")
 	s.sync(opts.Registry.Load())
 	opts.Registry.Subscribe(s.sync)
 	s.startToolsets()
 	return s
 }
 
-// newSDK is an SDK server as toold serves it, with no tools yet.
-func (s *Server) newSDK() *mcp.Server {
+// newSDK is an SDK server as toold serves it, with no tools yet; more is
+// said to the client after toold's own instructions (a toolset's
+// description).
+func (s *Server) newSDK(more string) *mcp.Server {
+	instructions := "toold hosts tools for agents. Every call is validated, sanitized and bounded; a failed call " +
+		"returns isError with a message and a suggestion saying what to change."
+	if more != "" {
+		instructions += "\n\n" + more
+	}
 	sdk := mcp.NewServer(&mcp.Implementation{Name: "toold", Title: "toold", Version: s.opts.Version}, &mcp.ServerOptions{
-		Instructions: "toold hosts tools for agents. Every call is validated, sanitized and bounded; a failed call " +
-			"returns isError with a message and a suggestion saying what to change.",
+		Instructions: instructions,
 		Logger:       sdkLogger(s.opts.Logger),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})

@@ -25,7 +25,11 @@ type toolsetServer struct {
 func (s *Server) startToolsets() {
 	s.toolsets = map[string]*toolsetServer{}
 	for name, set := range s.opts.Toolsets {
-		s.toolsets[name] = &toolsetServer{set: set, sdk: s.newSDK(), served: map[string]*registry.Entry{}}
+		about := "This server offers the toolset " + name + ": " + set.Description
+		if set.Description == "" {
+			about = "This server offers the toolset " + name + "."
+		}
+		s.toolsets[name] = &toolsetServer{set: set, sdk: s.newSDK(about + " search_tools finds its tools by what they do."), served: map[string]*registry.Entry{}}
 	}
 	if len(s.toolsets) == 0 {
 		return

@@ -60,6 +60,9 @@ func listed(t *testing.T, cs *mcp.ClientSession) []string {
 func TestToolsetServesItsMembers(t *testing.T) {
 	h := newHarness(t, harnessOpts{toolsets: testToolsets(t)})
 	cs := h.clientAt("/mcp/ops", "2025-06-18", "", nil)
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "toolset ops") {
+		t.Errorf("instructions: %q", ins)
+	}
 	if got := listed(t, cs); !slices.Equal(got, []string{"echo", catalog.Name}) {
 		t.Errorf("tools/list: %v", got)
 	}

@@ -121,6 +121,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 			l = listing{body: body, etag: etagOf(body)}
 		}
 	} else {
+		// A principal's name stands for its view: keys are unique by name.
 		key := p.Name + "\x00" + string(f) + "\x00" + q.Get("toolset") + "\x00" + strings.ToLower(q.Get("defer_loading"))
 		l, err = s.listings.get(snap, key, render)
 	}
