@@ -34,6 +34,7 @@ import (
 	"github.com/toold/toold/internal/mcpserver"
 	"github.com/toold/toold/internal/metrics"
 	"github.com/toold/toold/internal/netguard"
+	"github.com/toold/toold/internal/oauth"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/sanitize"
@@ -133,6 +134,10 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	if err != nil {
 		return nil, err
 	}
+	verifier, err := oauth.New(oauth.Options{Issuers: cfg.Auth.OAuth, Registerer: a.metrics, Logger: log.Named("oauth")})
+	if err != nil {
+		return nil, config.SectionError("auth.oauth", err)
+	}
 	lim := limits.New(limits.Options{Registerer: a.metrics, GlobalCap: cfg.Server.GlobalCap,
 		ServerCaps: upstream.ServerCaps(cfg.MCP.Servers)})
 	lim.Register(first.Entries()...)
@@ -184,18 +189,21 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()
 	}
-	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, Logger: log, OpenAPI: api.OpenAPI,
+	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, OAuth: verifier, Logger: log, OpenAPI: api.OpenAPI,
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, WriteTimeout: cmp.Or(cfg.Server.WriteTimeout, 30*time.Second), Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
 		StuckCalls: lim.StuckCalls, Measured: toolMetrics.Measured, Executions: a.exec, Store: a.store, Recorder: rec,
 		// Without keys there is one identity, the local user's: the agent
 		// and the person approving are told apart only by keys.
-		SelfApproval: cfg.Approvals.SelfApproval || !keyring.Enabled(), Tracer: a.tracing.Tracer(),
+		SelfApproval: cfg.Approvals.SelfApproval || (!keyring.Enabled() && verifier == nil), Tracer: a.tracing.Tracer(),
 		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), AlwaysLoaded: cfg.Search.AlwaysLoaded})
 	if err != nil {
 		return nil, err
 	}
-	a.insecure = !keyring.Enabled() && !config.Loopback(cfg.Listen)
+	a.insecure = !keyring.Enabled() && verifier == nil && !config.Loopback(cfg.Listen)
+	if verifier != nil && withState {
+		verifier.Warm(context.Background())
+	}
 	a.api, a.admin = a.httpServers()
 	ok = true
 	return a, nil

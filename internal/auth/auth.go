@@ -56,18 +56,22 @@ var Roles = []Role{RoleCall, RoleObserve, RoleAdmin, RoleApprove}
 // defaultRoles are a key's roles when its configuration names none.
 var defaultRoles = []Role{RoleCall}
 
-// Principal is an authenticated caller.
+// Principal is an authenticated caller: who it is (Identity, whose Name
+// every record keeps) and what it may do.
 type Principal struct {
-	Name     string
+	Identity
 	patterns []string
-	roles    []Role
-	within   func(string) bool
+	// narrow, when not nil, are patterns a tool must match as well: a
+	// token's claims narrowing its issuer's tools (see NewTokenPrincipal).
+	narrow []string
+	roles  []Role
+	within func(string) bool
 }
 
 // Anonymous is the caller when no keys are configured: toold then listens
 // on loopback only, and the local caller may use every tool and has every
 // role.
-var Anonymous = &Principal{Name: "anonymous", patterns: []string{"*"}, roles: Roles}
+var Anonymous = &Principal{Identity: Identity{Kind: KindAnonymous, Name: "anonymous"}, patterns: []string{"*"}, roles: Roles}
 
 // Has reports whether the principal holds a role.
 func (p *Principal) Has(r Role) bool { return slices.Contains(p.roles, r) }
@@ -77,7 +81,12 @@ func (p *Principal) Allows(tool string) bool {
 	if p.within != nil && !p.within(tool) {
 		return false
 	}
-	for _, pat := range p.patterns {
+	return Matches(p.patterns, tool) && (p.narrow == nil || Matches(p.narrow, tool))
+}
+
+// Matches reports whether tool matches one of the path.Match patterns.
+func Matches(patterns []string, tool string) bool {
+	for _, pat := range patterns {
 		if ok, _ := path.Match(pat, tool); ok {
 			return true
 		}
@@ -113,6 +122,9 @@ func NewKeyring(keys []Key) (*Keyring, error) {
 		if seen[k.Name] {
 			fail("duplicate key name")
 		}
+		if strings.Contains(k.Name, "://") {
+			fail("a key's name may not contain \"://\": names of that form are a token's subject at its issuer")
+		}
 		seen[k.Name] = true
 		for _, pat := range k.Tools {
 			if _, err := path.Match(pat, ""); err != nil {
@@ -128,7 +140,7 @@ func NewKeyring(keys []Key) (*Keyring, error) {
 				fail("role %q is not one of %v", r, Roles)
 			}
 		}
-		e := keyEntry{p: &Principal{Name: k.Name, patterns: k.Tools, roles: roles, within: k.Within}}
+		e := keyEntry{p: &Principal{Identity: Identity{Kind: KindKey, Name: k.Name}, patterns: k.Tools, roles: roles, within: k.Within}}
 		copy(e.hash[:], raw)
 		kr.keys = append(kr.keys, e)
 	}

@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/toold/toold/internal/oauth"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tools/command"
@@ -272,9 +273,12 @@ type ServerConfig struct {
 	ConfirmSecret string `yaml:"confirm_secret" validate:"omitempty,min=32"`
 }
 
-// AuthConfig lists the API keys.
+// AuthConfig lists the API keys and the trusted token issuers.
 type AuthConfig struct {
 	Keys []Key `yaml:"keys" validate:"dive"`
+	// OAuth are the issuers whose access tokens toold accepts (one, or a
+	// list; see internal/oauth).
+	OAuth oauth.Issuers `yaml:"oauth" validate:"dive"`
 }
 
 // Key is an API key, stored as its SHA-256 (toold -hash-key prints one).

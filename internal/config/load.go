@@ -124,6 +124,9 @@ func walk(n *yaml.Node, t reflect.Type, path string, probs *Error, lines map[int
 			n.Tag = "" // resolve again: ${PORT} may expand to a number
 		}
 	case yaml.MappingNode:
+		if t.Kind() == reflect.Slice && reflect.PointerTo(t).Implements(yamlUnmarshaler) {
+			t = t.Elem() // one item written as a mapping (auth.oauth)
+		}
 		walkMapping(n, t, path, probs, lines, env)
 	case yaml.SequenceNode:
 		if t.Kind() != reflect.Slice {
@@ -228,5 +231,9 @@ func expand(s string, env func(string) (string, bool)) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// yamlUnmarshaler is implemented by list types that also accept one item
+// written as a mapping.
+var yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

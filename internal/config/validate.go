@@ -78,6 +78,7 @@ func (c *Config) Validate() error {
 		c.checkServerLimits(probs, i, srv)
 	}
 	probs.addSection("consult", c.Consult.Check())
+	probs.addSection("auth.oauth", c.Auth.OAuth.Check())
 	c.State.check(probs)
 	c.checkToolsets(probs)
 	if sc := c.Server; sc.BodyBudgetBytes > 0 && sc.BodyBudgetBytes < sc.MaxBodyBytes {
@@ -85,8 +86,8 @@ func (c *Config) Validate() error {
 			sc.BodyBudgetBytes, sc.MaxBodyBytes)
 	}
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {
-		probs.add("listen", "%q is not a loopback address and no auth keys are configured; "+
-			"add auth.keys, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)
+		probs.add("listen", "%q is not a loopback address and no auth keys or token issuers are configured; "+
+			"add auth.keys or auth.oauth, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)
 	}
 	return probs.orNil()
 }
@@ -140,7 +141,7 @@ func (e *Error) addSection(section string, err error) {
 	})
 }
 
-func (a AuthConfig) enabled() bool { return len(a.Keys) > 0 }
+func (a AuthConfig) enabled() bool { return len(a.Keys) > 0 || len(a.OAuth) > 0 }
 
 // Loopback reports whether a listen address binds loopback only. An empty
 // host (":8080") binds every interface, so it is not.

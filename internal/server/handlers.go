@@ -319,10 +319,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, rp *reply) {
 			}
 		}
 	}
-	if rp.status == http.StatusUnauthorized {
+	if c := s.challengeFor(r, rp.status); c != "" {
 		// RFC 9110 §11.6.1, and MCP's authorization rules: a 401 names
-		// the scheme the client must use.
-		h.Set("WWW-Authenticate", wwwAuthenticate)
+		// the scheme the client must use (and, with token issuers, where
+		// to get a token); a token lacking a scope is told which.
+		h.Set("WWW-Authenticate", c)
 	}
 	if rp.status == StatusClientClosed {
 		ri.status = rp.status

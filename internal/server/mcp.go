@@ -30,7 +30,8 @@ func (s *Server) mcp(h http.Handler) http.HandlerFunc {
 		}
 		ri.caller, ri.principal = p.Name, p
 		if !p.Has(auth.RoleCall) {
-			s.refuseMCP(w, r, missingRole(auth.RoleCall))
+			s.insufficientScope(r, p, auth.RoleCall)
+			s.refuseMCP(w, r, missingRole(p, auth.RoleCall))
 			return
 		}
 		s.corsHeaders(w, r)
@@ -52,8 +53,8 @@ func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, te *tools.Err
 	status := httpStatus(env)
 	ri := info(r)
 	ri.outcome, ri.errType = string(env.Status), string(te.Kind)
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+	if c := s.challengeFor(r, status); c != "" {
+		w.Header().Set("WWW-Authenticate", c)
 	}
 	if te.RetryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(te.RetryAfter))

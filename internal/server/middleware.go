@@ -17,6 +17,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/oauth"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
 )
@@ -36,6 +37,9 @@ type reqInfo struct {
 	errType   string
 	caller    string
 	status    int
+	// challenge is the WWW-Authenticate a refusal of the request's
+	// credentials carries (see challengeFor).
+	challenge string
 	// bodyRead: the request's body was read to its end; bodyFailed: it
 	// could not be (see send, which then hangs up).
 	bodyRead, bodyFailed bool
@@ -227,18 +231,23 @@ func (s *Server) guard(h http.HandlerFunc) http.HandlerFunc {
 // role gets 403 naming it.
 func (s *Server) role(need auth.Role, h http.HandlerFunc) http.HandlerFunc {
 	return s.guard(func(w http.ResponseWriter, r *http.Request) {
-		if !principal(r).Has(need) {
+		if p := principal(r); !p.Has(need) {
 			if need != auth.RoleCall { // a key reaching for more than calls is worth an audit record
-				s.auditAction(r, "refused", fmt.Sprintf("%s %s: the key lacks the %s role", r.Method, r.URL.Path, need))
+				s.auditAction(r, "refused", fmt.Sprintf("%s %s: the %s lacks the %s role", r.Method, r.URL.Path, p.Kind, need))
 			}
-			s.refuse(w, r, "", dispatch.StatusRejected, missingRole(need))
+			s.insufficientScope(r, p, need)
+			s.refuse(w, r, "", dispatch.StatusRejected, missingRole(p, need))
 			return
 		}
 		h(w, r)
 	})
 }
 
-func missingRole(need auth.Role) *tools.Error {
+func missingRole(p *auth.Principal, need auth.Role) *tools.Error {
+	if p.Kind == auth.KindToken {
+		return tools.NewPermissionError("this token does not grant the %q role", need).WithCode("missing_role").
+			WithSuggestion("ask the issuer for a token with the scope that grants %q (GET %s lists them)", need, oauth.MetadataPath)
+	}
 	return tools.NewPermissionError("this API key does not have the %q role", need).
 		WithCode("missing_role").WithSuggestion("ask the operator to add %q to the key's roles in auth.keys", need)
 }
@@ -271,7 +280,7 @@ func (s *Server) originRefusal(r *http.Request) *tools.Error {
 	if te := s.foreignOrigin(r); te != nil {
 		return te
 	}
-	if !s.opts.Keyring.Enabled() && !s.hostAllowed(r.Host) {
+	if !s.authEnabled() && !s.hostAllowed(r.Host) {
 		return hostRefusal(r.Host)
 	}
 	return nil
@@ -378,26 +387,6 @@ func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) bool {
 	ri := info(r)
 	ri.caller, ri.principal = p.Name, p
 	return true
-}
-
-// authenticate returns the request's caller, or the refusal.
-func (s *Server) authenticate(r *http.Request) (*auth.Principal, *tools.Error) {
-	if !s.opts.Keyring.Enabled() {
-		return auth.Anonymous, nil
-	}
-	scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !strings.EqualFold(scheme, "Bearer") || key == "" {
-		return nil, unauthenticated("no API key was sent")
-	}
-	if p := s.opts.Keyring.Authenticate(strings.TrimSpace(key)); p != nil {
-		return p, nil
-	}
-	return nil, unauthenticated("the API key is not valid")
-}
-
-func unauthenticated(msg string) *tools.Error {
-	return tools.NewPermissionError("%s", msg).WithCode("unauthenticated").
-		WithSuggestion("send the header \"Authorization: Bearer <key>\" with a key the operator issued")
 }
 
 // refuse answers with a failure envelope built outside the pipeline.

@@ -23,6 +23,7 @@ import (
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/metrics"
+	"github.com/toold/toold/internal/oauth"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/state"
@@ -37,6 +38,9 @@ type Options struct {
 	// Keyring authenticates callers; nil or empty means no authentication
 	// (toold then serves loopback only, see cmd/toold).
 	Keyring *auth.Keyring
+	// OAuth verifies the bearer tokens of trusted issuers; nil accepts
+	// none.
+	OAuth *oauth.Verifier
 	// AllowedOrigins are the browser origins (scheme://host[:port]) that
 	// may call toold; a request carrying any other Origin is refused.
 	AllowedOrigins []string
@@ -213,6 +217,10 @@ func (s *Server) routes() chi.Router {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Get("/openapi.yaml", s.openapi)
+	if s.opts.OAuth != nil {
+		r.Get(oauth.MetadataPath, s.resourceMetadata)
+		r.Get(oauth.MetadataPath+"/*", s.resourceMetadata)
+	}
 	// CORS preflights carry no credentials: answered before auth.
 	r.Options("/tools", s.originOnly(s.preflight))
 	r.Options("/tools/*", s.originOnly(s.preflight))

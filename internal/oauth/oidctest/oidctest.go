@@ -1,0 +1,243 @@
+// Package oidctest starts, for tests, the real OpenID Provider toold's
+// identity tests sign in with: zitadel/oidc's OpenID-certified provider,
+// built from test/oidc (its own module, pinned there) by .ci/run, and found
+// through TOOLD_OIDC (or toold-oidc on PATH). It runs on a loopback port
+// of its own, with the clients and users a test gives it, and is stopped
+// when the test ends. There is no stand-in: without the binary a test
+// skips, saying how to build it, and fails where TOOLD_REQUIRE_OIDC=1 (as
+// .ci/run sets).
+package oidctest
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Client is a client the provider knows.
+type Client struct {
+	ID           string   `json:"id"`
+	Secret       string   `json:"secret,omitempty"`
+	RedirectURIs []string `json:"redirect_uris"`
+	// Audience is what its access tokens are issued for (its id is
+	// added).
+	Audience []string `json:"audience"`
+	// Opaque makes its access tokens opaque (introspected).
+	Opaque bool `json:"opaque,omitempty"`
+}
+
+// User is a person who can sign in.
+type User struct {
+	ID       string   `json:"id"`
+	Username string   `json:"username"`
+	Password string   `json:"password"`
+	Groups   []string `json:"groups,omitempty"`
+}
+
+// Config is what the provider serves.
+type Config struct {
+	Clients []Client `json:"clients"`
+	Users   []User   `json:"users"`
+}
+
+// Provider is a running provider.
+type Provider struct {
+	// Issuer is its issuer URL, "http://127.0.0.1:<port>/".
+	Issuer string
+	t      testing.TB
+	http   *http.Client
+}
+
+// Binary finds the provider's binary; without one the test skips (or
+// fails, with TOOLD_REQUIRE_OIDC=1).
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("TOOLD_OIDC"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("toold-oidc"); err == nil {
+		return p
+	}
+	why := "no OpenID Provider to test against. Build it with " +
+		"`(cd test/oidc && go build -o \"$(go env GOPATH)/bin/toold-oidc\" .)` (as .ci/run does), or set TOOLD_OIDC to its path"
+	if os.Getenv("TOOLD_REQUIRE_OIDC") == "1" {
+		t.Fatal("TOOLD_REQUIRE_OIDC is set, and there is " + why)
+	}
+	t.Skip("SKIPPED: " + why)
+	return ""
+}
+
+// Start runs a provider with cfg until the test ends.
+func Start(t testing.TB, cfg Config) *Provider {
+	t.Helper()
+	bin := Binary(t)
+	file := filepath.Join(t.TempDir(), "oidc.json")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0", "-config", file)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	issuer, ok := strings.CutPrefix(strings.TrimSpace(line), "issuer ")
+	if err != nil || !ok {
+		t.Fatalf("the provider did not say its issuer: %q %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return &Provider{Issuer: issuer, t: t, http: &http.Client{Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// Token is a token endpoint's answer.
+type Token struct {
+	AccessToken string `json:"access_token"`
+	IDToken     string `json:"id_token"`
+	ExpiresIn   int    `json:"expires_in"`
+}
+
+// ClientCredentials gets a token for a confidential client itself.
+func (p *Provider) ClientCredentials(c Client, scopes ...string) Token {
+	p.t.Helper()
+	return p.token(c, url.Values{"grant_type": {"client_credentials"}, "scope": {strings.Join(scopes, " ")}})
+}
+
+// Exchange trades a subject's token for one the client holds on their
+// behalf, naming the actor (RFC 8693 delegation): the new token's act
+// claim names the actor token's subject.
+func (p *Provider) Exchange(c Client, subjectToken, actorToken string, audience string, scopes ...string) Token {
+	p.t.Helper()
+	return p.token(c, url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"},
+		"subject_token": {subjectToken}, "subject_token_type": {"urn:ietf:params:oauth:token-type:access_token"},
+		"actor_token": {actorToken}, "actor_token_type": {"urn:ietf:params:oauth:token-type:access_token"},
+		"requested_token_type": {"urn:ietf:params:oauth:token-type:access_token"},
+		"audience":             {audience}, "scope": {strings.Join(scopes, " ")}})
+}
+
+// SignIn signs a user in with the authorization code flow and PKCE, as a
+// browser would (the provider's login form, posted), and exchanges the
+// code for the client's tokens.
+func (p *Provider) SignIn(c Client, u User, scopes ...string) Token {
+	p.t.Helper()
+	verifier := random()
+	sum := sha256.Sum256([]byte(verifier))
+	redirect := strings.Replace(c.RedirectURIs[0], "*", "1", 1)
+	q := url.Values{"client_id": {c.ID}, "redirect_uri": {redirect}, "response_type": {"code"},
+		"scope": {strings.Join(scopes, " ")}, "state": {random()},
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
+	login := p.redirect(http.NewRequest(http.MethodGet, p.Issuer+"auth?"+q.Encode(), nil))
+	id := login.Query().Get("authRequestID")
+	form := url.Values{"id": {id}, "username": {u.Username}, "password": {u.Password}}
+	req, err := http.NewRequest(http.MethodPost, p.Issuer+"login/username", strings.NewReader(form.Encode()))
+	if err == nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	back := p.redirect(req, err)
+	code := p.redirect(http.NewRequest(http.MethodGet, back.String(), nil)).Query().Get("code")
+	if code == "" {
+		p.t.Fatalf("signing %s in gave no code", u.Username)
+	}
+	return p.token(c, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect},
+		"code_verifier": {verifier}})
+}
+
+// Rotate makes the provider sign with a new key; drop stops it publishing
+// the old one.
+func (p *Provider) Rotate(drop bool) {
+	p.t.Helper()
+	u := p.Issuer + "rotate"
+	if drop {
+		u += "?drop=1"
+	}
+	resp, err := p.http.Post(u, "", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		p.t.Fatalf("rotating the provider's key: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// JWKS is the provider's published key set, as served.
+func (p *Provider) JWKS() []byte {
+	p.t.Helper()
+	resp, err := p.http.Get(p.Issuer + "keys")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}
+
+func (p *Provider) redirect(req *http.Request, err error) *url.URL {
+	p.t.Helper()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	loc, err := resp.Location()
+	if err != nil {
+		b, _ := io.ReadAll(resp.Body)
+		p.t.Fatalf("%s %s: %s, no redirect: %s", req.Method, req.URL.Path, resp.Status, b)
+	}
+	return loc
+}
+
+func (p *Provider) token(c Client, form url.Values) Token {
+	p.t.Helper()
+	if c.Secret == "" {
+		form.Set("client_id", c.ID)
+	}
+	req, err := http.NewRequest(http.MethodPost, p.Issuer+"oauth/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if c.Secret != "" {
+		req.SetBasicAuth(c.ID, c.Secret)
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var tok Token
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &tok) != nil || tok.AccessToken == "" {
+		p.t.Fatalf("the token endpoint answered %s: %s", resp.Status, b)
+	}
+	return tok
+}
+
+func random() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// String names the provider in test logs.
+func (p *Provider) String() string { return fmt.Sprintf("OpenID Provider %s", p.Issuer) }
