@@ -173,7 +173,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	ec := cfg.Executions
 	a.exec, err = executions.New(executions.Options{Store: a.store, Dispatcher: disp, Recorder: rec, Workers: ec.Workers,
 		Heartbeat: ec.Heartbeat, MaxAttempts: ec.MaxAttempts, BatchMax: ec.BatchMax, MaxWait: ec.MaxWait,
-		IdempotencyWait: ec.IdempotencyWait, Allows: keyring.Allows, Logger: log.Named("executions"), Registerer: a.metrics,
+		IdempotencyWait: ec.IdempotencyWait, Allows: keyring.Allows, AllowsToken: verifier.AllowsToken, Logger: log.Named("executions"), Registerer: a.metrics,
 		Tracer: a.tracing.Tracer(), OnApproval: onApproval})
 	if err != nil {
 		return nil, err

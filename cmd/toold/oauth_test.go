@@ -11,9 +11,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -32,7 +34,10 @@ var (
 	idBob   = oidctest.User{ID: "u-bob", Username: "bob", Password: "bob-pw", Groups: []string{"approvers"}}
 )
 
-const oauthAgentKey = "toold_oauth_agent_key_for_the_tests"
+const (
+	oauthAgentKey = "toold_oauth_agent_key_for_the_tests"
+	oauthOpsKey   = "toold_oauth_ops_key_for_the_tests_0"
+)
 
 // oauthWorld is a provider and a toold trusting it, on a port chosen first
 // so that toold's resource URL (the tokens' audience) is its real one.
@@ -62,6 +67,7 @@ func newOAuthWorld(t *testing.T, extra string) *oauthWorld {
 auth:
   keys:
     - {name: agent-key, sha256: %s, tools: ["*"]}
+    - {name: ops, sha256: %s, tools: ["*"], roles: [admin, observe]}
   oauth:
     issuer: %s
     audience: %s
@@ -71,7 +77,7 @@ auth:
     console: {client_id: toold-console, client_secret: console-secret}
 tools:
   echo: {enabled: true}
-%s`, auth.Hash(oauthAgentKey), w.idp.Issuer, w.resource, extra)
+%s`, auth.Hash(oauthAgentKey), auth.Hash(oauthOpsKey), w.idp.Issuer, w.resource, extra)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -304,5 +310,106 @@ consult:
 		if !strings.Contains(got, want) {
 			t.Errorf("the upstream saw no request to %s:\n%s", want, got)
 		}
+	}
+}
+
+// TestPrincipalOnEveryRecord: a token's subject, issuer and acting client
+// are on every trace of its calls: the envelope the caller gets (sync and
+// async), the activity stream, the approval an approver lists, the
+// approval's decision, and the audit log; an agent backend acting for a
+// user by token exchange is named as the actor. Self-approval is judged
+// by subject: the caller's own token (any client) cannot approve its call,
+// another subject's can.
+func TestPrincipalOnEveryRecord(t *testing.T) {
+	w := newOAuthWorld(t, "  request_user_input: {enabled: true}\n  sleep: {enabled: true, confirmation: human}\n")
+	if resp, _ := w.do(t, "POST", "/tools/echo/execute", oauthAgentKey, `{"message":"first"}`); resp.StatusCode != 200 {
+		t.Fatal("a warm-up call failed")
+	}
+	alice := w.token(idAlice, "toold:call", "toold:approve")
+	bob := w.token(idBob, "toold:approve")
+	resp, body := w.do(t, "POST", "/tools/echo/execute", alice, `{"message":"hi"}`)
+	var env struct {
+		Status      string
+		ExecutionID string `json:"execution_id"`
+		Principal   auth.Identity
+	}
+	json.Unmarshal(body, &env)
+	wantAlice := auth.Identity{Kind: auth.KindToken, Name: "u-alice@" + w.idp.Issuer, Issuer: w.idp.Issuer, Subject: "u-alice", Client: "agent"}
+	if resp.StatusCode != 200 || !reflect.DeepEqual(env.Principal, wantAlice) {
+		t.Fatalf("the envelope's principal: %d %s", resp.StatusCode, body)
+	}
+
+	// Async: the record keeps the principal; the worker holds the call
+	// to the token's tools.
+	req, _ := http.NewRequest("POST", w.in.url+"/tools/echo/execute", strings.NewReader(`{"message":"later"}`))
+	req.Header.Set("Authorization", "Bearer "+alice)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Prefer", "respond-async, wait=5")
+	r2, err := w.in.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := io.ReadAll(r2.Body)
+	r2.Body.Close()
+	env.Principal = auth.Identity{}
+	json.Unmarshal(b2, &env)
+	if env.Status != "success" || !reflect.DeepEqual(env.Principal, wantAlice) {
+		t.Errorf("an async call of a token: %d %s", r2.StatusCode, b2)
+	}
+
+	// Delegation: the backend's exchange names it as actor.
+	backend := w.idp.ClientCredentials(w.agent, "toold:call").AccessToken
+	delegated := w.idp.Exchange(w.agent, w.token(idAlice, "toold:call"), backend, w.resource, "toold:call").AccessToken
+	_, body = w.do(t, "POST", "/tools/echo/execute", delegated, `{"message":"for alice"}`)
+	env.Principal = auth.Identity{}
+	json.Unmarshal(body, &env)
+	if env.Principal.Subject != "u-alice" || env.Principal.Actor != "agent" {
+		t.Errorf("a delegated call's principal: %s", body)
+	}
+
+	// An approval: listed with the caller's principal; refused to the
+	// caller's own sign-in, decided by another subject.
+	resp, body = w.do(t, "POST", "/tools/sleep/execute", alice, `{"ms":1}`)
+	json.Unmarshal(body, &env)
+	if resp.StatusCode != 202 || env.ExecutionID == "" {
+		t.Fatalf("a call waiting for approval: %d %s", resp.StatusCode, body)
+	}
+	_, body = w.do(t, "GET", "/approvals", bob, "")
+	if !strings.Contains(string(body), `"principal":{"kind":"token","name":"u-alice@`+w.idp.Issuer+`","issuer":"`+w.idp.Issuer+`","subject":"u-alice","client":"agent"}`) {
+		t.Errorf("GET /approvals does not name the caller's principal: %s", body)
+	}
+	aliceElsewhere := w.idp.SignIn(w.console, idAlice, "openid", "toold:approve").AccessToken // another client, same subject
+	for _, tok := range []string{alice, aliceElsewhere} {
+		resp, body = w.do(t, "POST", "/approvals/"+env.ExecutionID, tok, `{"approve":true}`)
+		if resp.StatusCode != 403 || !strings.Contains(string(body), `"code":"self_approval"`) || !strings.Contains(string(body), `the subject \"u-alice\"`) {
+			t.Errorf("the caller approving its own call: %d %s", resp.StatusCode, body)
+		}
+	}
+	if resp, body = w.do(t, "POST", "/approvals/"+env.ExecutionID, bob, `{"approve":true,"reason":"fine"}`); resp.StatusCode != 200 {
+		t.Fatalf("another subject approving: %d %s", resp.StatusCode, body)
+	}
+
+	// The activity stream and the audit log name the subjects.
+	found := false
+	sseEvents(t, w.in.url+"/events?tool=echo&last_event_id=1", func(_, data string) bool {
+		found = strings.Contains(data, `"type":"end"`) && strings.Contains(data, `"subject":"u-alice"`) && strings.Contains(data, `"client":"agent"`)
+		return found
+	}, oauthOpsKey)
+	if !found {
+		t.Error("the activity stream does not name the token's subject")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, audit := w.do(t, "GET", "/audit", oauthOpsKey, "")
+		a := string(audit)
+		if strings.Contains(a, `"caller":"u-alice@`+w.idp.Issuer+`","principal":{"kind":"token","name":"u-alice@`+w.idp.Issuer+`","issuer":"`+w.idp.Issuer+`","subject":"u-alice","client":"agent"},"action":"execute"`) &&
+			strings.Contains(a, `"subject":"u-bob","client":"agent"},"action":"approve"`) &&
+			strings.Contains(a, `"actor":"agent"},"action":"execute"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the audit log does not name the subjects:\n%s", a)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

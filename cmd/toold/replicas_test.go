@@ -85,11 +85,14 @@ func send(t *testing.T, method, url, body string, header ...string) *httpAnswer 
 }
 
 // sseEvents reads events of a stream until stop says so (or 10s pass).
-func sseEvents(t *testing.T, url string, stop func(name, data string) bool) []string {
+func sseEvents(t *testing.T, url string, stop func(name, data string) bool, bearer ...string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	for _, b := range bearer {
+		req.Header.Set("Authorization", "Bearer "+b)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

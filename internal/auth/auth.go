@@ -61,11 +61,8 @@ var defaultRoles = []Role{RoleCall}
 type Principal struct {
 	Identity
 	patterns []string
-	// narrow, when not nil, are patterns a tool must match as well: a
-	// token's claims narrowing its issuer's tools (see NewTokenPrincipal).
-	narrow []string
-	roles  []Role
-	within func(string) bool
+	roles    []Role
+	within   func(string) bool
 }
 
 // Anonymous is the caller when no keys are configured: toold then listens
@@ -81,7 +78,7 @@ func (p *Principal) Allows(tool string) bool {
 	if p.within != nil && !p.within(tool) {
 		return false
 	}
-	return Matches(p.patterns, tool) && (p.narrow == nil || Matches(p.narrow, tool))
+	return p.AllowsWithin(p.patterns, tool)
 }
 
 // Matches reports whether tool matches one of the path.Match patterns.

@@ -1,9 +1,13 @@
 package auth
 
 import (
+	"context"
+	"encoding/json"
 	"slices"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/toold/toold/internal/strictjson"
 )
 
 // The kinds of principal.
@@ -34,6 +38,11 @@ type Identity struct {
 	// Actor is the subject of the token's act claim (RFC 8693): who
 	// called on the subject's behalf, by delegation.
 	Actor string `json:"actor,omitempty"`
+	// Narrowed says a token's claims narrowed its issuer's tools
+	// (auth.oauth.tool_claims) to Narrow, possibly to none. An execution
+	// keeps both, so a step run later is held to them (AllowsWithin).
+	Narrowed bool     `json:"narrowed,omitempty"`
+	Narrow   []string `json:"narrow,omitempty"`
 }
 
 // TokenName is the caller name of a token's subject at its issuer. An
@@ -60,22 +69,75 @@ func ValidSubject(s string) bool {
 // the tool patterns of its issuer, the patterns its claims narrow them to
 // (nil: not narrowed), and the roles its scopes and claims grant.
 func NewTokenPrincipal(id Identity, tools, narrow []string, roles []Role) *Principal {
-	id.Kind = KindToken
-	id.Name = TokenName(id.Issuer, id.Subject)
-	return &Principal{Identity: id, patterns: tools, narrow: narrow, roles: slices.Clip(roles)}
+	id.Kind, id.Name, id.Narrowed, id.Narrow = KindToken, TokenName(id.Issuer, id.Subject), narrow != nil, narrow
+	return &Principal{Identity: id, patterns: tools, roles: slices.Clip(roles)}
 }
 
-// Narrow is what the principal's claims narrowed its tools to (nil when
-// they did not): an execution run later is held to it (see AllowsNarrowed).
-func (p *Principal) Narrow() []string { return p.narrow }
+// Who is the identity a call's records show, or nil for the anonymous
+// caller (a toold without credentials has one caller, and says nothing
+// of it).
+func (p *Principal) Who() *Identity {
+	if p == nil || p.Kind == KindAnonymous {
+		return nil
+	}
+	return &p.Identity
+}
 
-// AllowsNarrowed reports whether a tool passes both pattern lists, the
-// second only when it is not nil: the check of a token's call run after
-// its request, against its issuer's tools as configured then and the
-// narrowing its claims had.
-func AllowsNarrowed(tools, narrow []string, tool string) bool {
-	return Matches(tools, tool) && (narrow == nil || Matches(narrow, tool))
+// AllowsWithin reports whether a tool passes tools and the identity's
+// narrowing, if it has one: the check of a token's call run after its
+// request, against its issuer's tools as configured then.
+func (id *Identity) AllowsWithin(tools []string, tool string) bool {
+	return Matches(tools, tool) && (!id.Narrowed || Matches(id.Narrow, tool))
 }
 
 // Roles lists the roles the principal holds.
 func (p *Principal) Roles() []Role { return slices.Clone(p.roles) }
+
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying who calls are for, for work done
+// after the request (an async batch's calls); nil leaves ctx as it is.
+func WithIdentity(ctx context.Context, id *Identity) context.Context {
+	if id == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom is who ctx's calls are for: the identity WithIdentity
+// stored, or that of the principal NewContext stored; nil for none (or
+// the anonymous caller).
+func IdentityFrom(ctx context.Context) *Identity {
+	if id, ok := ctx.Value(identityKey{}).(*Identity); ok {
+		return id
+	}
+	return FromContext(ctx).Who()
+}
+
+// AppendJSON appends the identity as encoding/json writes it, without
+// reflection (envelopes, events and audit records carry it on every call
+// of a principal); withNarrow false leaves out the tool narrowing, which
+// only the caller and its executions need.
+func (id *Identity) AppendJSON(dst []byte, withNarrow bool) []byte {
+	dst = append(dst, `{"kind":`...)
+	dst = strictjson.AppendString(dst, id.Kind)
+	dst = append(dst, `,"name":`...)
+	dst = strictjson.AppendString(dst, id.Name)
+	for _, f := range [...]struct{ name, v string }{{"issuer", id.Issuer}, {"subject", id.Subject}, {"client", id.Client}, {"actor", id.Actor}} {
+		if f.v != "" {
+			dst = append(dst, ',', '"')
+			dst = append(dst, f.name...)
+			dst = append(dst, '"', ':')
+			dst = strictjson.AppendString(dst, f.v)
+		}
+	}
+	if withNarrow && id.Narrowed {
+		dst = append(dst, `,"narrowed":true`...)
+	}
+	if withNarrow && len(id.Narrow) > 0 {
+		b, _ := json.Marshal(id.Narrow) // tool patterns: rare, short
+		dst = append(dst, `,"narrow":`...)
+		dst = append(dst, b...)
+	}
+	return append(dst, '}')
+}

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/confirm"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/sanitize"
@@ -37,8 +38,14 @@ type Request struct {
 	// Unwrap accepts a body of the form {"arguments": {...}}.
 	Unwrap    bool
 	RequestID string
-	// Caller names the caller for the tool and the logs.
+	// Caller names the caller for the tool and the logs: the principal's
+	// name (auth.Identity.Name).
 	Caller string
+	// Principal is who the call is for, when it is more than a name (a
+	// key's holder, a token's subject, issuer and acting client): the
+	// envelope, the call observers (events, audit) and the span show it.
+	// Nil for the anonymous caller.
+	Principal *auth.Identity
 	// Allowed reports whether the caller may use a tool; nil allows all.
 	Allowed func(tool string) bool
 	// Timeout, when positive, shortens (never lengthens) the tool's timeout.
@@ -128,7 +135,9 @@ type CallInfo struct {
 	// Entry is the tool; nil when no tool has the requested name.
 	Entry                   *registry.Entry
 	Tool, RequestID, Caller string
-	ExecutionID             string
+	// Principal is Request.Principal.
+	Principal   *auth.Identity
+	ExecutionID string
 	// Args are the arguments as the tool received them (after input
 	// sanitization), or the body as sent when the call was refused before
 	// that.
@@ -227,7 +236,8 @@ func newCall(req *Request, start time.Time) *call {
 	ce := &struct {
 		c   call
 		env Envelope
-	}{call{req: req}, Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID}}
+	}{call{req: req}, Envelope{RequestID: req.RequestID, Tool: req.Tool, StartedAt: start.UTC(), ExecutionID: req.ExecutionID,
+		Principal: req.Principal}}
 	ce.c.env = &ce.env
 	return &ce.c
 }
@@ -250,7 +260,7 @@ func (c *call) callInfo() *CallInfo {
 			args = c.req.Body
 		}
 		c.info = &CallInfo{Entry: c.entry, Tool: c.req.Tool, RequestID: c.req.RequestID, Caller: c.req.Caller,
-			ExecutionID: c.req.ExecutionID, Args: args}
+			Principal: c.req.Principal, ExecutionID: c.req.ExecutionID, Args: args}
 	}
 	return c.info
 }

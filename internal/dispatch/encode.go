@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/strictjson"
 )
 
@@ -50,7 +51,16 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"trace_id":`...)
 		dst = strictjson.AppendString(dst, env.TraceID)
 	}
+	dst = appendPrincipal(dst, env.Principal)
 	return append(dst, '}')
+}
+
+// appendPrincipal appends `,"principal":{...}` when there is one.
+func appendPrincipal(dst []byte, id *auth.Identity) []byte {
+	if id == nil {
+		return dst
+	}
+	return id.AppendJSON(append(dst, `,"principal":`...), true)
 }
 
 // appendTimes appends the members duration_ms, timing, started_at and
@@ -83,8 +93,8 @@ func (env *Envelope) appendTimes(dst []byte) []byte {
 }
 
 // AppendBookkeeping appends the envelope's bookkeeping as a JSON object:
-// request_id, status, duration_ms, timing, started_at, sanitized and
-// trace_id — the envelope less what a transport carries in fields of its
+// request_id, status, duration_ms, timing, started_at, sanitized,
+// trace_id and principal — the envelope less what a transport carries in fields of its
 // own (MCP: the tool, the data, the error).
 func (env *Envelope) AppendBookkeeping(dst []byte) []byte {
 	dst = append(dst, `{"request_id":`...)
@@ -96,6 +106,7 @@ func (env *Envelope) AppendBookkeeping(dst []byte) []byte {
 		dst = append(dst, `,"trace_id":`...)
 		dst = strictjson.AppendString(dst, env.TraceID)
 	}
+	dst = appendPrincipal(dst, env.Principal)
 	return append(dst, '}')
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
 )
@@ -34,6 +35,10 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{RequestID: "r", Tool: "echo", Status: StatusPending, StartedAt: started, ExecutionID: "0195e\"x", Redundant: true},
 		{RequestID: "t", Tool: "echo", Status: StatusSuccess, Success: true, StartedAt: started,
 			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", TraceSampled: true},
+		{RequestID: "p", Tool: "echo", Status: StatusSuccess, Success: true, StartedAt: started,
+			Principal: &auth.Identity{Kind: auth.KindToken, Name: "u-1@https://idp.test/", Issuer: "https://idp.test/", Subject: "u-1",
+				Client: "agent \"<x>\"", Actor: "backend", Narrowed: true, Narrow: []string{"read_*"}}},
+		{RequestID: "k", Principal: &auth.Identity{Kind: auth.KindKey, Name: "ops"}},
 		{},
 	}
 	for i, env := range tests {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
 )
@@ -89,6 +90,11 @@ type Envelope struct {
 	// user pastes it into their tracing UI. The caller's own trace when it
 	// sent a traceparent.
 	TraceID string `json:"trace_id,omitempty"`
+	// Principal is who the call was for, as toold authenticated the
+	// caller (Request.Principal): a key's holder, or a token's subject at
+	// its issuer with the client acting for them. Absent for the
+	// anonymous caller.
+	Principal *auth.Identity `json:"principal,omitempty"`
 	// TraceSampled says the call's spans are recorded, so a metric's
 	// exemplar may point at the trace; never encoded.
 	TraceSampled bool `json:"-"`

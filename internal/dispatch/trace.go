@@ -37,6 +37,9 @@ func (d *Dispatcher) startCall(ctx context.Context, c *call) context.Context {
 	if c.req.Caller != "" {
 		c.span.SetAttributes(tracing.Caller.String(c.req.Caller))
 	}
+	if id := c.req.Principal; id != nil {
+		c.span.SetAttributes(tracing.PrincipalAttributes(id.Kind, id.Subject, id.Issuer, id.Client, id.Actor)...)
+	}
 	return ctx
 }
 

@@ -5,8 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/limits"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/sanitize"
@@ -106,5 +108,26 @@ func BenchmarkDispatchTracing(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestTracePrincipal: a call's span names who it was for: the caller, and
+// for a token its kind, subject (user.id), issuer, client and actor.
+func TestTracePrincipal(t *testing.T) {
+	rec := tracingtest.New(t, nil)
+	d := tracedDispatcher(t, Options{Tracer: rec.Tracer()}, diag.Echo())
+	who := &auth.Identity{Kind: auth.KindToken, Name: "u-1@https://idp.test/", Issuer: "https://idp.test/", Subject: "u-1",
+		Client: "agent", Actor: "backend"}
+	env := d.Execute(context.Background(), &Request{Tool: "echo", Body: []byte(`{"message":"hi"}`), RequestID: "r",
+		Caller: who.Name, Principal: who})
+	if !env.Success || env.Principal != who {
+		t.Fatalf("%+v", env)
+	}
+	s := rec.Await(t, "execute_tool echo")
+	for key, want := range map[attribute.Key]string{tracing.Caller: who.Name, tracing.PrincipalKind: "token", tracing.UserID: "u-1",
+		tracing.PrincipalIssuer: "https://idp.test/", tracing.PrincipalClient: "agent", tracing.PrincipalActor: "backend"} {
+		if got := tracingtest.Attr(s, key); got != want {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/state"
 )
 
@@ -35,25 +36,28 @@ import (
 // SignedFrom to Seq were written by a holder of the key. A record no
 // signature vouches for was inserted by something else.
 type Record struct {
-	Seq         uint64    `json:"seq"`
-	Time        time.Time `json:"time"`
-	Replica     string    `json:"replica"`
-	Kind        string    `json:"kind"` // call | admin
-	Caller      string    `json:"caller"`
-	Action      string    `json:"action"` // execute, or the administrative action
-	Tool        string    `json:"tool,omitempty"`
-	ArgsSHA256  string    `json:"args_sha256,omitempty"`
-	Status      string    `json:"status,omitempty"`
-	ErrorType   string    `json:"error_type,omitempty"`
-	DurationMS  float64   `json:"duration_ms"`
-	RequestID   string    `json:"request_id,omitempty"`
-	ExecutionID string    `json:"execution_id,omitempty"`
-	Target      string    `json:"target,omitempty"`
-	Prev        string    `json:"prev"`
-	Hash        string    `json:"hash,omitempty"`
-	SignedFrom  uint64    `json:"signed_from,omitempty"`
-	KeyID       string    `json:"kid,omitempty"`
-	Sig         string    `json:"sig,omitempty"`
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Replica string    `json:"replica"`
+	Kind    string    `json:"kind"` // call | admin
+	Caller  string    `json:"caller"`
+	// Principal is a token's subject, issuer and acting client (and the
+	// actor of a delegation), beside Caller's name.
+	Principal   *auth.Identity `json:"principal,omitempty"`
+	Action      string         `json:"action"` // execute, or the administrative action
+	Tool        string         `json:"tool,omitempty"`
+	ArgsSHA256  string         `json:"args_sha256,omitempty"`
+	Status      string         `json:"status,omitempty"`
+	ErrorType   string         `json:"error_type,omitempty"`
+	DurationMS  float64        `json:"duration_ms"`
+	RequestID   string         `json:"request_id,omitempty"`
+	ExecutionID string         `json:"execution_id,omitempty"`
+	Target      string         `json:"target,omitempty"`
+	Prev        string         `json:"prev"`
+	Hash        string         `json:"hash,omitempty"`
+	SignedFrom  uint64         `json:"signed_from,omitempty"`
+	KeyID       string         `json:"kid,omitempty"`
+	Sig         string         `json:"sig,omitempty"`
 }
 
 // signed reports whether the record carries a signature (or part of one).

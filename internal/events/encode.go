@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/strictjson"
 )
 
@@ -42,6 +43,7 @@ func (r *Recorder) appendEvent(dst []byte, it *item, full bool) []byte {
 	dst = appendField(dst, "request_id", it.requestID)
 	dst = appendField(dst, "tool", it.tool)
 	dst = appendField(dst, "caller", it.caller)
+	dst = appendIdentity(dst, it.who)
 	dst = appendField(dst, "execution_id", it.execution)
 	dst = appendField(dst, "status", it.status)
 	dst = appendField(dst, "error_type", it.errType)
@@ -61,6 +63,14 @@ func (r *Recorder) appendEvent(dst []byte, it *item, full bool) []byte {
 	return append(dst, '}')
 }
 
+// appendIdentity appends `,"principal":{...}` for a principal.
+func appendIdentity(dst []byte, id *auth.Identity) []byte {
+	if id == nil {
+		return dst
+	}
+	return id.AppendJSON(append(dst, `,"principal":`...), false)
+}
+
 // appendRecord writes rec as a Record, without its hash: the bytes that
 // are hashed.
 func appendRecord(dst []byte, rec *Record) []byte {
@@ -74,6 +84,7 @@ func appendRecord(dst []byte, rec *Record) []byte {
 	dst = strictjson.AppendString(dst, rec.Kind)
 	dst = append(dst, `,"caller":`...)
 	dst = strictjson.AppendString(dst, rec.Caller)
+	dst = appendIdentity(dst, rec.Principal)
 	dst = append(dst, `,"action":`...)
 	dst = strictjson.AppendString(dst, rec.Action)
 	dst = appendField(dst, "tool", rec.Tool)

@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toold/toold/internal/auth"
 )
 
 // Types of events.
@@ -47,20 +49,23 @@ func ExecutionSubject(id string) string { return executionsPrefix + id }
 // It never carries arguments or results: outcomes, names and timings, and
 // for output the chunk the streaming redactor already passed.
 type Event struct {
-	ID          string    `json:"id,omitempty"`
-	Type        string    `json:"type"`
-	Time        time.Time `json:"time"`
-	Replica     string    `json:"replica,omitempty"`
-	RequestID   string    `json:"request_id,omitempty"`
-	Tool        string    `json:"tool,omitempty"`
-	Caller      string    `json:"caller,omitempty"`
-	ExecutionID string    `json:"execution_id,omitempty"`
-	Status      string    `json:"status,omitempty"`
-	ErrorType   string    `json:"error_type,omitempty"`
-	ErrorCode   string    `json:"error_code,omitempty"`
-	DurationMS  float64   `json:"duration_ms,omitempty"`
-	Stream      string    `json:"stream,omitempty"`
-	Chunk       string    `json:"chunk,omitempty"`
+	ID        string    `json:"id,omitempty"`
+	Type      string    `json:"type"`
+	Time      time.Time `json:"time"`
+	Replica   string    `json:"replica,omitempty"`
+	RequestID string    `json:"request_id,omitempty"`
+	Tool      string    `json:"tool,omitempty"`
+	Caller    string    `json:"caller,omitempty"`
+	// Principal is a token's subject, issuer and acting client, beside
+	// Caller's name (without the token's tool narrowing).
+	Principal   *auth.Identity `json:"principal,omitempty"`
+	ExecutionID string         `json:"execution_id,omitempty"`
+	Status      string         `json:"status,omitempty"`
+	ErrorType   string         `json:"error_type,omitempty"`
+	ErrorCode   string         `json:"error_code,omitempty"`
+	DurationMS  float64        `json:"duration_ms,omitempty"`
+	Stream      string         `json:"stream,omitempty"`
+	Chunk       string         `json:"chunk,omitempty"`
 	// Envelope is the final envelope, on an execution's end or error
 	// event (not in the activity stream).
 	Envelope json.RawMessage `json:"envelope,omitempty"`

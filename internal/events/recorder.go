@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/state"
@@ -83,6 +84,7 @@ type item struct {
 	requestID  string
 	tool       string
 	caller     string
+	who        *auth.Identity // a token's principal, beyond caller
 	execution  string
 	status     string
 	errType    string
@@ -125,7 +127,8 @@ func (r *Recorder) Stuck(*registry.Entry, int) {}
 // CallStarted records a start event (on the execution's subject too, for
 // an async one).
 func (r *Recorder) CallStarted(c *dispatch.CallInfo) {
-	it := item{typ: TypeStart, at: time.Now(), activity: true, requestID: c.RequestID, tool: c.Tool, caller: c.Caller, execution: c.ExecutionID}
+	it := item{typ: TypeStart, at: time.Now(), activity: true, requestID: c.RequestID, tool: c.Tool, caller: c.Caller,
+		who: tokenOnly(c.Principal), execution: c.ExecutionID}
 	if c.ExecutionID != "" {
 		it.subject = ExecutionSubject(c.ExecutionID)
 	}
@@ -136,7 +139,8 @@ func (r *Recorder) CallStarted(c *dispatch.CallInfo) {
 // call's audit record.
 func (r *Recorder) CallEnded(c *dispatch.CallInfo, env *dispatch.Envelope) {
 	it := item{typ: TypeEnd, at: time.Now(), activity: true, audit: r.opts.Audit, requestID: c.RequestID, tool: c.Tool,
-		caller: c.Caller, execution: c.ExecutionID, status: string(env.Status), durationMS: env.DurationMS, args: c.Args}
+		caller: c.Caller, who: tokenOnly(c.Principal), execution: c.ExecutionID, status: string(env.Status), durationMS: env.DurationMS,
+		args: c.Args}
 	if env.Error != nil {
 		it.typ, it.errType, it.errCode = TypeError, string(env.Error.Type), env.Error.Code
 	}
@@ -149,7 +153,7 @@ func (r *Recorder) CallEnded(c *dispatch.CallInfo, env *dispatch.Envelope) {
 func (r *Recorder) Execution(ev Event) {
 	it := item{typ: ev.Type, at: time.Now(), subject: ExecutionSubject(ev.ExecutionID),
 		activity:  ev.Type == TypeOutput || ev.Type == TypeWaiting || ev.Type == TypeResumed,
-		requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, execution: ev.ExecutionID, status: ev.Status}
+		requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, who: tokenOnly(ev.Principal), execution: ev.ExecutionID, status: ev.Status}
 	if ev.Stream != "" || ev.Chunk != "" || len(ev.Envelope) > 0 {
 		it.extra = &itemExtra{stream: ev.Stream, chunk: ev.Chunk, envelope: ev.Envelope}
 	}
@@ -161,16 +165,31 @@ func (r *Recorder) Execution(ev Event) {
 // runs it cannot overtake an acceptance that is not an event there.)
 func (r *Recorder) Accepted(ev Event) {
 	r.add(item{typ: TypePending, at: time.Now(), activity: true, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller,
-		execution: ev.ExecutionID, status: ev.Status})
+		who: tokenOnly(ev.Principal), execution: ev.ExecutionID, status: ev.Status})
 }
 
 // Admin records an administrative action in the audit log: who did what
 // to which target.
 func (r *Recorder) Admin(caller, action, target, requestID string) {
+	r.AdminBy(nil, caller, action, target, requestID)
+}
+
+// AdminBy is Admin naming the principal who acted, beyond caller's name
+// (a token's subject, issuer and client).
+func (r *Recorder) AdminBy(who *auth.Identity, caller, action, target, requestID string) {
 	if r.opts.Audit {
-		r.add(item{typ: "admin", at: time.Now(), audit: true, caller: caller, requestID: requestID,
+		r.add(item{typ: "admin", at: time.Now(), audit: true, caller: caller, who: tokenOnly(who), requestID: requestID,
 			extra: &itemExtra{action: action, target: target}})
 	}
+}
+
+// tokenOnly is the identity records carry beside the caller's name: a
+// token's (a key's holder is named by the caller field already).
+func tokenOnly(id *auth.Identity) *auth.Identity {
+	if id == nil || id.Kind != auth.KindToken {
+		return nil
+	}
+	return id
 }
 
 func (r *Recorder) add(it item) {
@@ -406,7 +425,7 @@ func retries(batch []item, failedSubjects map[string]bool, activityOK, auditOK b
 
 // record is an item's audit record, not yet chained.
 func (r *Recorder) record(it *item) Record {
-	rec := Record{Time: it.at.UTC(), Replica: r.replica, Kind: "call", Caller: it.caller, Action: "execute", Tool: it.tool,
+	rec := Record{Time: it.at.UTC(), Replica: r.replica, Kind: "call", Caller: it.caller, Principal: it.who, Action: "execute", Tool: it.tool,
 		Status: it.status, ErrorType: it.errType, DurationMS: it.durationMS, RequestID: it.requestID, ExecutionID: it.execution}
 	if it.typ == "admin" {
 		rec.Kind, rec.Action, rec.Target = "admin", it.extra.action, it.extra.target

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/tools"
@@ -18,9 +19,12 @@ import (
 // PendingApproval is a call waiting for a person's approval, as approvers
 // list it: the tool, who called, the arguments redacted, since when.
 type PendingApproval struct {
-	ID        string          `json:"id"`
-	Tool      string          `json:"tool"`
-	Caller    string          `json:"caller"`
+	ID     string `json:"id"`
+	Tool   string `json:"tool"`
+	Caller string `json:"caller"`
+	// Principal is who made the call, beyond Caller's name: a token's
+	// subject at its issuer, and the client acting for them.
+	Principal *auth.Identity  `json:"principal,omitempty"`
 	Request   json.RawMessage `json:"request"`
 	Since     time.Time       `json:"since"`
 	WaitingMS int64           `json:"waiting_ms"`
@@ -44,7 +48,7 @@ func (s *Service) Approvals(ctx context.Context) ([]PendingApproval, error) {
 		if err != nil || e.Ended || e.For != tools.WaitApproval || now.After(e.ExpiresAt) {
 			continue
 		}
-		out = append(out, PendingApproval{ID: e.ID, Tool: e.Tool, Caller: e.Caller, Request: e.Request, Since: e.Since,
+		out = append(out, PendingApproval{ID: e.ID, Tool: e.Tool, Caller: e.Caller, Principal: e.Principal, Request: e.Request, Since: e.Since,
 			WaitingMS: now.Sub(e.Since).Milliseconds(), ExpiresAt: e.ExpiresAt})
 	}
 	slices.SortFunc(out, func(a, b PendingApproval) int { return a.Since.Compare(b.Since) })
@@ -67,9 +71,13 @@ func (s *Service) waitEntry(ctx context.Context, key string) (*waitEntry, error)
 type Decision struct {
 	Approve bool
 	Reason  string
-	// By is the approver (an API key's name); RequestID the request that
-	// carried the decision, for the audit log.
+	// By is the approver's name (a key's, or a token's subject at its
+	// issuer: self-approval is judged by it, so by subject, whichever
+	// client either used); Approver the rest of who they are.
+	// RequestID is the request that carried the decision, for the audit
+	// log.
 	By, RequestID string
+	Approver      *auth.Identity
 	// SelfApproval lets a key decide on its own call (approvals.self).
 	SelfApproval bool
 }
@@ -103,11 +111,11 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, e
 			return nil, err
 		}
 		if d.By == r.Caller && !d.SelfApproval {
-			return nil, tools.NewPermissionError("the key %q made this call and may not decide on it", d.By).WithCode("self_approval").
-				WithSuggestion("another approver must decide; approvals.self_approval lets a key approve its own calls")
+			return nil, tools.NewPermissionError("%s made this call and may not decide on it", approverNoun(d)).WithCode("self_approval").
+				WithSuggestion("another approver must decide; approvals.self_approval lets a caller approve its own calls")
 		}
 		now := time.Now().UTC()
-		decision := &Approval{Approved: d.Approve, By: d.By, Reason: d.Reason, At: now}
+		decision := &Approval{Approved: d.Approve, By: d.By, Approver: d.Approver, Reason: d.Reason, At: now}
 		if d.Approve {
 			next := *r
 			next.Status, next.Step, next.Wait, next.Approval, next.Confirmed, next.UpdatedAt = dispatch.StatusPending, r.Step+1, nil, decision, true, now
@@ -122,11 +130,20 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, e
 		if err != nil {
 			return nil, err
 		}
-		s.rec.Admin(d.By, map[bool]string{true: "approve", false: "deny"}[d.Approve],
+		s.rec.AdminBy(d.Approver, d.By, map[bool]string{true: "approve", false: "deny"}[d.Approve],
 			fmt.Sprintf("execution %s: %s called by %s; reason: %s", id, r.Tool, r.Caller, cmp.Or(strings.TrimSpace(d.Reason), "(none given)")), d.RequestID)
 		return r, nil
 	}
 	return nil, StoreError(state.ErrUnavailable)
+}
+
+// approverNoun names the approver refused their own call: a key, or a
+// token's subject.
+func approverNoun(d Decision) string {
+	if a := d.Approver; a != nil && a.Kind == auth.KindToken {
+		return fmt.Sprintf("the subject %q of %s", a.Subject, a.Issuer)
+	}
+	return fmt.Sprintf("the key %q", d.By)
 }
 
 // approvalRecord finds the record of a call that waits (or waited) for

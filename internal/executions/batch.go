@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
@@ -105,7 +106,7 @@ func ParseBatch(body []byte, max, argsDepth int) (*BatchRequest, *tools.Error) {
 
 // Batch runs a batch now: each call through the pipeline (its own
 // bulkhead, deadline and sanitizers), max_parallel at a time, in order of
-// the request. With stop_on_error, calls not yet started when one fails
+// the request, each for the principal ctx carries (auth.IdentityFrom). With stop_on_error, calls not yet started when one fails
 // are not run and say so.
 func (s *Service) Batch(ctx context.Context, b *BatchRequest, caller, requestID string, allowed func(string) bool) *BatchResult {
 	s.m.batches.Inc()
@@ -136,7 +137,7 @@ func (s *Service) Batch(ctx context.Context, b *BatchRequest, caller, requestID 
 			defer wg.Done()
 			defer func() { <-sem }()
 			env := s.disp.Execute(ctx, &dispatch.Request{Tool: c.Tool, Body: c.Arguments, RequestID: requestID + "." + c.ID,
-				Caller: caller, Allowed: allowed})
+				Caller: caller, Principal: auth.IdentityFrom(ctx), Allowed: allowed})
 			if env.Status == dispatch.StatusWaiting {
 				env = cannotWait(env)
 			}
@@ -183,7 +184,7 @@ func cannotWait(env *dispatch.Envelope) *dispatch.Envelope {
 // each call did.
 func (s *Service) batchEnvelope(ctx context.Context, r *Record) *dispatch.Envelope {
 	start := time.Now()
-	res := s.Batch(ctx, r.Batch, r.Caller, r.RequestID, s.allowedFor(r.Caller))
+	res := s.Batch(auth.WithIdentity(ctx, r.Principal), r.Batch, r.Caller, r.RequestID, s.allowedFor(r))
 	data, _ := json.Marshal(res)
 	env := &dispatch.Envelope{RequestID: r.RequestID, Status: dispatch.StatusSuccess, Success: true}
 	if te, ok := tools.AsError(context.Cause(ctx)); ok {

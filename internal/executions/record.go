@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
@@ -22,6 +23,10 @@ import (
 type Record struct {
 	ID     string `json:"id"`
 	Caller string `json:"caller"`
+	// Principal is who the execution is for, beyond the caller's name:
+	// a token's subject, issuer and acting client, and its claims'
+	// narrowing of its tools, which every later step is held to.
+	Principal *auth.Identity `json:"principal,omitempty"`
 	// Kind is "call" (one tool) or "batch".
 	Kind string `json:"kind"`
 	// Tool is the tool whose step runs next: the one called, or the
@@ -90,10 +95,13 @@ type Wait struct {
 
 // Approval is a person's decision on a call that waited for one.
 type Approval struct {
-	Approved bool      `json:"approved"`
-	By       string    `json:"by"`
-	Reason   string    `json:"reason,omitempty"`
-	At       time.Time `json:"at"`
+	Approved bool   `json:"approved"`
+	By       string `json:"by"`
+	// Approver is who decided, beyond By's name (a token's subject and
+	// issuer, the client they used).
+	Approver *auth.Identity `json:"approver,omitempty"`
+	Reason   string         `json:"reason,omitempty"`
+	At       time.Time      `json:"at"`
 }
 
 // key is the record's key in the executions bucket.

@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/state"
@@ -61,9 +62,12 @@ type Options struct {
 	// Allows reports whether a caller may use a tool: the key check of a
 	// call that runs after its request is gone (the primary and every
 	// fallback the pipeline tries). Nil allows every tool.
-	Allows     func(caller, tool string) bool
-	Logger     *zap.Logger
-	Registerer prometheus.Registerer
+	Allows func(caller, tool string) bool
+	// AllowsToken is that check for a token's subject (the issuer's
+	// tools now, and the narrowing its claims had); nil allows none.
+	AllowsToken func(who *auth.Identity, tool string) bool
+	Logger      *zap.Logger
+	Registerer  prometheus.Registerer
 	// Tracer, when set, gives each run of an execution a span in the
 	// trace of the request that made it; nil is tracing off.
 	Tracer trace.Tracer

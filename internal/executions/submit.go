@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/state"
@@ -25,6 +26,9 @@ type Call struct {
 	Body      []byte
 	RequestID string
 	Caller    string
+	// Principal is who the call is for (dispatch.Request.Principal); the
+	// record keeps it.
+	Principal *auth.Identity
 	// Allowed reports whether the caller may use a tool (checked before
 	// the call is accepted; the replica that runs it has no keyring).
 	Allowed      func(string) bool
@@ -41,12 +45,13 @@ func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelo
 		return nil, nil, err
 	}
 	req := &dispatch.Request{Tool: c.Tool, Body: c.Body, Unwrap: true, RequestID: c.RequestID, Caller: c.Caller,
-		Allowed: c.Allowed, Timeout: c.Timeout, ConfirmToken: c.ConfirmToken}
+		Principal: c.Principal, Allowed: c.Allowed, Timeout: c.Timeout, ConfirmToken: c.ConfirmToken}
 	if env := s.disp.Check(ctx, req); env != nil {
 		return nil, env, nil
 	}
 	now := time.Now().UTC()
-	r := &Record{ID: newID(now), Caller: c.Caller, Kind: "call", Tool: c.Tool, Arguments: c.Body, TimeoutMS: c.Timeout.Milliseconds(),
+	r := &Record{ID: newID(now), Caller: c.Caller, Principal: c.Principal, Kind: "call", Tool: c.Tool, Arguments: c.Body,
+		TimeoutMS:    c.Timeout.Milliseconds(),
 		ConfirmToken: c.ConfirmToken, RequestID: c.RequestID, Status: dispatch.StatusPending, Step: 1, CreatedAt: now, UpdatedAt: now}
 	if err := s.accept(ctx, r); err != nil {
 		return nil, nil, err
@@ -54,23 +59,25 @@ func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelo
 	return r, nil, nil
 }
 
-// SubmitBatch accepts a batch to run asynchronously. Each call is checked
-// as the pipeline checks it (the tool, the key, the arguments) before the
-// batch is accepted: a batch with a call that can never run is refused at
-// once, naming the call. Confirmation is left to the run, as in a batch
+// SubmitBatch accepts a batch to run asynchronously, for the principal ctx
+// carries (auth.IdentityFrom). Each call is checked as the pipeline checks
+// it (the tool, the key, the arguments) before the batch is accepted: a
+// batch with a call that can never run is refused at once, naming the
+// call. Confirmation is left to the run, as in a batch
 // run now: no token can be sent for one call of a batch.
 func (s *Service) SubmitBatch(ctx context.Context, b *BatchRequest, caller, requestID string, allowed func(string) bool) (*Record, *dispatch.Envelope, error) {
 	if err := s.accepting(); err != nil {
 		return nil, nil, err
 	}
 	for i, c := range b.Calls {
-		req := &dispatch.Request{Tool: c.Tool, Body: c.Arguments, RequestID: requestID + "." + c.ID, Caller: caller, Allowed: allowed}
+		req := &dispatch.Request{Tool: c.Tool, Body: c.Arguments, RequestID: requestID + "." + c.ID, Caller: caller,
+			Principal: auth.IdentityFrom(ctx), Allowed: allowed}
 		if env := s.disp.Validate(ctx, req); env != nil {
 			return nil, inBatch(env, requestID, i), nil
 		}
 	}
 	now := time.Now().UTC()
-	r := &Record{ID: newID(now), Caller: caller, Kind: "batch", Batch: b, RequestID: requestID,
+	r := &Record{ID: newID(now), Caller: caller, Principal: auth.IdentityFrom(ctx), Kind: "batch", Batch: b, RequestID: requestID,
 		Status: dispatch.StatusPending, Step: 1, CreatedAt: now, UpdatedAt: now}
 	if err := s.accept(ctx, r); err != nil {
 		return nil, nil, err
@@ -139,7 +146,8 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 	}
 	s.m.executions.WithLabelValues(string(r.Status)).Inc()
 	if r.Status == dispatch.StatusPending {
-		s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Status: string(r.Status)})
+		s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
+			Status: string(r.Status)})
 	}
 	return nil
 }

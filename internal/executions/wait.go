@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/registry"
@@ -43,6 +44,7 @@ type waitEntry struct {
 	For       string          `json:"for"`
 	Tool      string          `json:"tool"`
 	Caller    string          `json:"caller"`
+	Principal *auth.Identity  `json:"principal,omitempty"`
 	Request   json.RawMessage `json:"request"`
 	Since     time.Time       `json:"since"`
 	ExpiresAt time.Time       `json:"expires_at"`
@@ -118,7 +120,8 @@ func (s *Service) Park(ctx context.Context, req *dispatch.Request, env *dispatch
 		return nil, err
 	}
 	now := time.Now().UTC()
-	r := &Record{ID: newID(now), Caller: req.Caller, Kind: "call", Tool: req.Tool, Arguments: req.Body, TimeoutMS: req.Timeout.Milliseconds(),
+	r := &Record{ID: newID(now), Caller: req.Caller, Principal: req.Principal, Kind: "call", Tool: req.Tool, Arguments: req.Body,
+		TimeoutMS: req.Timeout.Milliseconds(),
 		RequestID: req.RequestID, Step: 1, Attempt: 1, Replica: s.name, CreatedAt: now, StartedAt: env.StartedAt}
 	r = s.waiting(r, env)
 	if err := s.accept(ctx, r); err != nil {
@@ -148,19 +151,19 @@ func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Env
 	view := r.View()
 	env.ExecutionID, env.Waiting = r.ID, view.Waiting
 	if r.Wait.For == tools.WaitApproval {
-		e, _ := json.Marshal(waitEntry{Key: r.key(), ID: r.ID, For: r.Wait.For, Tool: r.Tool, Caller: r.Caller, Request: r.Wait.Request,
-			Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
+		e, _ := json.Marshal(waitEntry{Key: r.key(), ID: r.ID, For: r.Wait.For, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
+			Request: r.Wait.Request, Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
 		if _, err := s.st.Waits.Put(ctx, openKey(r.ID), e); err != nil {
 			s.log.Warn("executions: a call waiting for approval could not be indexed; approvers will not list it",
 				zap.String("execution_id", r.ID), zap.Error(err))
 		}
 		if s.opts.OnApproval != nil {
-			s.opts.OnApproval(PendingApproval{ID: r.ID, Tool: r.Tool, Caller: r.Caller, Request: r.Wait.Request,
+			s.opts.OnApproval(PendingApproval{ID: r.ID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal, Request: r.Wait.Request,
 				Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
 		}
 	}
 	s.rec.Execution(events.Event{Type: events.TypeWaiting, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool,
-		Caller: r.Caller, Status: string(dispatch.StatusWaiting), Envelope: view.AppendJSON(nil)})
+		Caller: r.Caller, Principal: r.Principal, Status: string(dispatch.StatusWaiting), Envelope: view.AppendJSON(nil)})
 	_ = s.st.Conn().Publish(state.DoneSubject, []byte(r.ID)) // wakes those waiting for it: it waits for them now
 }
 
@@ -327,7 +330,7 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	// said too much, and the execution's next waiting or timeout event
 	// corrects it.)
 	s.rec.Execution(events.Event{Type: events.TypeResumed, ExecutionID: next.ID, RequestID: next.RequestID, Tool: next.Tool,
-		Caller: next.Caller, Status: string(dispatch.StatusPending)})
+		Caller: next.Caller, Principal: next.Principal, Status: string(dispatch.StatusPending)})
 	if err := s.queue(ctx, next, nrev); err != nil {
 		if _, rerr := s.st.Executions.Update(ctx, prev.key(), prev.encode(), nrev); rerr != nil {
 			s.log.Error("executions: a resumed execution could not be queued nor put back; it ends at its retention",

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/state"
@@ -179,12 +180,16 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 // step (messages and records written before steps existed are step 1).
 func sameStep(msgStep, recStep int) bool { return max(msgStep, 1) == max(recStep, 1) }
 
-// allowedFor is the key check of caller's calls run by a worker.
-func (s *Service) allowedFor(caller string) func(string) bool {
+// allowedFor is the check of an execution's calls run by a worker: its
+// key's tools, or its token's issuer's and claims'.
+func (s *Service) allowedFor(r *Record) func(string) bool {
+	if who := r.Principal; who != nil && who.Kind == auth.KindToken {
+		return func(tool string) bool { return s.opts.AllowsToken != nil && s.opts.AllowsToken(who, tool) }
+	}
 	if s.opts.Allows == nil {
 		return nil
 	}
-	return func(tool string) bool { return s.opts.Allows(caller, tool) }
+	return func(tool string) bool { return s.opts.Allows(r.Caller, tool) }
 }
 
 // LineageFor looks up executions of caller for a delegate call (see
@@ -265,7 +270,7 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 		env = s.batchEnvelope(ctx, r)
 	} else {
 		env = s.disp.Execute(ctx, &dispatch.Request{Tool: r.Tool, Body: r.Arguments, Unwrap: true, RequestID: r.RequestID,
-			Caller: r.Caller, Allowed: s.allowedFor(r.Caller), Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, ConfirmToken: r.ConfirmToken,
+			Caller: r.Caller, Principal: r.Principal, Allowed: s.allowedFor(r), Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, ConfirmToken: r.ConfirmToken,
 			ExecutionID: r.ID, Emit: s.emitter(r), Resume: r.Resume, Confirmed: r.Confirmed, Lineage: s.LineageFor(r.Caller)})
 	}
 	stopBeat()
@@ -294,7 +299,7 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 func (s *Service) emitter(r *Record) func(tools.Chunk) {
 	return func(c tools.Chunk) {
 		s.rec.Execution(events.Event{Type: events.TypeOutput, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool,
-			Caller: r.Caller, Stream: c.Stream, Chunk: c.Data})
+			Caller: r.Caller, Principal: r.Principal, Stream: c.Stream, Chunk: c.Data})
 	}
 }
 
@@ -403,7 +408,7 @@ func (s *Service) ended(r *Record) {
 	if r.Status != dispatch.StatusSuccess {
 		typ = events.TypeError
 	}
-	s.rec.Execution(events.Event{Type: typ, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller,
+	s.rec.Execution(events.Event{Type: typ, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
 		Status: string(r.Status), Envelope: json.RawMessage(r.Envelope)})
 }
 

@@ -191,7 +191,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return s.resumed(ctx, req, p.Name, id)
 		}
 		dreq := &dispatch.Request{Tool: name, Body: req.Params.Arguments, RequestID: requestID(ctx),
-			Caller: p.Name, Allowed: s.allowed(ctx, p)}
+			Caller: p.Name, Principal: p.Who(), Allowed: s.allowed(ctx, p)}
 		if s.opts.Executions != nil {
 			dreq.Lineage = s.opts.Executions.LineageFor(p.Name)
 		}

@@ -194,10 +194,10 @@ func (v *Verifier) Warm(ctx context.Context) {
 // when a call it made runs later (an async execution, a resumed step):
 // its issuer must still be trusted, and the tool must pass the issuer's
 // tools as configured now and the narrowing its claims had.
-func (v *Verifier) AllowsToken(id auth.Identity, narrow []string, tool string) bool {
-	if v == nil {
+func (v *Verifier) AllowsToken(id *auth.Identity, tool string) bool {
+	if v == nil || id == nil {
 		return false
 	}
 	is := v.byIssuer[id.Issuer]
-	return is != nil && auth.AllowsNarrowed(is.tools(), narrow, tool)
+	return is != nil && id.AllowsWithin(is.tools(), tool)
 }

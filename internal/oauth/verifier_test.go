@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestProviderTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := auth.Identity{Kind: auth.KindToken, Name: "u-alice@" + p.Issuer, Issuer: p.Issuer, Subject: "u-alice", Client: "agent"}
-	if pr.Identity != want {
+	if !reflect.DeepEqual(pr.Identity, want) {
 		t.Errorf("identity %+v, want %+v", pr.Identity, want)
 	}
 	if !pr.Has(auth.RoleCall) || !pr.Has(auth.RoleApprove) || pr.Has(auth.RoleAdmin) || pr.Has(auth.RoleObserve) {
@@ -133,12 +134,12 @@ func TestRolesAndToolsFromClaims(t *testing.T) {
 				t.Errorf("roles %v, want %v", got, tt.roles)
 			}
 			for _, tool := range tt.may {
-				if !pr.Allows(tool) || !v.AllowsToken(pr.Identity, pr.Narrow(), tool) {
+				if !pr.Allows(tool) || !v.AllowsToken(&pr.Identity, tool) {
 					t.Errorf("may not use %s", tool)
 				}
 			}
 			for _, tool := range tt.mayNot {
-				if pr.Allows(tool) || v.AllowsToken(pr.Identity, pr.Narrow(), tool) {
+				if pr.Allows(tool) || v.AllowsToken(&pr.Identity, tool) {
 					t.Errorf("may use %s", tool)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/strictjson"
@@ -169,7 +170,7 @@ func (s *Server) errorReply(r *http.Request, tool string, err error) *reply {
 // would be.
 func (s *Server) submitReply(r *http.Request, req *dispatch.Request, pref preference) *reply {
 	rec, refusal, err := s.opts.Executions.Submit(r.Context(), executions.Call{Tool: req.Tool, Body: req.Body, RequestID: req.RequestID,
-		Caller: req.Caller, Allowed: req.Allowed, Timeout: req.Timeout, ConfirmToken: req.ConfirmToken})
+		Caller: req.Caller, Principal: req.Principal, Allowed: req.Allowed, Timeout: req.Timeout, ConfirmToken: req.ConfirmToken})
 	switch {
 	case err != nil:
 		return s.errorReply(r, req.Tool, err)
@@ -259,7 +260,7 @@ func (s *Server) pipelineRequest(r *http.Request, tool string, body []byte) (*di
 	}
 	p := principal(r)
 	tool = s.opts.Dispatcher.Registry().Canonical(tool)
-	return &dispatch.Request{Tool: tool, Body: body, Unwrap: true, RequestID: info(r).id, Caller: p.Name,
+	return &dispatch.Request{Tool: tool, Body: body, Unwrap: true, RequestID: info(r).id, Caller: p.Name, Principal: p.Who(),
 		Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm"),
 		Lineage: s.opts.Executions.LineageFor(p.Name)}, nil
 }
@@ -431,11 +432,11 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	s.send(w, r, s.once(r, o, mode, req, s.lease(names...), false, func() *reply {
 		if !o.pref.async {
-			res := s.opts.Executions.Batch(r.Context(), b, p.Name, info(r).id, p.Allows)
+			res := s.opts.Executions.Batch(auth.WithIdentity(r.Context(), p.Who()), b, p.Name, info(r).id, p.Allows)
 			data, _ := json.Marshal(res)
 			return &reply{status: http.StatusOK, body: data}
 		}
-		rec, refusal, err := s.opts.Executions.SubmitBatch(r.Context(), b, p.Name, info(r).id, p.Allows)
+		rec, refusal, err := s.opts.Executions.SubmitBatch(auth.WithIdentity(r.Context(), p.Who()), b, p.Name, info(r).id, p.Allows)
 		switch {
 		case err != nil:
 			return s.errorReply(r, "", err)

@@ -100,7 +100,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		}
 		// An accepted decision is audited where it is made, with its reason.
 		rec, err := s.opts.Executions.Decide(r.Context(), id, executions.Decision{Approve: approve,
-			Reason: reason, By: principal(r).Name, RequestID: info(r).id, SelfApproval: s.opts.SelfApproval})
+			Reason: reason, By: principal(r).Name, Approver: principal(r).Who(), RequestID: info(r).id, SelfApproval: s.opts.SelfApproval})
 		if err != nil {
 			s.auditAction(r, "decision_refused", "execution "+id+": "+refusalOf(err))
 			s.send(w, r, s.errorReply(r, "", err))
@@ -167,7 +167,7 @@ func parseDecision(body []byte) (approve bool, reason string, terr *tools.Error)
 // is one.
 func (s *Server) auditAction(r *http.Request, action, target string) {
 	if s.opts.Recorder != nil {
-		s.opts.Recorder.Admin(principal(r).Name, action, target, info(r).id)
+		s.opts.Recorder.AdminBy(principal(r).Who(), principal(r).Name, action, target, info(r).id)
 	}
 }
 

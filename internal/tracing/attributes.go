@@ -34,4 +34,26 @@ const (
 	Attempt          = attribute.Key("toold.execution.attempt")
 	UpstreamServer   = attribute.Key("toold.upstream.server")
 	ExecuteToolValue = "execute_tool"
+
+	// Who a call is for (see auth.Identity): the kind of principal, and
+	// for a token its subject (the OpenTelemetry user.id), issuer, acting
+	// client and delegating actor.
+	PrincipalKind   = attribute.Key("toold.principal.kind")
+	UserID          = attribute.Key("user.id")
+	PrincipalIssuer = attribute.Key("toold.principal.issuer")
+	PrincipalClient = attribute.Key("toold.principal.client")
+	PrincipalActor  = attribute.Key("toold.principal.actor")
 )
+
+// PrincipalAttributes are a call's principal as span attributes; empty
+// parts are left out.
+func PrincipalAttributes(kind, subject, issuer, client, actor string) []attribute.KeyValue {
+	out := []attribute.KeyValue{PrincipalKind.String(kind)}
+	for _, kv := range []attribute.KeyValue{UserID.String(subject), PrincipalIssuer.String(issuer),
+		PrincipalClient.String(client), PrincipalActor.String(actor)} {
+		if kv.Value.AsString() != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
