@@ -32,6 +32,8 @@ import (
 var (
 	idAlice = oidctest.User{ID: "u-alice", Username: "alice", Password: "alice-pw", Groups: []string{"approvers"}}
 	idBob   = oidctest.User{ID: "u-bob", Username: "bob", Password: "bob-pw", Groups: []string{"approvers"}}
+	idCarol = oidctest.User{ID: "u-carol", Username: "carol", Password: "carol-pw", Groups: []string{"readers"}}
+	idDave  = oidctest.User{ID: "u-dave", Username: "dave", Password: "dave-pw", Groups: []string{"approvers"}}
 )
 
 const (
@@ -52,6 +54,13 @@ type oauthWorld struct {
 
 func newOAuthWorld(t *testing.T, extra string) *oauthWorld {
 	t.Helper()
+	return newOAuthWorldWith(t, "", extra)
+}
+
+// newOAuthWorldWith adds oauth to auth.oauth's keys and extra to the
+// tools section.
+func newOAuthWorldWith(t *testing.T, oauth, extra string) *oauthWorld {
+	t.Helper()
 	port := statetest.FreePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	w := &oauthWorld{resource: base + "/mcp"}
@@ -61,7 +70,7 @@ func newOAuthWorld(t *testing.T, extra string) *oauthWorld {
 	w.console = oidctest.Client{ID: "toold-console", Secret: "console-secret", RedirectURIs: []string{base + "/auth/callback"},
 		Audience: []string{w.resource}}
 	w.idp = oidctest.Start(t, oidctest.Config{Clients: []oidctest.Client{w.agent, w.stranger, w.console},
-		Users: []oidctest.User{idAlice, idBob}})
+		Users: []oidctest.User{idAlice, idBob, idCarol, idDave}})
 	cfg := filepath.Join(t.TempDir(), "toold.yaml")
 	yaml := fmt.Sprintf(`
 auth:
@@ -75,9 +84,10 @@ auth:
     allow_http: true
     tools: ["*"]
     console: {client_id: toold-console, client_secret: console-secret}
+%s
 tools:
   echo: {enabled: true}
-%s`, auth.Hash(oauthAgentKey), auth.Hash(oauthOpsKey), w.idp.Issuer, w.resource, extra)
+%s`, auth.Hash(oauthAgentKey), auth.Hash(oauthOpsKey), w.idp.Issuer, w.resource, oauth, extra)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -412,4 +422,69 @@ func TestPrincipalOnEveryRecord(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestClaimsGiveRolesAndTools: a group claim grants a role through the
+// mapping, and tool_claims narrow a subject's tools: every listing (REST
+// and MCP's tools/list) shows only those, and a call to another is refused
+// as for a key.
+func TestClaimsGiveRolesAndTools(t *testing.T) {
+	w := newOAuthWorldWith(t, `    roles_claim: groups
+    roles: {approve: [toold:approve, approvers]}
+    tool_claims:
+      - {claim: groups, value: readers, tools: [read_file, grep]}
+      - {claim: scope, value: "toold:admin", tools: ["*"]}`, "")
+	carol := w.token(idCarol, "toold:call")
+	_, listing := w.do(t, "GET", "/tools", carol, "")
+	var tools struct{ Tools []struct{ Name string } }
+	json.Unmarshal(listing, &tools)
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if fmt.Sprint(names) != "[grep read_file]" {
+		t.Errorf("GET /tools for a reader: %v", names)
+	}
+	if resp, body := w.do(t, "POST", "/tools/echo/execute", carol, `{"message":"hi"}`); resp.StatusCode != 403 || !strings.Contains(string(body), `"code":"forbidden"`) {
+		t.Errorf("a reader calling echo: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := w.do(t, "POST", "/tools/read_file/execute", carol, `{"paths":["hello.txt"]}`); resp.StatusCode != 200 {
+		t.Errorf("a reader reading: %d %s", resp.StatusCode, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hc := &http.Client{Transport: bearerTransport{carol}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "claims-test", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.in.url + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	names = nil
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	if err != nil || fmt.Sprint(names) != "[grep read_file]" {
+		t.Errorf("tools/list for a reader: %v %v", names, err)
+	}
+	dave := w.token(idDave, "toold:call") // approvers, no toold:approve scope: the group grants the role
+	if resp, body := w.do(t, "GET", "/approvals", dave, ""); resp.StatusCode != 200 {
+		t.Errorf("an approver by group: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := w.do(t, "POST", "/tools/read_file/execute", dave, `{"paths":["hello.txt"]}`); resp.StatusCode != 403 {
+		t.Errorf("a subject no tool_claims entry matches: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := w.do(t, "POST", "/tools/echo/execute", w.token(idDave, "toold:call", "toold:admin"), `{"message":"hi"}`); resp.StatusCode != 200 {
+		t.Errorf("the admin scope's tools: %d %s", resp.StatusCode, body)
+	}
+}
+
+// bearerTransport sends a bearer token with every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
