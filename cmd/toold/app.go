@@ -159,10 +159,15 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		gate = confirm.Shared([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL, a.store.SpentTokens())
 		observers = append(observers, rec)
 	}
-	disp, err := dispatch.New(dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
+	do := dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
 		Confirm:   gate,
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
-		Observers: observers, Tracer: a.tracing.Tracer(), TracePayloads: tracePayloads(cfg)})
+		Observers: observers, Tracer: a.tracing.Tracer(), TracePayloads: tracePayloads(cfg)}
+	if p := limits.NewPrincipals(cfg.Auth.Limits, a.metrics); p != nil {
+		do.Principals = p
+		log.Info("each principal is bounded on its own", zap.Stringer("limits", p))
+	}
+	disp, err := dispatch.New(do)
 	if err != nil {
 		return nil, err
 	}

@@ -488,3 +488,46 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestPerPrincipalLimits: two users behind one agent backend (one client)
+// are bounded each on their own: one who holds their share of a tool's
+// bulkhead, or spends their rate, is refused 429 with Retry-After and a
+// code and message naming the bound, while the other goes on.
+func TestPerPrincipalLimits(t *testing.T) {
+	w := newOAuthWorldWith(t, "  limits: {rate: 0.5, burst: 3, share: 0.5}",
+		"  sleep: {enabled: true, limits: {max_in_flight: 2, max_queue: 0}}\n")
+	alice, bob := w.token(idAlice, "toold:call"), w.token(idBob, "toold:call")
+	long := make(chan int, 1)
+	go func() {
+		resp, _ := w.do(t, "POST", "/tools/sleep/execute", alice, `{"ms":3000}`)
+		long <- resp.StatusCode
+	}()
+	for deadline := time.Now().Add(10 * time.Second); w.in.gauge(t, `toold_tool_in_flight{tool="sleep"}`) != "1"; {
+		if time.Now().After(deadline) {
+			t.Fatal("alice's sleep never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, body := w.do(t, "POST", "/tools/sleep/execute", alice, `{"ms":1}`)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":"principal_share"`) ||
+		!strings.Contains(string(body), "auth.limits.share") {
+		t.Errorf("alice past her share: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	if resp, body := w.do(t, "POST", "/tools/sleep/execute", bob, `{"ms":1}`); resp.StatusCode != 200 {
+		t.Errorf("bob beside her: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := w.do(t, "POST", "/tools/echo/execute", alice, `{"message":"third"}`); resp.StatusCode != 200 {
+		t.Errorf("alice within her rate: %d %s", resp.StatusCode, body)
+	}
+	resp, body = w.do(t, "POST", "/tools/echo/execute", alice, `{"message":"fourth"}`)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "2" || !strings.Contains(string(body), `"code":"principal_rate"`) ||
+		!strings.Contains(string(body), "auth.limits.rate") {
+		t.Errorf("alice past her rate: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	if resp, body := w.do(t, "POST", "/tools/echo/execute", bob, `{"message":"hi"}`); resp.StatusCode != 200 {
+		t.Errorf("bob beside her: %d %s", resp.StatusCode, body)
+	}
+	if code := <-long; code != 200 {
+		t.Errorf("alice's long call: %d", code)
+	}
+}

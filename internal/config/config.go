@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/toold/toold/internal/limits"
 	"github.com/toold/toold/internal/oauth"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
@@ -279,6 +280,9 @@ type AuthConfig struct {
 	// OAuth are the issuers whose access tokens toold accepts (one, or a
 	// list; see internal/oauth).
 	OAuth oauth.Issuers `yaml:"oauth" validate:"dive"`
+	// Limits bound each principal (a key's holder, a token's subject) on
+	// its own: a rate of calls and a share of each tool's bulkhead.
+	Limits limits.PrincipalConfig `yaml:"limits"`
 }
 
 // Key is an API key, stored as its SHA-256 (toold -hash-key prints one).

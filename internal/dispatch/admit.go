@@ -61,16 +61,21 @@ func (d *Dispatcher) admit(ctx context.Context, c *call, start time.Time) (*Tick
 	if status, err := d.identify(c); err != nil {
 		return nil, status, err
 	}
+	held, err := d.principalHold(c)
+	if err != nil {
+		return nil, StatusRejected, err
+	}
 	timeout := c.timeout()
 	deadline := start.Add(timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	release, err := d.opts.Limiter.Admit(ctx, c.entry)
 	if err != nil {
+		freeHeld(held)
 		status, err := d.admitFailure(ctx, err, timeout)
 		return nil, status, err
 	}
-	return &Ticket{entry: c.entry, free: release, timeout: timeout, deadline: deadline, queued: time.Since(start)}, "", nil
+	return &Ticket{entry: c.entry, free: both(release, held), timeout: timeout, deadline: deadline, queued: time.Since(start)}, "", nil
 }
 
 // Deadline is when the admitted call's time is up: a body still arriving

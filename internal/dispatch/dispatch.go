@@ -74,6 +74,9 @@ type Request struct {
 	// body was read: the call runs in it rather than entering the bulkhead
 	// again.
 	Ticket *Ticket
+	// charged says the call was charged its principal's rate already (a
+	// fallback runs as part of the call it stands in for).
+	charged bool
 }
 
 // Sanitizer is the sanitization stage.
@@ -109,6 +112,14 @@ type Limiter interface {
 	TryAdmit(e *registry.Entry) (release func(), ok bool, err error)
 	Full(e *registry.Entry) error
 	Stuck(e *registry.Entry) (detach bool, done func())
+}
+
+// PrincipalLimiter bounds each principal on its own (limits.Principals):
+// Charge spends one call of the caller's rate; Hold takes one of its
+// share of a tool's bulkhead until release (nil: nothing held).
+type PrincipalLimiter interface {
+	Charge(caller string) error
+	Hold(caller string, e *registry.Entry) (release func(), err error)
 }
 
 // Observer is told the outcome of every call (metrics, events).
@@ -151,7 +162,10 @@ type Options struct {
 	Registry  *registry.Live
 	Sanitizer Sanitizer
 	Limiter   Limiter
-	Observers []Observer
+	// Principals, when set, bounds each principal's rate and share of a
+	// tool's bulkhead, before the bulkhead is entered.
+	Principals PrincipalLimiter
+	Observers  []Observer
 	// Confirm issues and checks confirmation tokens; nil makes a gate with
 	// a random secret (tokens valid on this replica only).
 	Confirm *confirm.Gate
@@ -355,6 +369,11 @@ func (d *Dispatcher) check(ctx context.Context, c *call, confirm bool) (Status, 
 	if status, err := d.identify(c); err != nil {
 		return status, err
 	}
+	if confirm { // an async call is charged its principal's rate as it is accepted
+		if err := d.charge(c); err != nil {
+			return StatusRejected, err
+		}
+	}
 	err2 := d.prepareAndGate(ctx, c, confirm && c.req.ConfirmToken == "")
 	var w *wait
 	if errors.As(err2, &w) {
@@ -413,18 +432,24 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	if err := d.opts.Limiter.Full(entry); err != nil {
 		return StatusRejected, err
 	}
+	held, err := d.principalHold(c)
+	if err != nil {
+		return StatusRejected, err
+	}
 	timeout := c.timeout()
 	// A slot free now is taken before preparing, as a ticket's is: the
 	// call is prepared in it, on this goroutine, and runs without
 	// queueing. Otherwise it is prepared on a worker and then queues.
 	release, ok, err := d.opts.Limiter.TryAdmit(entry)
 	if err != nil {
+		freeHeld(held)
 		return StatusRejected, err
 	}
 	if ok {
-		return d.runInSlot(ctx, c, release, timeout, time.Time{})
+		return d.runInSlot(ctx, c, both(release, held), timeout, time.Time{})
 	}
 	if err := d.preparedOnWorker(ctx, c); err != nil {
+		freeHeld(held)
 		return StatusRejected, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -435,9 +460,10 @@ func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
 	endPhase(qs, err)
 	c.env.Timing.QueuedMS = millis(time.Since(queued))
 	if err != nil {
+		freeHeld(held)
 		return d.admitFailure(ctx, err, timeout)
 	}
-	return d.execute(ctx, c, release, timeout)
+	return d.execute(ctx, c, both(release, held), timeout)
 }
 
 // runInSlot runs a call that holds its slot already (a ticket's, or one

@@ -21,8 +21,8 @@ func fallsBack(env *Envelope) bool {
 	switch env.Error.Type {
 	case tools.TimeoutError:
 		return true
-	case tools.OverloadError:
-		return env.Error.Code != "draining"
+	case tools.OverloadError: // a principal past its own bounds would be refused by any tool
+		return env.Error.Code != "draining" && env.Error.Code != "principal_rate" && env.Error.Code != "principal_share"
 	case tools.SystemError:
 		return env.Error.Code != "cancelled"
 	}
@@ -45,6 +45,7 @@ func (d *Dispatcher) fallback(ctx context.Context, req *Request, primary *regist
 	// token is not the fallback's. (The registry refuses fallbacks that
 	// need confirmation; this holds for tools added while serving too.)
 	sub.Confirmed, sub.ConfirmToken = false, ""
+	sub.charged = true // one call, whichever tool answers it
 	for _, name := range fallbackOrder(d.opts.Registry.Load(), primary) {
 		if ctx.Err() != nil {
 			break

@@ -57,7 +57,7 @@ func httpStatus(env *dispatch.Envelope) int {
 		return http.StatusPreconditionRequired
 	case tools.OverloadError:
 		switch code {
-		case "queue_full", "global_capacity", "rate_limited", "upstream_rate_limited", "server_capacity":
+		case "queue_full", "global_capacity", "rate_limited", "upstream_rate_limited", "server_capacity", "principal_rate", "principal_share":
 			return http.StatusTooManyRequests
 		case "idempotency_in_flight":
 			return http.StatusConflict

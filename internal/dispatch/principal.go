@@ -1,0 +1,43 @@
+package dispatch
+
+// The per-principal bounds (Options.Principals): a call is charged its
+// principal's rate once, where it enters the pipeline (a call run now, or
+// an async call as it is accepted; not a step an execution runs later),
+// and holds one of its principal's share of the tool's bulkhead from
+// before it enters the bulkhead until its slot is freed.
+
+// charge spends one call of the caller's rate.
+func (d *Dispatcher) charge(c *call) error {
+	if d.opts.Principals == nil {
+		return nil
+	}
+	return d.opts.Principals.Charge(c.req.Caller)
+}
+
+// principalHold charges a call that runs now, and takes its share; the
+// release is nil when nothing is held.
+func (d *Dispatcher) principalHold(c *call) (func(), error) {
+	if d.opts.Principals == nil {
+		return nil, nil
+	}
+	if c.req.ExecutionID == "" && !c.req.charged {
+		if err := d.charge(c); err != nil {
+			return nil, err
+		}
+	}
+	return d.opts.Principals.Hold(c.req.Caller, c.entry)
+}
+
+// both frees a slot and what the principal held with it.
+func both(release, held func()) func() {
+	if held == nil {
+		return release
+	}
+	return func() { release(); held() }
+}
+
+func freeHeld(held func()) {
+	if held != nil {
+		held()
+	}
+}
