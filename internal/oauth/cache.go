@@ -29,15 +29,15 @@ type cached struct {
 
 func newCache() *cache { return &cache{entries: map[string]cached{}} }
 
-// get returns the principal of a token verified before and valid at now.
-func (c *cache) get(raw string, now time.Time) (*auth.Principal, *issuer, bool) {
+// get returns a token verified before and valid at now.
+func (c *cache) get(raw string, now time.Time) (cached, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[raw]
 	c.mu.RUnlock()
 	if !ok || !now.Before(e.until) {
-		return nil, nil, false
+		return cached{}, false
 	}
-	return e.p, e.is, true
+	return e, true
 }
 
 func (c *cache) put(raw string, e cached, now time.Time) {

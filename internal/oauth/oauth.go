@@ -64,6 +64,8 @@ type Verifier struct {
 	// to: only one may be, or a token would be shown to issuers that did
 	// not make it.
 	introspector *issuer
+	// signins are the issuers the console signs people in with.
+	signins []*signIn
 }
 
 // New builds a Verifier; nil when no issuer is configured.
@@ -94,6 +96,13 @@ func New(o Options) (*Verifier, error) {
 				v.algs = append(v.algs, a)
 			}
 		}
+		if c.Console.ClientID != "" {
+			sealer, err := newSealer(c.Console.SessionSecret)
+			if err != nil {
+				return nil, err
+			}
+			v.signins = append(v.signins, &signIn{is: is, cfg: c.Console, sealer: sealer})
+		}
 		if c.Introspection.ClientID != "" {
 			if v.introspector != nil {
 				return nil, errors.New("auth.oauth: only one issuer may introspect opaque tokens (a token would be sent to issuers that did not make it)")
@@ -118,25 +127,31 @@ func (e *Error) Error() string { return e.Description }
 
 // Authenticate returns the principal a token names, or an *Error.
 func (v *Verifier) Authenticate(ctx context.Context, raw string) (*auth.Principal, error) {
+	p, _, err := v.authenticate(ctx, raw)
+	return p, err
+}
+
+// authenticate is Authenticate, also saying until when the token is good.
+func (v *Verifier) authenticate(ctx context.Context, raw string) (*auth.Principal, time.Time, error) {
 	now := v.now()
-	if p, _, ok := v.cache.get(raw, now); ok {
+	if e, ok := v.cache.get(raw, now); ok {
 		v.m.cached.Inc()
-		return p, nil
+		return e.p, e.until, nil
 	}
 	p, is, until, err := v.verify(ctx, raw, now)
 	if err != nil {
 		var te *tokenError
 		if errors.As(err, &te) {
 			v.m.tokens.WithLabelValues("invalid").Inc()
-			return nil, &Error{Description: te.msg}
+			return nil, time.Time{}, &Error{Description: te.msg}
 		}
 		v.m.tokens.WithLabelValues("unavailable").Inc()
 		v.log.Warn("a token could not be verified: the issuer could not be asked", zap.Error(err))
-		return nil, &Error{Unavailable: true, Description: "the token's issuer could not be reached to verify it"}
+		return nil, time.Time{}, &Error{Unavailable: true, Description: "the token's issuer could not be reached to verify it"}
 	}
 	v.m.tokens.WithLabelValues("valid").Inc()
 	v.cache.put(raw, cached{p: p, until: until, is: is}, now)
-	return p, nil
+	return p, until, nil
 }
 
 func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (*auth.Principal, *issuer, time.Time, error) {

@@ -353,12 +353,22 @@ func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) hostAllowed(hostport string) bool {
+	host := hostOnly(hostport)
+	return loopbackName(host) || s.hosts[host] || s.hosts[strings.ToLower(hostport)]
+}
+
+// hostOnly is a Host header's host, lower case, without port or brackets.
+func hostOnly(hostport string) string {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	host = strings.ToLower(strings.Trim(host, "[]"))
-	if host == "localhost" || s.hosts[host] || s.hosts[strings.ToLower(hostport)] {
+	return strings.ToLower(strings.Trim(host, "[]"))
+}
+
+// loopbackName reports whether a host (hostOnly's) names this machine.
+func loopbackName(host string) bool {
+	if host == "localhost" {
 		return true
 	}
 	ip := net.ParseIP(host)

@@ -23,7 +23,13 @@ func (s *Server) authenticate(r *http.Request) (*auth.Principal, *tools.Error) {
 	if !s.authEnabled() {
 		return auth.Anonymous, nil
 	}
-	scheme, cred, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	header := r.Header.Get("Authorization")
+	if header == "" && s.opts.OAuth != nil {
+		if p, te, ok := s.sessionPrincipal(r); ok {
+			return p, te
+		}
+	}
+	scheme, cred, _ := strings.Cut(header, " ")
 	cred = strings.TrimSpace(cred)
 	if !strings.EqualFold(scheme, "Bearer") || cred == "" {
 		if s.opts.OAuth == nil {

@@ -217,9 +217,11 @@ func (s *Server) routes() chi.Router {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Get("/openapi.yaml", s.openapi)
+	r.Get("/auth/session", s.originOnly(s.session))
 	if s.opts.OAuth != nil {
 		r.Get(oauth.MetadataPath, s.resourceMetadata)
 		r.Get(oauth.MetadataPath+"/*", s.resourceMetadata)
+		s.ssoRoutes(r)
 	}
 	// CORS preflights carry no credentials: answered before auth.
 	r.Options("/tools", s.originOnly(s.preflight))

@@ -1,8 +1,12 @@
 // The API client: every request carries the key from sessionStorage as a
-// bearer header, so decisions are POSTs no other site can forge (there is
-// no cookie for a browser to attach on its own).
+// bearer header, or, signed in through the issuer (single sign-on), the
+// session cookie toold set: HttpOnly and SameSite=Strict, so no script
+// reads it and no other site's page sends it. A request that is not a GET
+// also carries the session's CSRF token, which only this page could read
+// (GET /auth/session): decisions are POSTs no other site can forge.
 
 const storeName = 'toold.key';
+let csrf = '';
 
 export function key() { return sessionStorage.getItem(storeName) || ''; }
 
@@ -10,17 +14,21 @@ export function setKey(k) {
   if (k) sessionStorage.setItem(storeName, k); else sessionStorage.removeItem(storeName);
 }
 
-function headers(extra) {
+// setCSRF keeps the session's CSRF token (in memory only).
+export function setCSRF(token) { csrf = token || ''; }
+
+function headers(extra, method) {
   const h = { Accept: 'application/json', ...extra };
   const k = key();
   if (k) h.Authorization = 'Bearer ' + k;
+  else if (csrf && method && method !== 'GET') h['X-CSRF-Token'] = csrf;
   return h;
 }
 
 // call sends one request and answers {status, ok, data}: data is the
 // parsed JSON body (an envelope, a listing), or null.
 export async function call(method, path, body) {
-  const init = { method, headers: headers(), cache: 'no-store', credentials: 'omit', redirect: 'error' };
+  const init = { method, headers: headers({}, method), cache: 'no-store', credentials: 'same-origin', redirect: 'error' };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -40,7 +48,7 @@ export async function call(method, path, body) {
 // for what must be read byte for byte (the audit log's sealed lines).
 export async function text(path) {
   try {
-    const res = await fetch(path, { headers: headers(), cache: 'no-store', credentials: 'omit', redirect: 'error' });
+    const res = await fetch(path, { headers: headers(), cache: 'no-store', credentials: 'same-origin', redirect: 'error' });
     return { status: res.status, ok: res.ok, text: await res.text() };
   } catch (e) {
     return { status: 0, ok: false, text: '' };
@@ -77,7 +85,7 @@ export async function stream(path, { onEvent, onRefused, onState, signal }) {
     if (last) extra['Last-Event-ID'] = last;
     let res;
     try {
-      res = await fetch(path, { headers: headers(extra), cache: 'no-store', credentials: 'omit', signal });
+      res = await fetch(path, { headers: headers(extra), cache: 'no-store', credentials: 'same-origin', signal });
     } catch {
       if (signal.aborted) return;
       onState && onState('disconnected; retrying');

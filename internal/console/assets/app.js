@@ -1,6 +1,8 @@
-// The console's entry: the key form, the views (one per #hash), and
-// starting and stopping each view's live updates as it is shown.
+// The console's entry: the key form, single sign-on, the views (one per
+// #hash), and starting and stopping each view's live updates as it is
+// shown.
 import { key, setKey } from './api.js';
+import * as sso from './sso.js';
 import * as approvals from './approvals.js';
 import * as questions from './questions.js';
 import * as activity from './activity.js';
@@ -13,7 +15,8 @@ let current = null;
 function who() {
   document.getElementById('who').textContent = key()
     ? 'Using the key you entered (kept in this tab only).'
-    : 'No key: toold without keys serves loopback only, with every role.';
+    : sso.signedIn() ? sso.describe()
+      : sso.failure() || 'No key: toold without keys serves loopback only, with every role.';
 }
 
 function show() {
@@ -36,7 +39,7 @@ function restart() {
   show();
 }
 
-document.addEventListener('DOMContentLoaded', () => {
+document.addEventListener('DOMContentLoaded', async () => {
   for (const v of Object.values(views)) v.init && v.init();
   document.getElementById('key-form').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -46,6 +49,7 @@ document.addEventListener('DOMContentLoaded', () => {
     restart();
   });
   document.getElementById('forget').addEventListener('click', () => { setKey(''); restart(); });
+  await sso.init(restart);
   window.addEventListener('hashchange', show);
   // The inbox and the questions count keep polling whichever view is
   // shown, so a waiting approval is never missed.

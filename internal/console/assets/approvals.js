@@ -82,7 +82,7 @@ async function poll() {
 
 function notify(a) {
   if (!('Notification' in window) || Notification.permission !== 'granted') return;
-  const n = new Notification('toold: approval needed', { body: a.tool + ' called by ' + a.caller, tag: a.id });
+  const n = new Notification('toold: approval needed', { body: a.tool + ' called by ' + callerOf(a), tag: a.id });
   n.addEventListener('click', () => { window.focus(); location.hash = '#approvals'; });
 }
 
@@ -111,7 +111,7 @@ async function card(a) {
   const node = el('article', { class: 'card approval', 'data-id': a.id, 'aria-labelledby': 'title-' + a.id },
     el('h3', { id: 'title-' + a.id }, a.tool),
     spec && spec.description ? el('p', { class: 'description' }, spec.description) : null,
-    meta([['Caller', a.caller], ['Effects', effects(spec)], ['Waiting', waited], ['Expires', expires], ['Execution', a.id]]),
+    meta([['Caller', callerOf(a)], ['Effects', effects(spec)], ['Waiting', waited], ['Expires', expires], ['Execution', a.id]]),
     el('h4', {}, 'Arguments that will run'),
     pretty(req.arguments === undefined ? req : req.arguments));
   const c = { item: a, node, waited, expires, deciding: false };
@@ -122,7 +122,7 @@ async function card(a) {
     const r = await call('POST', '/approvals/' + encodeURIComponent(a.id), { approve, reason: reason.value.trim() });
     c.deciding = false;
     if (r.ok) {
-      status((approve ? 'Approved ' : 'Denied ') + a.tool + ' called by ' + a.caller + ' (' + a.id + ').');
+      status((approve ? 'Approved ' : 'Denied ') + a.tool + ' called by ' + callerOf(a) + ' (' + a.id + ').');
       node.remove();
       cards.delete(a.id);
       return;
@@ -138,6 +138,17 @@ async function card(a) {
       el('button', { type: 'button', class: 'deny', onclick: () => decide(false) }, 'Deny'))),
   err);
   return c;
+}
+
+// callerOf names who made the call: a key's name, or a token's subject,
+// with its issuer, the client that acted and any actor on their behalf.
+function callerOf(a) {
+  const p = a.principal;
+  if (!p || p.kind !== 'token') return a.caller;
+  let text = p.subject + ' at ' + p.issuer;
+  if (p.client) text += ', through ' + p.client;
+  if (p.actor) text += ', by ' + p.actor + ' on their behalf';
+  return text;
 }
 
 function tickTimes(c) {

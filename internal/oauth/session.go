@@ -1,0 +1,128 @@
+package oauth
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/toold/toold/internal/auth"
+)
+
+// The session cookie: the access token a person signed in with, and the
+// session's CSRF token, sealed (seal.go). It is HttpOnly (no script reads
+// it), SameSite=Strict (no other site's page sends it), Secure and
+// __Host- prefixed outside loopback (only over https, only for this host,
+// path /), and lives no longer than its token. A request it authenticates
+// that is not a GET carries the CSRF token in X-CSRF-Token, which only a
+// page that read GET /auth/session could know: it is bound to the session
+// the cookie seals.
+const (
+	sessionCookie       = "toold_session"
+	secureSessionCookie = "__Host-toold_session"
+	// CSRFHeader carries a session's CSRF token on every request that is
+	// not a GET (or HEAD, or OPTIONS).
+	CSRFHeader        = "X-CSRF-Token"
+	defaultSessionTTL = 8 * time.Hour
+)
+
+// sessionState is what the session cookie carries.
+type sessionState struct {
+	Issuer  string `json:"iss"`
+	Token   string `json:"tok"`
+	CSRF    string `json:"csrf"`
+	Expires int64  `json:"exp"`
+}
+
+// Session is a signed-in person's session.
+type Session struct {
+	Principal *auth.Principal
+	// CSRF is the token a request that is not a GET must carry.
+	CSRF    string
+	Expires time.Time
+}
+
+// SessionCookieName is the session cookie's name: __Host- prefixed when
+// it is Secure.
+func SessionCookieName(secure bool) string {
+	if secure {
+		return secureSessionCookie
+	}
+	return sessionCookie
+}
+
+func (si *signIn) newSession(token string, until, now time.Time, secure bool) (*http.Cookie, error) {
+	ttl := si.cfg.SessionTTL
+	if ttl == 0 {
+		ttl = defaultSessionTTL
+	}
+	exp := now.Add(ttl)
+	if until.Before(exp) {
+		exp = until
+	}
+	name := SessionCookieName(secure)
+	value, err := si.sealer.seal(name, sessionState{Issuer: si.is.cfg.Issuer, Token: token, CSRF: random(), Expires: exp.Unix()})
+	if err != nil {
+		return nil, err
+	}
+	return &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: max(1, int(exp.Sub(now).Seconds())), HttpOnly: true,
+		Secure: secure, SameSite: http.SameSiteStrictMode}, nil
+}
+
+// Session reads the request's session cookie and verifies its token as
+// any bearer token is (so a token that expired, or whose key the issuer
+// dropped, ends the session). It returns nil and no error when the request
+// has no session, or one that is no longer good.
+func (v *Verifier) Session(ctx context.Context, r *http.Request, secure bool) (*Session, error) {
+	if v == nil || len(v.signins) == 0 {
+		return nil, nil
+	}
+	c, err := r.Cookie(SessionCookieName(secure))
+	if err != nil {
+		return nil, nil
+	}
+	for _, si := range v.signins {
+		var st sessionState
+		if si.sealer.open(c.Name, c.Value, &st) != nil || st.Issuer != si.is.cfg.Issuer {
+			continue
+		}
+		if v.now().Unix() >= st.Expires {
+			return nil, nil
+		}
+		p, _, err := v.authenticate(ctx, st.Token)
+		var oe *Error
+		if errors.As(err, &oe) && !oe.Unavailable {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &Session{Principal: p, CSRF: st.CSRF, Expires: time.Unix(st.Expires, 0)}, nil
+	}
+	return nil, nil
+}
+
+// CheckCSRF reports whether a request authenticated by the session may
+// go on: a GET, HEAD or OPTIONS always; anything else only with the
+// session's CSRF token in X-CSRF-Token.
+func (s *Session) CheckCSRF(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	got := r.Header.Get(CSRFHeader)
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRF)) == 1
+}
+
+// ClearSession is the cookie that ends a session in the browser.
+func ClearSession(secure bool) *http.Cookie {
+	return &http.Cookie{Name: SessionCookieName(secure), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: secure,
+		SameSite: http.SameSiteStrictMode}
+}
+
+// ClearLogin is the cookie that ends a sign-in's state once used.
+func ClearLogin(secure bool) *http.Cookie {
+	return &http.Cookie{Name: loginCookie, Value: "", Path: CallbackPath, MaxAge: -1, HttpOnly: true, Secure: secure,
+		SameSite: http.SameSiteLaxMode}
+}
