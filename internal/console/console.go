@@ -4,7 +4,9 @@
 //
 // The console is a client of the API and nothing more: its scripts call
 // the same routes with the same bearer key as curl would (the key is typed
-// once and held in the tab's sessionStorage), so every check — roles,
+// once and held in the tab's sessionStorage), or with the session cookie of
+// a person signed in through the IdP (internal/oauth; every decision then
+// carries the session's CSRF token), so every check — roles,
 // self-approval, the arguments' hash, schema validation — is the API's.
 // This package only serves static files, with a strict
 // Content-Security-Policy: no inline script or style, nothing from another
@@ -28,7 +30,7 @@ const Prefix = "/console/"
 // styles only from toold itself (so no inline script, no eval), fetches
 // only to toold, no plugins, no framing (clickjacking an Approve button),
 // no <base> rewriting, no form posting anywhere (forms are handled by the
-// scripts, which POST with a bearer header).
+// scripts, which POST with a bearer header or the session's CSRF token).
 // Trusted Types are required too: the scripts never write HTML, and a
 // stray innerHTML would be refused rather than parsed.
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
