@@ -36,7 +36,7 @@ func (is *issuer) scopeFor(r auth.Role) string {
 // usable sub. It returns the time the token stops being valid.
 func (is *issuer) checkClaims(c claimSet, now time.Time) (time.Time, error) {
 	if iss := c.str("iss"); iss != is.cfg.Issuer {
-		return time.Time{}, invalid("the token's issuer %q is not %q", iss, is.cfg.Issuer)
+		return time.Time{}, invalid("the token's issuer %q is not %q", clip(iss), is.cfg.Issuer)
 	}
 	if !c.hasAudience(is.cfg.Audience) {
 		return time.Time{}, invalid("the token was not issued for this resource (its aud does not name %q)", is.cfg.Audience)

@@ -39,7 +39,7 @@ func (is *issuer) introspect(ctx context.Context, raw string) (*auth.Principal, 
 		return nil, time.Time{}, invalid("the issuer says the token is not active")
 	}
 	if iss := c.str("iss"); iss != "" && iss != is.cfg.Issuer {
-		return nil, time.Time{}, invalid("the token's issuer %q is not %q", iss, is.cfg.Issuer)
+		return nil, time.Time{}, invalid("the token's issuer %q is not %q", clip(iss), is.cfg.Issuer)
 	}
 	if _, ok := c["aud"]; ok && !c.hasAudience(is.cfg.Audience) {
 		return nil, time.Time{}, invalid("the token was not issued for this resource (its aud does not name %q)", is.cfg.Audience)

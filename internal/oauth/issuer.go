@@ -181,7 +181,7 @@ func (is *issuer) key(ctx context.Context, kid string, alg jose.SignatureAlgorit
 }
 
 func errUnknownKey(kid string) error {
-	return &tokenError{msg: fmt.Sprintf("the issuer publishes no key %q for it", kid)}
+	return &tokenError{msg: fmt.Sprintf("the issuer publishes no key %q for it", clip(kid))}
 }
 
 // candidates are the keys a token of alg with kid may be verified with:

@@ -168,7 +168,7 @@ func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (*auth
 	}
 	is := v.byIssuer[t.iss]
 	if is == nil {
-		return nil, nil, time.Time{}, invalid("the token's issuer %q is not trusted", t.iss)
+		return nil, nil, time.Time{}, invalid("the token's issuer %q is not trusted", clip(t.iss))
 	}
 	if !slices.Contains(is.algs, t.alg) {
 		return nil, nil, time.Time{}, invalid("the algorithm %s is not accepted from %s", t.alg, is.cfg.Issuer)

@@ -23,6 +23,15 @@ func (e *tokenError) Error() string { return e.msg }
 
 func invalid(format string, args ...any) error { return &tokenError{msg: fmt.Sprintf(format, args...)} }
 
+// clip bounds what a refusal quotes of a token (its typ, kid, iss): the
+// client wrote it, and a refusal should not grow with it.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
 // acceptedTypes are the typ headers of access tokens: RFC 9068's, and the
 // plain JWT (or none) most IdPs write. Any other (an ID token's logout
 // token, a DPoP proof, a SET) is not an access token.
@@ -61,7 +70,7 @@ func parseJWT(raw string, algs []jose.SignatureAlgorithm) (*parsedJWT, error) {
 	}
 	h := sig.Signatures[0].Header
 	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); !slices.Contains(acceptedTypes, strings.ToLower(typ)) {
-		return nil, invalid("the token's typ %q is not an access token's", typ)
+		return nil, invalid("the token's typ %q is not an access token's", clip(typ))
 	}
 	if _, ok := h.ExtraHeaders["crit"]; ok {
 		return nil, invalid("the token names critical header extensions")
@@ -83,7 +92,7 @@ func (p *parsedJWT) verify(keys []jose.JSONWebKey) ([]byte, error) {
 			return payload, nil
 		}
 	}
-	return nil, invalid("the token's signature does not verify with the issuer's key %q", p.kid)
+	return nil, invalid("the token's signature does not verify with the issuer's key %q", clip(p.kid))
 }
 
 // claimSet is a token's claims (a JWT's payload, or an introspection
