@@ -165,6 +165,15 @@ func TestClaimsGiveRolesAndTools(t *testing.T) {
 	if err != nil || fmt.Sprint(names) != "[grep read_file]" {
 		t.Errorf("tools/list for a reader: %v %v", names, err)
 	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"paths": []string{"hello.txt"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("tools/call for a reader: %v %+v", err, res)
+	}
+	meta, _ := json.Marshal(res.Meta["toold/envelope"])
+	var bookkeeping struct{ Principal auth.Identity }
+	if json.Unmarshal(meta, &bookkeeping); bookkeeping.Principal.Subject != "u-carol" || bookkeeping.Principal.Client != "agent" {
+		t.Errorf("the result's _meta does not name the principal: %s", meta)
+	}
 	dave := w.token(idDave, "toold:call") // approvers, no toold:approve scope: the group grants the role
 	if resp, body := w.do(t, "GET", "/approvals", dave, ""); resp.StatusCode != 200 {
 		t.Errorf("an approver by group: %d %s", resp.StatusCode, body)
