@@ -71,3 +71,22 @@ func TestAllowsByName(t *testing.T) {
 		}
 	}
 }
+
+// TestViewKey: listings are cached per view: a key's own, and for tokens
+// one per issuer and claim narrowing, whoever the subject (an empty
+// narrowing is not no narrowing).
+func TestViewKey(t *testing.T) {
+	tok := func(sub string, narrow []string) string {
+		return NewTokenPrincipal(Identity{Issuer: "https://idp.test/", Subject: sub}, []string{"*"}, narrow, nil).ViewKey()
+	}
+	if tok("a", nil) != tok("b", nil) || tok("a", []string{"read_*"}) != tok("b", []string{"read_*"}) {
+		t.Error("subjects with the same grants have different views")
+	}
+	if tok("a", nil) == tok("a", []string{}) || tok("a", []string{}) == tok("a", []string{"read_*"}) {
+		t.Error("different grants share a view")
+	}
+	kr, _ := NewKeyring([]Key{{Name: "ops", SHA256: Hash("ops-key-0123456789ab"), Tools: []string{"*"}}})
+	if kr.Authenticate("ops-key-0123456789ab").ViewKey() != "ops" {
+		t.Error("a key's view is not its name")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -88,6 +89,22 @@ func (p *Principal) Who() *Identity {
 // request, against its issuer's tools as configured then.
 func (id *Identity) AllowsWithin(tools []string, tool string) bool {
 	return Matches(tools, tool) && (!id.Narrowed || Matches(id.Narrow, tool))
+}
+
+// ViewKey names what the principal may see, for caches of listings: a
+// key's name (each key has patterns of its own), or for a token its issuer
+// and its claims' narrowing, which with the issuer's tools decide its
+// tools whoever the subject is (so every subject with the same grants
+// shares one cached listing).
+func (p *Principal) ViewKey() string {
+	if p.Kind != KindToken {
+		return p.Name
+	}
+	k := "\x00token\x00" + p.Issuer
+	if p.Narrowed {
+		k += "\x00narrowed\x00" + strings.Join(p.Narrow, "\x00")
+	}
+	return k
 }
 
 // Roles lists the roles the principal holds.

@@ -121,8 +121,9 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 			l = listing{body: body, etag: etagOf(body)}
 		}
 	} else {
-		// A principal's name stands for its view: keys are unique by name.
-		key := p.Name + "\x00" + string(f) + "\x00" + q.Get("toolset") + "\x00" + strings.ToLower(q.Get("defer_loading"))
+		// A principal's view key stands for its view: a key's name (keys
+		// are unique by name), a token's issuer and claim narrowing.
+		key := p.ViewKey() + "\x00" + string(f) + "\x00" + q.Get("toolset") + "\x00" + strings.ToLower(q.Get("defer_loading"))
 		l, err = s.listings.get(snap, key, render)
 	}
 	if err != nil {
