@@ -70,6 +70,7 @@ type fastCall struct {
 	id      any // string or int64, as the SDK decodes it
 	params  *mcp.CallToolParamsRaw
 	version string
+	tool    string // the canonical name, which the pipeline knows
 }
 
 // key is the call's id as the table of calls in flight keys it: as peek
@@ -111,17 +112,20 @@ func (s *Server) fastCallOf(r *http.Request, body []byte) (*fastCall, bool) {
 		return nil, false
 	}
 	name, ok := plainString(par[0])
-	if !ok || !s.serves(name) {
+	e := s.entry(name)
+	if !ok || e == nil {
 		return nil, false
 	}
-	p := &mcp.CallToolParamsRaw{Name: name}
+	// An alias is called by the name the SDK serves the tool as, as the
+	// middleware renames it on the SDK's path.
+	p := &mcp.CallToolParamsRaw{Name: e.FunctionName()}
 	if par[1] != nil { // copied: the body's buffer is reused once the call is answered
 		p.Arguments = append(json.RawMessage(nil), par[1]...)
 	}
 	if par[2] != nil && (json.Unmarshal(par[2], &p.Meta) != nil || p.GetProgressToken() != nil) {
 		return nil, false
 	}
-	return &fastCall{id: id, params: p, version: version}, true
+	return &fastCall{id: id, params: p, version: version, tool: e.Spec.Name}, true
 }
 
 // plainString is a JSON string written without escapes, unquoted.
@@ -262,12 +266,6 @@ func plainID(raw json.RawMessage) (any, bool) {
 	return n, true
 }
 
-func (s *Server) serves(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.served[name] != nil
-}
-
 type versionKey struct{}
 
 // protocolVersion is the protocol of a fast-path call ("" for the SDK's
@@ -281,7 +279,7 @@ func protocolVersion(ctx context.Context) string {
 // answers with the SDK's response.
 func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, c *fastCall) {
 	ctx := context.WithValue(r.Context(), versionKey{}, c.version)
-	res, err := s.handler(c.params.Name)(ctx, &mcp.CallToolRequest{Params: c.params})
+	res, err := s.handler(c.tool)(ctx, &mcp.CallToolRequest{Params: c.params})
 	if err == nil && res != nil && res.Content == nil {
 		cp := *res
 		cp.Content = []mcp.Content{} // as the SDK: never "content": null

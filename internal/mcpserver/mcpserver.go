@@ -65,8 +65,13 @@ type Server struct {
 	sdk   *mcp.Server
 	calls *inflight
 
-	mu     sync.Mutex // guards served and the toolsets' lists
+	mu sync.Mutex // guards served, names and the toolsets' lists
+	// served is what the whole catalog's SDK server serves, by MCP name.
 	served map[string]*registry.Entry
+	// names holds every tool under both the name MCP clients see (its
+	// function name) and its canonical name, an alias every route accepts
+	// (see names.go).
+	names map[string]*registry.Entry
 	// toolsets serve each toolset's subset (toolsets.go).
 	toolsets map[string]*toolsetServer
 }
@@ -77,7 +82,7 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	s := &Server{opts: opts, log: opts.Logger, calls: newInflight(), served: map[string]*registry.Entry{}}
+	s := &Server{opts: opts, log: opts.Logger, calls: newInflight(), served: map[string]*registry.Entry{}, names: map[string]*registry.Entry{}}
 	s.sdk = s.newSDK("")
 	s.sync(opts.Registry.Load())
 	opts.Registry.Subscribe(s.sync)
@@ -115,17 +120,23 @@ func (s *Server) sync(r *registry.Registry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.syncTools(s.sdk, s.served, r, nil)
+	names := make(map[string]*registry.Entry, 2*r.Len())
+	for _, e := range r.Entries() {
+		names[e.FunctionName()], names[e.Spec.Name] = e, e
+	}
+	s.names = names
 }
 
 // syncTools makes sdk's tool list the registry's tools that keep accepts
-// (nil: all), served recording what sdk serves: tools whose entry changed
-// are added again (replacing), vanished ones removed. The SDK tells every
+// (nil: all), each under its MCP name (its function name), served
+// recording what sdk serves by that name: tools whose entry changed are
+// added again (replacing), vanished ones removed. The SDK tells every
 // client holding a session of sdk (stdio, or a 2026-07-28 subscription);
 // a change that leaves sdk's list as it was tells nobody.
 func (s *Server) syncTools(sdk *mcp.Server, served map[string]*registry.Entry, r *registry.Registry, keep func(*registry.Entry) bool) {
 	var gone []string
 	for name := range served {
-		if e, ok := r.Lookup(name); !ok || keep != nil && !keep(e) {
+		if e, ok := r.Lookup(r.Canonical(name)); !ok || e.FunctionName() != name || keep != nil && !keep(e) {
 			gone = append(gone, name)
 			delete(served, name)
 		}
@@ -134,10 +145,10 @@ func (s *Server) syncTools(sdk *mcp.Server, served map[string]*registry.Entry, r
 		sdk.RemoveTools(gone...)
 	}
 	for _, e := range r.Entries() {
-		if served[e.Spec.Name] == e || keep != nil && !keep(e) {
+		if served[e.FunctionName()] == e || keep != nil && !keep(e) {
 			continue
 		}
-		served[e.Spec.Name] = e
+		served[e.FunctionName()] = e
 		sdk.AddTool(sdkTool(e.MCP()), s.handler(e.Spec.Name))
 	}
 }
@@ -153,17 +164,19 @@ func sdkTool(t registry.MCPTool) *mcp.Tool {
 	return out
 }
 
-// middleware filters tools/list to the tools the caller may use (a key
-// sees only its tools, as on GET /tools), and redacts every error and
-// failed result (see redacted).
+// middleware resolves a tool's canonical name to its MCP name (aliased),
+// filters tools/list to the tools the caller may use (a key sees only its
+// tools, as on GET /tools), and redacts every error and failed result (see
+// redacted).
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		s.aliased(method, req)
 		res, err := s.redacted(next(ctx, method, req))
 		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 			p := caller(ctx)
 			visible := make([]*mcp.Tool, 0, len(lr.Tools))
 			for _, t := range lr.Tools {
-				if p.Allows(t.Name) {
+				if e := s.entry(t.Name); e != nil && p.Allows(e.Spec.Name) {
 					visible = append(visible, t)
 				}
 			}
@@ -221,9 +234,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 }
 
 func (s *Server) hasOutputSchema(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.served[name]
+	e := s.entry(name)
 	return e != nil && e.ObjectOutput()
 }
 

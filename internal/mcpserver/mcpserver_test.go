@@ -369,11 +369,13 @@ func TestListChanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.ContainsFunc(lr.Tools, func(tl *mcp.Tool) bool { return tl.Name == "up.ping" }) {
-			t.Errorf("%s does not list the new tool", name)
+		if !slices.ContainsFunc(lr.Tools, func(tl *mcp.Tool) bool { return tl.Name == "up__ping" }) {
+			t.Errorf("%s does not list the new tool by its MCP name", name)
 		}
-		if res, err := callTool(t, cs, "up.ping", map[string]any{}, nil); err != nil || res.IsError {
-			t.Errorf("%s calling the new tool: %v %v", name, err, res)
+		for _, called := range []string{"up__ping", "up.ping"} { // the canonical name is an alias
+			if res, err := callTool(t, cs, called, map[string]any{}, nil); err != nil || res.IsError {
+				t.Errorf("%s calling the new tool as %s: %v %v", name, called, err, res)
+			}
 		}
 	}
 	h.live.SetSource("up", nil)

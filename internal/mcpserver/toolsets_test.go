@@ -145,7 +145,7 @@ func TestToolsetListChanged(t *testing.T) {
 	if n := drain(notified["misc"]); n != 0 {
 		t.Errorf("the misc client heard %d more changes: a change to ops reached it", n)
 	}
-	if got := listed(t, clients["ops"]); !slices.Contains(got, "up.ping") || slices.Contains(got, "misc.final") {
+	if got := listed(t, clients["ops"]); !slices.Contains(got, "up__ping") || slices.Contains(got, "misc__final") {
 		t.Errorf("ops lists %v", got)
 	}
 }

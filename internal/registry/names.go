@@ -8,13 +8,17 @@ import (
 )
 
 // FunctionNamePattern is the rule OpenAI's and Anthropic's APIs hold tool
-// names to. A toold name may also hold dots (a hosted MCP tool is
-// server.tool), which both refuse.
+// names to, and the one MCP hosts hold a server's tools to (Claude Desktop
+// and claude.ai refuse a whole server over one name that breaks it; Codex
+// and Copilot CLI hand the name to a model API, which refuses it). A toold
+// name may also hold dots (a hosted MCP tool is server.tool), which all of
+// them refuse: every rendering for them, MCP's included, is FunctionName's.
 var FunctionNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// MCPNamePattern is MCP's rule for tool names (1-128 of letters, digits,
-// _ - .), as the go-sdk checks it when a tool is added. Every toold name
-// fits it, so the MCP renderings keep the canonical names.
+// MCPNamePattern is MCP's own rule for tool names (1-128 of letters,
+// digits, _ - .), as the go-sdk checks it when a tool is added. It is
+// looser than what hosts accept, so toold's MCP names follow
+// FunctionNamePattern, which fits inside it.
 var MCPNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
 
 // hashLen is how many hex digits of the name's SHA-256 end a hashed
@@ -22,8 +26,9 @@ var MCPNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
 const hashLen = 8
 
 // FunctionName is the name a tool is given where function-calling APIs
-// read it (?format=openai, ?format=anthropic); execute accepts it as well
-// as the canonical name. The mapping depends on the name alone, so it is
+// and MCP hosts read it (?format=openai, ?format=anthropic, ?format=mcp,
+// toold's MCP server, the console); every route accepts it as well as the
+// canonical name. It is the one renderer of a tool's outside name. The mapping depends on the name alone, so it is
 // the same in every listing and on every replica:
 //
 //   - a name those APIs accept is its own function name;

@@ -248,11 +248,13 @@ type MCPAnnotations struct {
 	OpenWorldHint   bool  `json:"openWorldHint"`
 }
 
-// MCP renders the entry as an MCP tool. A tool that needs confirmation is
-// destructive whatever else it says.
+// MCP renders the entry as an MCP tool, named by its function name (the
+// hosts MCP serves refuse a dot in a name, as the model APIs do; see
+// FunctionName). A tool that needs confirmation is destructive whatever
+// else it says.
 func (e *Entry) MCP() MCPTool {
 	s := e.Spec
-	t := MCPTool{Name: s.Name, Title: s.Title, Description: e.modelDescription(), InputSchema: s.Parameters,
+	t := MCPTool{Name: e.fname, Title: s.Title, Description: e.modelDescription(), InputSchema: s.Parameters,
 		Annotations: MCPAnnotations{ReadOnlyHint: s.Effects.ReadOnly, IdempotentHint: s.Effects.Idempotent,
 			OpenWorldHint: s.Effects.OpenWorld}}
 	if !s.Effects.ReadOnly {

@@ -65,7 +65,7 @@ function tool(t, measured) {
   return el('details', { class: 'tool', 'data-tool': t.name },
     el('summary', {}, t.name + (t.category ? ' (' + t.category + ')' : '')),
     el('p', {}, t.description || ''),
-    meta([['Limits', limits(t.limits)], ['Targets', limits(t.targets)], ['Measured', latency(measured)],
+    meta([['Name to models and MCP hosts', t.function_name || t.name], ['Limits', limits(t.limits)], ['Targets', limits(t.targets)], ['Measured', latency(measured)],
       ['Confirmation', t.requires_confirmation ? (t.confirmation || 'required') : 'none'], ['Effects', effects(t.effects)],
       ['Source', t.source], ['Containment', t.containment], ['Fallbacks', (t.fallback || []).join(', ')],
       ['Upstream', t.upstream ? limits(t.upstream) : '']]),
