@@ -128,6 +128,19 @@ func New(o Options) (*Service, error) {
 	return s, nil
 }
 
+// Durable reports whether the service keeps executions (it has a store):
+// without one, nothing can run asynchronously or wait.
+func (s *Service) Durable() bool { return s != nil && s.st != nil }
+
+// Retention is how long an execution is kept after its last change (0
+// without a store).
+func (s *Service) Retention() time.Duration {
+	if s.st == nil {
+		return 0
+	}
+	return s.st.Retention()
+}
+
 // MaxWait is the longest ?wait= the service accepts.
 func (s *Service) MaxWait() time.Duration { return s.opts.MaxWait }
 

@@ -34,6 +34,9 @@ type Call struct {
 	Allowed      func(string) bool
 	Timeout      time.Duration
 	ConfirmToken string
+	// Raw keeps Body as the arguments even when it is {"arguments": {...}}
+	// (MCP sends the arguments themselves; REST may wrap them).
+	Raw bool
 }
 
 // Submit checks a call and, when it could run, accepts it: the record and
@@ -44,7 +47,7 @@ func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelo
 	if err := s.accepting(); err != nil {
 		return nil, nil, err
 	}
-	req := &dispatch.Request{Tool: c.Tool, Body: c.Body, Unwrap: true, RequestID: c.RequestID, Caller: c.Caller,
+	req := &dispatch.Request{Tool: c.Tool, Body: c.Body, Unwrap: !c.Raw, RequestID: c.RequestID, Caller: c.Caller,
 		Principal: c.Principal, Allowed: c.Allowed, Timeout: c.Timeout, ConfirmToken: c.ConfirmToken}
 	if env := s.disp.Check(ctx, req); env != nil {
 		return nil, env, nil
@@ -246,18 +249,25 @@ func (s *Service) get(ctx context.Context, caller, id string) (*Record, uint64, 
 // caller (an answer, a subtask's result), or as it is when d passes or ctx
 // ends.
 func (s *Service) Wait(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
-	return s.waitUntil(ctx, caller, id, d, func(st dispatch.Status) bool { return st.Final() || st == dispatch.StatusWaiting })
+	return s.waitUntil(ctx, caller, id, d, func(r *Record) bool { return r.Status.Final() || r.Status == dispatch.StatusWaiting })
 }
 
 // WaitFinal returns the caller's execution once it is final, or as it is
 // when d passes or ctx ends.
 func (s *Service) WaitFinal(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
-	return s.waitUntil(ctx, caller, id, d, dispatch.Status.Final)
+	return s.waitUntil(ctx, caller, id, d, func(r *Record) bool { return r.Status.Final() })
+}
+
+// WaitChange returns the caller's execution once it is no longer as seen
+// (another status or step), or as it is when d passes or ctx ends: what a
+// follower of every step (an MCP task) waits for.
+func (s *Service) WaitChange(ctx context.Context, seen *Record, d time.Duration) (*Record, error) {
+	return s.waitUntil(ctx, seen.Caller, seen.ID, d, func(r *Record) bool { return r.Status != seen.Status || r.Step != seen.Step })
 }
 
 // waitUntil is told of changes by the done subject, and reads the record
 // again every second in case a notice was lost.
-func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Duration, enough func(dispatch.Status) bool) (*Record, error) {
+func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Duration, enough func(*Record) bool) (*Record, error) {
 	if d <= 0 || s.st == nil || !ValidID(id) {
 		return s.Get(ctx, caller, id)
 	}
@@ -269,7 +279,7 @@ func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Durat
 	defer poll.Stop()
 	for {
 		r, err := s.Get(ctx, caller, id)
-		if err != nil || enough(r.Status) {
+		if err != nil || enough(r) {
 			return r, err
 		}
 		select {
@@ -368,6 +378,8 @@ func cancelledEnvelope(r *Record, when string) *dispatch.Envelope {
 type Filter struct {
 	Tool   string
 	Status dispatch.Status
+	// Kind is "call" or "batch"; "" lists both.
+	Kind string
 }
 
 // Page is one page of List.
@@ -380,12 +392,26 @@ type Page struct {
 // List returns the caller's executions, newest first, limit at a time,
 // after the cursor (the last id of the previous page).
 func (s *Service) List(ctx context.Context, caller string, f Filter, cursor string, limit int) (*Page, error) {
+	recs, next, err := s.ListRecords(ctx, caller, f, cursor, limit)
+	if err != nil {
+		return nil, err
+	}
+	page := &Page{Executions: make([]*dispatch.Envelope, 0, len(recs)), Next: next}
+	for _, r := range recs {
+		page.Executions = append(page.Executions, r.View())
+	}
+	return page, nil
+}
+
+// ListRecords is List's page as records, and the cursor of the next page
+// ("" on the last).
+func (s *Service) ListRecords(ctx context.Context, caller string, f Filter, cursor string, limit int) ([]*Record, string, error) {
 	if s.st == nil {
-		return nil, errNoStore
+		return nil, "", errNoStore
 	}
 	keys, err := s.st.Executions.Keys(ctx, owner(caller)+".>")
 	if err != nil {
-		return nil, StoreError(err)
+		return nil, "", StoreError(err)
 	}
 	ids := make([]string, 0, len(keys))
 	for _, k := range keys {
@@ -395,20 +421,19 @@ func (s *Service) List(ctx context.Context, caller string, f Filter, cursor stri
 	}
 	slices.Sort(ids)
 	slices.Reverse(ids)
-	page := &Page{Executions: []*dispatch.Envelope{}}
+	recs := []*Record{}
 	for _, id := range ids {
 		r, _, err := s.get(ctx, caller, id)
 		if err != nil {
 			continue // expired between the listing and the read
 		}
-		if f.Tool != "" && r.Tool != f.Tool || f.Status != "" && r.Status != f.Status {
+		if f.Tool != "" && r.Tool != f.Tool || f.Status != "" && r.Status != f.Status || f.Kind != "" && r.Kind != f.Kind {
 			continue
 		}
-		if len(page.Executions) == limit {
-			page.Next = page.Executions[limit-1].ExecutionID
-			break
+		if len(recs) == limit {
+			return recs, recs[limit-1].ID, nil
 		}
-		page.Executions = append(page.Executions, r.View())
+		recs = append(recs, r)
 	}
-	return page, nil
+	return recs, "", nil
 }
