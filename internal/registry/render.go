@@ -235,6 +235,17 @@ type MCPTool struct {
 	// requires.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  MCPAnnotations  `json:"annotations"`
+	// Execution says how a host may call the tool (MCP 2025-11-25): set
+	// for the tools that may wait for a person or a question, which a
+	// host may call as a task and follow.
+	Execution *MCPExecution `json:"execution,omitempty"`
+}
+
+// MCPExecution is a tool's execution hints: whether a host may call it as
+// a task ("optional"), must ("required") or may not ("forbidden", the
+// default when absent).
+type MCPExecution struct {
+	TaskSupport string `json:"taskSupport"`
 }
 
 // MCPAnnotations are MCP's tool annotations, derived from the tool's
@@ -263,6 +274,9 @@ func (e *Entry) MCP() MCPTool {
 	}
 	if e.ObjectOutput() {
 		t.OutputSchema = s.Output
+	}
+	if s.Confirmation == tools.ConfirmHuman || s.Pauses {
+		t.Execution = &MCPExecution{TaskSupport: "optional"}
 	}
 	return t
 }

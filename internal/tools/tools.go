@@ -85,6 +85,10 @@ type Spec struct {
 	Confirmation Confirmation
 	// Limits override the category defaults; zero fields inherit.
 	Limits Limits
+	// Pauses marks a tool that may pause for a subtask or a person's
+	// answer (see Pause): MCP hosts may call it as a task, and follow it
+	// while it waits.
+	Pauses bool
 	// Containment names how the tool is isolated from the host (for tools
 	// that start processes); empty for in-process tools. Shown in discovery.
 	Containment string

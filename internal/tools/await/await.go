@@ -53,6 +53,7 @@ func RequestUserInput() tools.Tool {
 		Name:     "request_user_input",
 		Title:    "Ask the user",
 		Category: tools.Direct,
+		Pauses:   true,
 		Description: "Ask the user a question and wait for the answer, when the task cannot go on without " +
 			"information or a decision only they have.",
 		Instructions: "Use it sparingly: for a missing fact, a choice between options you cannot make, or a " +
@@ -107,6 +108,7 @@ func Delegate(maxDepth int) tools.Tool {
 		Name:     "delegate",
 		Title:    "Delegate a subtask",
 		Category: tools.Subtask,
+		Pauses:   true,
 		Description: "Hand a self-contained subtask to the task system (often a separate model call) and get " +
 			"its result back as this tool's answer.",
 		Instructions: "Use it for work that needs its own reasoning — analysing data, reviewing a change, " +
