@@ -189,7 +189,8 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		Timeout: cfg.Server.BodyReadTimeout, Registerer: a.metrics})
 	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
 		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, Executions: a.exec, Tracer: a.tracing.Tracer(),
-		Toolsets: sets})
+		Toolsets: sets, StdioPrincipal: keyring.Principal(cfg.MCP.StdioKey), StdioDrain: a.grace,
+		SessionSecret: []byte(cfg.Server.ConfirmSecret)})
 	var mcpHandler http.Handler
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()

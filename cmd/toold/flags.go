@@ -27,6 +27,7 @@ type options struct {
 	newKey         bool
 	version        bool
 	stdio          bool
+	stdioKey       string
 	set            map[string]bool // flags given explicitly or by env
 }
 
@@ -48,6 +49,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	fs.BoolVar(&o.newKey, "new-key", false, "print a new random API key and its SHA-256")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP, for hosts that launch servers as processes (logs go to stderr)")
+	fs.StringVar(&o.stdioKey, "stdio-key", "", "with -stdio: the `name` of the key (auth.keys) whose tools and roles the host has (default mcp.stdio_key; required when keys are configured)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: toold [flags]\n       toold audit verify|export|keygen|public-key [-config FILE] [-state-dir DIR] [-nats-url URL] ...\n\n"+
 			"Every setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
@@ -134,6 +136,9 @@ func (o *options) apply(c *config.Config) {
 	if o.set["nats-url"] {
 		c.State.NATS.URL = o.natsURL
 	}
+	if o.set["stdio-key"] {
+		c.MCP.StdioKey = o.stdioKey
+	}
 	if o.stdio && !o.set["admin-listen"] {
 		// A host may launch several toold processes: none claims a port
 		// unless told to.
@@ -171,6 +176,20 @@ func (o *options) checkStdioWorkspace(cfg *config.Config, lookupEnv func(string)
 	}
 	return fmt.Errorf("-stdio without -workspace would serve %s to the model: every file there would be readable. "+
 		"Pass -workspace DIR (the project the host works on), or set TOOLD_WORKSPACE", what)
+}
+
+// checkStdioKey refuses -stdio without a named caller where keys are
+// configured: the host at the other end of stdio presents no key, and an
+// anonymous caller would either hold every tool and role (the local user's
+// rights where there are no keys) or be refused by every step that checks
+// keys, such as a call resumed after it waited. The operator names the key
+// whose tools and roles the host has.
+func checkStdioKey(cfg *config.Config) error {
+	if len(cfg.Auth.Keys) == 0 || cfg.MCP.StdioKey != "" {
+		return nil
+	}
+	return fmt.Errorf("-stdio with auth.keys configured needs the caller named: pass -stdio-key NAME (or set mcp.stdio_key) " +
+		"with the name of the key whose tools and roles the host should have")
 }
 
 // sameDir reports whether a and b name one directory, following symlinks

@@ -48,7 +48,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return exitCode(2)
 	}
 	if o.stdio {
-		if err := o.checkStdioWorkspace(cfg, lookupEnv); err != nil {
+		err := o.checkStdioWorkspace(cfg, lookupEnv)
+		if err == nil {
+			err = checkStdioKey(cfg)
+		}
+		if err != nil {
 			fmt.Fprintln(stderr, "toold:", err)
 			return exitCode(2)
 		}

@@ -178,6 +178,21 @@ func (kr *Keyring) Allows(caller, tool string) bool {
 	return false
 }
 
+// Principal returns the principal of the configured key named name, or
+// nil: a caller who presents no key but is known otherwise (toold -stdio's
+// host, named by -stdio-key) acts with that key's tools and roles.
+func (kr *Keyring) Principal(name string) *Principal {
+	if kr == nil {
+		return nil
+	}
+	for i := range kr.keys {
+		if kr.keys[i].p.Name == name {
+			return kr.keys[i].p
+		}
+	}
+	return nil
+}
+
 // Hash returns the hex SHA-256 of a key, as the config stores it.
 func Hash(key string) string {
 	sum := sha256.Sum256([]byte(key))

@@ -214,6 +214,11 @@ type MCPConfig struct {
 	// Servers are upstream MCP servers whose tools toold serves as its own
 	// (see internal/tools/upstream).
 	Servers []upstream.Config `yaml:"servers" validate:"dive"`
+	// StdioKey names the key (auth.keys[].name) whose tools and roles a
+	// toold -stdio caller has; -stdio-key overrides it. Required for -stdio
+	// when keys are configured: the caller at the other end of stdio is a
+	// named principal, never "anonymous".
+	StdioKey string `yaml:"stdio_key" validate:"omitempty,printascii,max=64"`
 }
 
 // Serves reports whether /mcp is served.
@@ -269,6 +274,8 @@ type ServerConfig struct {
 	// records its use); empty means a random secret per process (a token
 	// then works only on the replica that issued it). Without a store the
 	// key is derived afresh in each process, so tokens end at a restart.
+	// It also signs the session ids /mcp gives clients it may ask things
+	// (derived with a label of its own), so replicas read each other's.
 	// Give at least 32 characters, from a secret store:
 	// ${TOOLD_CONFIRM_SECRET}.
 	ConfirmSecret string `yaml:"confirm_secret" validate:"omitempty,min=32"`

@@ -85,6 +85,9 @@ func (c *Config) Validate() error {
 		probs.add("server.body_budget_bytes", "%d is below server.max_body_bytes (%d): a body of the largest size allowed could never be read",
 			sc.BodyBudgetBytes, sc.MaxBodyBytes)
 	}
+	if k := c.MCP.StdioKey; k != "" && !slices.ContainsFunc(c.Auth.Keys, func(key Key) bool { return key.Name == k }) {
+		probs.add("mcp.stdio_key", "%q names no key of auth.keys; name the key whose tools and roles a -stdio caller has", k)
+	}
 	if !c.Auth.enabled() && !c.InsecureNoAuth && !Loopback(c.Listen) {
 		probs.add("listen", "%q is not a loopback address and no auth keys or token issuers are configured; "+
 			"add auth.keys or auth.oauth, listen on 127.0.0.1, or pass -insecure-no-auth", c.Listen)

@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,10 +63,25 @@ func confirmationResult(req *mcp.CallToolRequest, env *dispatch.Envelope, hasOut
 			RequestState: stateConfirm + env.Error.ConfirmToken,
 		}
 	}
-	res := render(env, hasOutputSchema)
-	res.Meta[MetaConfirmToken] = env.Error.ConfirmToken
-	res.Meta[MetaConfirmExpires] = env.Error.ConfirmExpiresAt
+	e := *env.Error
+	e.Suggestion = confirmOutside(env.Tool, &e)
+	cp := *env
+	cp.Error = &e
+	res := render(&cp, hasOutputSchema)
+	res.Meta[MetaConfirmToken] = e.ConfirmToken
+	res.Meta[MetaConfirmExpires] = e.ConfirmExpiresAt
 	return res
+}
+
+// confirmOutside says what confirms a call when the client cannot ask its
+// user over MCP: /mcp reads a token in the call's _meta, never a header
+// (the pipeline's own suggestion names REST's Toold-Confirm).
+func confirmOutside(tool string, e *dispatch.ErrorBody) string {
+	left := time.Until(confirmExpiry(e)).Round(time.Second)
+	return fmt.Sprintf("this MCP client cannot ask its user (it declares no elicitation), so the confirmation happens outside the call: "+
+		"a host repeats this exact call with \"_meta\": {%q: %q} in its params once its user agreed, or a person runs it with "+
+		"POST /tools/%s/execute, the same arguments and the header Toold-Confirm: %s, within %v. Repeating the call unchanged only asks again.",
+		MetaConfirmToken, e.ConfirmToken, tool, e.ConfirmToken, left)
 }
 
 // roundTrips is what a client can be asked in a multi-round-trip request:
@@ -93,4 +110,14 @@ func declined(tool string) *mcp.CallToolResult {
 func permissionDeclined() *tools.Error {
 	return tools.NewPermissionError("the user declined to run the tool").WithCode("declined").
 		WithSuggestion("do not repeat the call unless the user asks for it")
+}
+
+// confirmExpiry is when a confirmation token expires (now when it says
+// nothing readable).
+func confirmExpiry(e *dispatch.ErrorBody) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, e.ConfirmExpiresAt)
+	if err != nil {
+		return time.Now()
+	}
+	return t
 }

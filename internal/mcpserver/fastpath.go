@@ -38,8 +38,14 @@ import (
 //   - no progress token (progress is a stream of notifications), no
 //     requestState (a resumption);
 //   - Content-Type application/json and an Accept naming both
-//     application/json and text/event-stream, as the SDK requires (a
-//     request that breaks a rule gets the SDK's own refusal).
+//     application/json and text/event-stream, no Last-Event-ID, as the
+//     SDK requires (a request that breaks a rule gets the SDK's own
+//     refusal);
+//   - no _meta key of MCP's own namespace ("io.modelcontextprotocol/"):
+//     the per-request protocol version the SDK checks against the header
+//     (-32020 when they disagree), and the rest of the 2026-07-28 triple;
+//   - nesting no deeper than the SDK decodes (sdkMaxDepth), _meta
+//     included.
 //
 // The answer is the JSON-RPC response the SDK would send, as one
 // application/json body instead of a one-event stream; Streamable HTTP
@@ -64,6 +70,14 @@ var fastVersions = func() map[string]bool {
 // defaultVersion is the version the SDK assumes for a request without the
 // protocol header.
 const defaultVersion = "2025-03-26"
+
+// sdkMaxDepth is the deepest nesting the SDK decodes a message with; a
+// deeper one it refuses as a parse error (TestFastPathAnswersAsTheSDK
+// holds the two to the same answer at the edge).
+const sdkMaxDepth = 1000
+
+// metaNamespace prefixes the _meta keys MCP itself defines.
+const metaNamespace = "io.modelcontextprotocol/"
 
 // fastCall is a tools/call the fast path answers.
 type fastCall struct {
@@ -92,14 +106,14 @@ func (s *Server) fastCallOf(r *http.Request, body []byte) (*fastCall, bool) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil, false
 	}
-	if !acceptsBoth(r.Header.Values("Accept")) {
+	if !acceptsBoth(r.Header.Values("Accept")) || len(r.Header.Values("Last-Event-ID")) > 0 {
 		return nil, false
 	}
 	version := r.Header.Get("Mcp-Protocol-Version")
 	if version == "" {
 		version = defaultVersion
 	}
-	if !fastVersions[version] || !json.Valid(body) {
+	if !fastVersions[version] || !json.Valid(body) || deeperThan(body, sdkMaxDepth) {
 		return nil, false
 	}
 	var req [4][]byte // requestKeys' values
@@ -122,10 +136,43 @@ func (s *Server) fastCallOf(r *http.Request, body []byte) (*fastCall, bool) {
 	if par[1] != nil { // copied: the body's buffer is reused once the call is answered
 		p.Arguments = append(json.RawMessage(nil), par[1]...)
 	}
-	if par[2] != nil && (json.Unmarshal(par[2], &p.Meta) != nil || p.GetProgressToken() != nil) {
+	if par[2] != nil && (json.Unmarshal(par[2], &p.Meta) != nil || p.GetProgressToken() != nil || mcpMeta(p.Meta)) {
 		return nil, false
 	}
 	return &fastCall{id: id, params: p, version: version, tool: e.Spec.Name}, true
+}
+
+// mcpMeta reports whether _meta holds a key of MCP's own namespace.
+func mcpMeta(meta mcp.Meta) bool {
+	for k := range meta {
+		if strings.HasPrefix(k, metaNamespace) {
+			return true
+		}
+	}
+	return false
+}
+
+// deeperThan reports whether valid JSON nests arrays and objects deeper
+// than limit.
+func deeperThan(b []byte, limit int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // plainString is a JSON string written without escapes, unquoted.
@@ -276,8 +323,9 @@ func protocolVersion(ctx context.Context) string {
 }
 
 // serveFast runs the call through the handler the SDK would run and
-// answers with the SDK's response.
-func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, c *fastCall) {
+// answers with the SDK's response: one JSON body, or the last event of the
+// stream the handler started by asking the client something (follow.go).
+func (s *Server) serveFast(hp *httpPeer, r *http.Request, c *fastCall) {
 	ctx := context.WithValue(r.Context(), versionKey{}, c.version)
 	res, err := s.handler(c.tool)(ctx, &mcp.CallToolRequest{Params: c.params})
 	if err == nil && res != nil && res.Content == nil {
@@ -310,13 +358,10 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, c *fastCall) 
 	}
 	if merr != nil {
 		s.log.Error("mcp: encoding a response failed", zap.Error(merr))
-		writeRPCError(w, http.StatusInternalServerError, jsonrpc.CodeInternalError, "the response could not be encoded")
+		hp.answer(http.StatusInternalServerError, rpcErrorBody(jsonrpc.CodeInternalError, "the response could not be encoded"))
 		return
 	}
-	body = append(body, '}')
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	hp.answer(http.StatusOK, append(body, '}'))
 }
 
 // encodeResult appends res: by appendResult, or by encoding/json for a

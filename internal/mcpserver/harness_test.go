@@ -32,10 +32,12 @@ import (
 	"github.com/toold/toold/internal/tools/diag"
 )
 
-// The keys of the harness: one for every tool, one for echo only.
+// The keys of the harness: one for every tool, one for echo only, and a
+// person who approves.
 const (
-	fullKey = "toold_full_key_for_mcp_tests_0123"
-	echoKey = "toold_echo_key_for_mcp_tests_0123"
+	fullKey     = "toold_full_key_for_mcp_tests_0123"
+	echoKey     = "toold_echo_key_for_mcp_tests_0123"
+	approverKey = "toold_approver_key_for_mcp_test01"
 )
 
 // harness is a real toold stack — dispatcher, REST server, /mcp — on
@@ -132,7 +134,8 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 	var keys []auth.Key
 	if o.keys {
 		keys = []auth.Key{{Name: "full", SHA256: auth.Hash(fullKey), Tools: []string{"*"}},
-			{Name: "echo-only", SHA256: auth.Hash(echoKey), Tools: []string{"echo"}}}
+			{Name: "echo-only", SHA256: auth.Hash(echoKey), Tools: []string{"echo"}},
+			{Name: "approver", SHA256: auth.Hash(approverKey), Tools: []string{"*"}, Roles: []auth.Role{auth.RoleApprove}}}
 	}
 	kr, err := auth.NewKeyring(keys)
 	if err != nil {

@@ -56,6 +56,17 @@ type Options struct {
 	// NoFastPath leaves every HTTP request to the SDK (see fastpath.go);
 	// the tests compare the two paths with it.
 	NoFastPath bool
+	// StdioPrincipal is the caller at the other end of ServeStdio: the
+	// key the operator named (-stdio-key); nil is the local user with
+	// every tool and role, for a toold without keys.
+	StdioPrincipal *auth.Principal
+	// StdioDrain bounds how long ServeStdio, its input closed, goes on
+	// answering what it read (default DefaultStdioDrain).
+	StdioDrain time.Duration
+	// SessionSecret signs the session ids /mcp gives clients it may ask
+	// things (session.go); replicas with the same secret read each
+	// other's. Empty draws one for this process.
+	SessionSecret []byte
 }
 
 // Server is toold's MCP server; build it with New.
@@ -64,6 +75,9 @@ type Server struct {
 	log   *zap.Logger
 	sdk   *mcp.Server
 	calls *inflight
+	// asks are toold's own requests to clients awaiting an answer here.
+	asks     *asks
+	sessions *sessionKeys
 
 	mu sync.Mutex // guards served, names and the toolsets' lists
 	// served is what the whole catalog's SDK server serves, by MCP name.
@@ -82,7 +96,8 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	s := &Server{opts: opts, log: opts.Logger, calls: newInflight(), served: map[string]*registry.Entry{}, names: map[string]*registry.Entry{}}
+	s := &Server{opts: opts, log: opts.Logger, calls: newInflight(), served: map[string]*registry.Entry{}, names: map[string]*registry.Entry{},
+		asks: newAsks(), sessions: newSessionKeys(opts.SessionSecret)}
 	s.sdk = s.newSDK("")
 	s.sync(opts.Registry.Load())
 	opts.Registry.Subscribe(s.sync)
@@ -172,19 +187,30 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		s.aliased(method, req)
 		res, err := s.redacted(next(ctx, method, req))
-		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+		if err != nil {
+			return res, err
+		}
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
 			p := caller(ctx)
-			visible := make([]*mcp.Tool, 0, len(lr.Tools))
-			for _, t := range lr.Tools {
+			visible := make([]*mcp.Tool, 0, len(r.Tools))
+			for _, t := range r.Tools {
 				if e := s.entry(t.Name); e != nil && p.Allows(e.Spec.Name) {
 					visible = append(visible, t)
 				}
 			}
-			cp := *lr
+			cp := *r
 			cp.Tools = visible
+			if x := s.executionOf(visible); x != nil {
+				return withExecution{ListToolsResult: &cp, execution: x}, nil
+			}
 			return &cp, nil
+		case *mcp.InitializeResult:
+			if s.declaresTasks(ctx) {
+				return withTasks{r}, nil
+			}
 		}
-		return res, err
+		return res, nil
 	}
 }
 
@@ -217,6 +243,9 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			dreq.Emit = progress(ctx, req.Session, tok)
 		}
 		env := s.opts.Dispatcher.Execute(ctx, dreq)
+		if env.Error != nil && env.Error.Type == tools.ConfirmationRequired && !canElicit(req) {
+			env = s.confirmThroughPeer(ctx, dreq, env)
+		}
 		s.logCall(ctx, env, p.Name, start)
 		if env.Error != nil && (env.Error.Code == "forbidden" || env.Status == dispatch.StatusNotFound) {
 			// A key that may not use the tool sees it as absent, exactly
@@ -231,6 +260,25 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		return render(env, s.hasOutputSchema(name)), nil
 	}
+}
+
+// confirmThroughPeer asks an older client that can elicit to have its
+// user confirm the call, and runs the call again with the token if they
+// agreed; otherwise (no such client, no answer) env stands. A user who
+// declined gets the declined failure.
+func (s *Server) confirmThroughPeer(ctx context.Context, dreq *dispatch.Request, env *dispatch.Envelope) *dispatch.Envelope {
+	p := peerOf(ctx)
+	if !p.canAsk("confirm") {
+		return env
+	}
+	switch accepted, answered := s.askConfirm(ctx, p, env); {
+	case accepted:
+		dreq.ConfirmToken = env.Error.ConfirmToken
+		return s.opts.Dispatcher.Execute(ctx, dreq)
+	case answered:
+		return dispatch.Failure(env.RequestID, env.Tool, dispatch.StatusRejected, permissionDeclined())
+	}
+	return env
 }
 
 func (s *Server) hasOutputSchema(name string) bool {

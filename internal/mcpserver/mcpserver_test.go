@@ -242,13 +242,19 @@ func TestCancel(t *testing.T) {
 // stdio connects a client to ServeStdio over pipes.
 func (h *harness) stdio(opts *mcp.ClientOptions) *mcp.ClientSession {
 	h.t.Helper()
+	return h.stdioAt("2025-06-18", opts)
+}
+
+// stdioAt is a client of ServeStdio speaking version.
+func (h *harness) stdioAt(version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	h.t.Helper()
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.mcp.ServeStdio(ctx, sr, sw) }()
 	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, opts)
-	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,20 +1,27 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
 )
 
-// FuzzStdioFilter: whatever the lines, the filter answers or passes each
-// one, and everything it answers is a JSON-RPC error on one line.
+// FuzzStdioFilter: whatever the lines, the filter answers, takes or passes
+// each one, and everything it answers is a JSON-RPC error on one line.
 func FuzzStdioFilter(f *testing.F) {
 	f.Add("not json\n{}\n[]\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
 	f.Add("\r\n\n[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]\n{\"id\":\"a\"}")
 	f.Fuzz(func(t *testing.T, in string) {
 		var out strings.Builder
-		r := filterStdio(strings.NewReader(in), &out, 256)
+		// No SDK reads what is passed on: the drain at the end of input
+		// gives up at once.
+		s := &Server{asks: newAsks(), log: zap.NewNop(), opts: Options{StdioDrain: time.Nanosecond}}
+		r := newStdioSession(s, &out).filter(context.Background(), strings.NewReader(in), 256)
 		passed, err := io.ReadAll(r)
 		if err != nil {
 			t.Fatal(err)

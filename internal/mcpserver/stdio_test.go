@@ -80,3 +80,131 @@ func TestStdioAnswersBadLines(t *testing.T) {
 		t.Error("ServeStdio did not return when stdin closed")
 	}
 }
+
+// stdioPeer drives ServeStdio with raw lines, as a host (or a person with
+// printf) would: send writes a line, next reads the next message.
+type stdioPeer struct {
+	t    *testing.T
+	in   io.WriteCloser
+	msgs chan json.RawMessage
+	done chan error
+}
+
+func (h *harness) rawStdio() *stdioPeer {
+	h.t.Helper()
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &stdioPeer{t: h.t, in: cw, msgs: make(chan json.RawMessage, 64), done: make(chan error, 1)}
+	go func() { p.done <- h.mcp.ServeStdio(ctx, sr, sw); sw.Close() }()
+	go func() {
+		sc := bufio.NewScanner(cr)
+		sc.Buffer(nil, 4<<20)
+		for sc.Scan() {
+			p.msgs <- append(json.RawMessage(nil), sc.Bytes()...)
+		}
+		close(p.msgs)
+	}()
+	h.t.Cleanup(func() { cw.Close(); cancel() })
+	return p
+}
+
+func (p *stdioPeer) send(lines ...string) {
+	p.t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(p.in, l+"\n"); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
+// next is the next message, or nil once the output ended.
+func (p *stdioPeer) next() *rpcMessage {
+	p.t.Helper()
+	select {
+	case raw, ok := <-p.msgs:
+		if !ok {
+			return nil
+		}
+		var m rpcMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			p.t.Fatalf("%s: %v", raw, err)
+		}
+		return &m
+	case <-time.After(20 * time.Second):
+		p.t.Fatal("no message from toold -stdio")
+	}
+	return nil
+}
+
+const stdioInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
+	`"capabilities":{"elicitation":{"form":{}},"tasks":{"requests":{}}},"clientInfo":{"name":"printf","version":"1"}}}`
+
+// TestStdioDrainsOnEOF: the host's input ends right after its requests —
+// `printf '<initialize>\n<initialized>\n<tools/list>\n<tools/call>\n' |
+// toold -stdio` — and every request is still answered before toold ends.
+func TestStdioDrainsOnEOF(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	for run := range 3 {
+		p := h.rawStdio()
+		p.send(stdioInit, `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":200}}}`)
+		p.in.Close()
+		answered := map[string]bool{}
+		for m := p.next(); m != nil; m = p.next() {
+			if m.Result != nil {
+				answered[string(m.ID)] = true
+			}
+		}
+		if !answered["1"] || !answered["2"] || !answered["3"] {
+			t.Errorf("run %d: answered %v, want 1, 2 and 3", run, answered)
+		}
+		if err := <-p.done; err != nil {
+			t.Errorf("run %d: ServeStdio: %v", run, err)
+		}
+	}
+}
+
+// TestStdioTasks: over stdio a task is created, its changes are told
+// (notifications/tasks/status), and tasks/result asks the client for what
+// the task waits for with an elicitation naming the task; the client's
+// answer (a response on stdin) resumes it, and tasks/result answers the
+// tool's result.
+func TestStdioTasks(t *testing.T) {
+	h := newHarness(t, harnessOpts{store: true})
+	p := h.rawStdio()
+	p.send(stdioInit)
+	if m := p.next(); !strings.Contains(string(m.Result), `"tasks":{`) {
+		t.Fatalf("initialize: %s", m.Result)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"request_user_input","arguments":{"prompt":"Which branch?"},"task":{"ttl":60000}}}`)
+	var id string
+	sawWaiting, asked := false, false
+	for m := p.next(); m != nil; m = p.next() {
+		switch {
+		case string(m.ID) == "2":
+			var created struct{ Task struct{ TaskID string } }
+			_ = json.Unmarshal(m.Result, &created)
+			id = created.Task.TaskID
+		case m.Method == "notifications/tasks/status" && strings.Contains(string(m.Params), `"input_required"`) && !sawWaiting:
+			sawWaiting = true
+			p.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
+		case m.Method == "elicitation/create":
+			asked = true
+			if !strings.Contains(string(m.Params), `"io.modelcontextprotocol/related-task":{"taskId":"`+id+`"}`) ||
+				!strings.Contains(string(m.Params), "Which branch?") {
+				t.Errorf("the question: %s", m.Params)
+			}
+			p.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{"answer":"release"}}}`)
+		case string(m.ID) == "3":
+			if !asked || !strings.Contains(string(m.Result), `"structuredContent":{"answer":"release"}`) ||
+				!strings.Contains(string(m.Result), `"io.modelcontextprotocol/related-task"`) {
+				t.Fatalf("tasks/result: %s (asked: %v)", m.Result, asked)
+			}
+			return
+		}
+	}
+	t.Fatal("the output ended before tasks/result answered")
+}

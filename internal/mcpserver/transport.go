@@ -81,18 +81,11 @@ func (s *Server) handlerFor(sdk *mcp.Server, set *registry.Toolset) http.Handler
 				return
 			}
 			defer b.Release() // once the SDK has answered: it holds the bytes until then
-			body := b.Data
-			if c, ok := s.fastCallOf(r, body); ok && set == nil {
-				s.serveFast(w, r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, c.key())), c)
+			var served bool
+			if r, served = s.front(w, r, b.Data, set); served {
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			switch m := peek(body); m.method {
-			case "tools/call":
-				r = r.WithContext(context.WithValue(r.Context(), rpcIDKey{}, m.id))
-			case "notifications/cancelled":
-				s.calls.cancel(caller(r.Context()).Name, m.cancelled)
-			}
+			r.Body = io.NopCloser(bytes.NewReader(b.Data))
 		}
 		ew := &rpcErrorWriter{ResponseWriter: w, redact: s.opts.Dispatcher.RedactText}
 		h.ServeHTTP(ew, r)
@@ -230,27 +223,6 @@ func writeRPCError(w http.ResponseWriter, status int, code int64, msg string) {
 	_, _ = w.Write(rpcErrorBody(code, msg))
 }
 
-// ServeStdio serves MCP on in and out (newline-delimited JSON-RPC) until
-// the client closes in or ctx ends. Nothing else may write to out.
-// A line that is not a JSON-RPC message is answered with a JSON-RPC error,
-// and the session goes on (see filterStdio).
-func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	limit := int(max(s.opts.MaxBodyBytes, DefaultMaxBodyBytes))
-	w := &lockedWriter{w: out}
-	filtered := filterStdio(in, w, limit)
-	defer filtered.Close()
-	err := s.sdk.Run(ctx, &mcp.IOTransport{Reader: filtered, Writer: struct {
-		io.Writer
-		io.Closer
-	}{w, out}, MaxLineLength: limit + 1})
-	// The host ending the session closes its ends of the pipes: stdin's
-	// EOF, or (racing it) a write or read on a pipe it closed.
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
-
 type rpcIDKey struct{}
 
 // rpcID is the JSON-RPC id of the HTTP request's tools/call, or "".
@@ -276,14 +248,20 @@ type message struct {
 // ("tools\/call"), so no byte search can tell which bodies to skip, and
 // the large bodies are tool calls, which are decoded anyway.
 func peek(body []byte) message {
-	var m struct {
-		Method string          `json:"method"`
-		ID     json.RawMessage `json:"id"`
-		Params json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &m) != nil {
+	m, ok := decodeOne(body)
+	if !ok {
 		return message{}
 	}
+	return peekMessage(m)
+}
+
+// decodeOne decodes a body that is one message (not a batch).
+func decodeOne(body []byte) (wireMessage, bool) {
+	var m wireMessage
+	return m, json.Unmarshal(body, &m) == nil
+}
+
+func peekMessage(m wireMessage) message {
 	switch m.Method {
 	case "tools/call":
 		if len(m.ID) > 0 {

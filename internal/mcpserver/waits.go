@@ -19,11 +19,14 @@ import (
 // asked through MCP's own input_required result (multi-round-trip
 // requests): an input as an elicitation to its user, a subtask as a
 // sampling request to its model; the request state names the execution, and
-// the client's retry resumes it. Other clients, and a call waiting for an
-// approver, get a result that says what it waits for and where to resume
-// it. (MCP's tasks extension — tasks/get, tasks/update, tasks/cancel — is
-// not served: the SDK has no way to add methods to a server, and toold
-// writes no JSON-RPC of its own. Its REST routes do that job.)
+// the client's retry resumes it. An older client that declared it can
+// answer (elicitation, sampling) is asked by toold's own requests, over
+// stdio or on the call's HTTP response turned into an event stream
+// (follow.go), and the call answers with the tool's result. Any other
+// client, and any call waiting for an approver, gets a result that says
+// what the call waits for and what finishes it; a call that waits for an
+// approval is joined by its repeat. A client that declared tasks can call
+// such tools as tasks instead (tasks.go).
 
 // Request-state prefixes of toold's multi-round-trip results.
 const (
@@ -51,7 +54,8 @@ func (s *Server) waited(ctx context.Context, req *mcp.CallToolRequest, dreq *dis
 	if s.opts.Executions == nil {
 		return nil, fmt.Errorf("mcpserver: a call waits and no executions service keeps waits")
 	}
-	rec, err := s.opts.Executions.Park(ctx, dreq, env)
+	ex := s.opts.Executions
+	rec, joined, err := ex.ParkOrJoin(ctx, dreq, env)
 	if err != nil {
 		te, ok := tools.AsError(err)
 		if !ok {
@@ -59,7 +63,18 @@ func (s *Server) waited(ctx context.Context, req *mcp.CallToolRequest, dreq *dis
 		}
 		return waitRefused(env, te), nil
 	}
-	return s.askOrDescribe(req, rec), nil
+	if joined && (rec.Status == dispatch.StatusPending || rec.Status == dispatch.StatusRunning) {
+		// Approved meanwhile, and running: the repeat waits for its end.
+		if r, err := ex.WaitFinal(ctx, rec.Caller, rec.ID, resumeWait); err == nil {
+			rec = r
+		}
+	}
+	if p := peerOf(ctx); rec.Wait != nil && p.canAsk(rec.Wait.For) {
+		// An older client that can answer: ask it, and answer with what
+		// the execution came to (or, ended early, where it stands).
+		rec, _ = s.follow(ctx, p, rec, false, nil)
+	}
+	return s.outcome(req, rec), nil
 }
 
 // askOrDescribe asks the client for what rec waits for, when it can
@@ -87,15 +102,33 @@ func (s *Server) inputRequest(req *mcp.CallToolRequest, w *dispatch.Waiting) *in
 	}
 	switch w.For {
 	case tools.WaitInput:
+		if caps.Elicitation == nil {
+			return nil
+		}
+	case tools.WaitSubtask:
+		if caps.Sampling == nil {
+			return nil
+		}
+	}
+	return question(w)
+}
+
+// question is what a wait asks a client, whatever the way it is asked (an
+// input request of a multi-round-trip result, a request of toold's own):
+// an elicitation for an input, a sampling request for a subtask; nil for a
+// wait no client can answer (an approval) or one that cannot be read.
+func question(w *dispatch.Waiting) *inputReq {
+	switch w.For {
+	case tools.WaitInput:
 		var in tools.InputRequest
-		if caps.Elicitation == nil || json.Unmarshal(w.Request, &in) != nil {
+		if json.Unmarshal(w.Request, &in) != nil {
 			return nil
 		}
 		schema, _ := elicitSchema(in)
 		return &inputReq{inputAnswer, &mcp.ElicitParams{Mode: "form", Message: in.Prompt, RequestedSchema: schema}}
 	case tools.WaitSubtask:
 		var st tools.SubtaskRequest
-		if caps.Sampling == nil || json.Unmarshal(w.Request, &st) != nil {
+		if json.Unmarshal(w.Request, &st) != nil {
 			return nil
 		}
 		return &inputReq{inputSubtask, &mcp.CreateMessageParams{MaxTokens: 4096,
@@ -103,6 +136,14 @@ func (s *Server) inputRequest(req *mcp.CallToolRequest, w *dispatch.Waiting) *in
 			Messages:     []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: subtaskText(st)}}}}}
 	}
 	return nil
+}
+
+// method is the JSON-RPC method that asks the question on its own.
+func (ir *inputReq) method() string {
+	if ir.id == inputSubtask {
+		return "sampling/createMessage"
+	}
+	return "elicitation/create"
 }
 
 // elicitSchema is the form an input's answer is asked in. MCP's forms are
@@ -239,21 +280,42 @@ func answerOf(responses mcp.InputResponseMap, w *dispatch.Waiting) (kind string,
 	return "", nil, false
 }
 
+// Where a person finishes what MCP cannot: the console's views (the
+// console is a client of the same API routes: POST /approvals/{id}, POST
+// /executions/{id}/resume).
+const (
+	consolePath          = "/console/#approvals"
+	consoleQuestionsPath = "/console/#questions"
+)
+
+// waitText says what a waiting call waits for and exactly what finishes
+// it outside MCP.
+func waitText(env *dispatch.Envelope) string {
+	w, id := env.Waiting, env.ExecutionID
+	switch w.For {
+	case tools.WaitApproval:
+		return fmt.Sprintf("The call waits for a person's approval (execution %s). A person with the approve role decides in the "+
+			"toold console (%s) or with POST /approvals/%s.", id, consolePath, id)
+	case tools.WaitSubtask:
+		return fmt.Sprintf("The tool handed over a subtask and waits for its result (execution %s): %s\nPerform it, then POST %s with {\"result\": ...}.",
+			id, w.Request, w.Resume)
+	}
+	return fmt.Sprintf("The tool waits for an answer from the user (execution %s): %s\nThe user answers in the toold console (%s) or with POST %s and {\"answer\": ...}.",
+		id, w.Request, consoleQuestionsPath, w.Resume)
+}
+
 // describeWait tells a client that cannot be asked what the call waits
-// for and where it goes on: isError, so a model reads it rather than take
-// it for the tool's result.
+// for and what finishes it: isError, so a model reads it rather than take
+// it for the tool's result. A call waiting for approval is finished by
+// repeating it once approved: the repeat joins the execution
+// (executions.ParkOrJoin) and answers with its result.
 func describeWait(env *dispatch.Envelope) *mcp.CallToolResult {
 	w := env.Waiting
 	var b strings.Builder
-	switch w.For {
-	case tools.WaitApproval:
-		fmt.Fprintf(&b, "The call waits for a person's approval (execution %s). An approver decides with POST %s.", env.ExecutionID, w.Resume)
-	case tools.WaitSubtask:
-		fmt.Fprintf(&b, "The tool handed over a subtask and waits for its result (execution %s): %s\nPerform it, then POST %s with {\"result\": ...}.",
-			env.ExecutionID, w.Request, w.Resume)
-	default:
-		fmt.Fprintf(&b, "The tool waits for an answer from the user (execution %s): %s\nPOST %s with {\"answer\": ...}.",
-			env.ExecutionID, w.Request, w.Resume)
+	b.WriteString(waitText(env))
+	if w.For == tools.WaitApproval {
+		b.WriteString("\nOnce it is decided, repeat this exact call (same tool, same arguments): it joins this execution and answers with its result, " +
+			"rather than asking for another approval.")
 	}
 	fmt.Fprintf(&b, "\nGET /executions/%s shows its state; it waits until %s.", env.ExecutionID, w.ExpiresAt.Format(time.RFC3339))
 	meta := mcp.Meta{MetaEnvelope: envelopeMeta(env), MetaWaiting: map[string]any{"execution_id": env.ExecutionID,

@@ -100,3 +100,39 @@ func TestWaitsWithoutStore(t *testing.T) {
 		t.Fatalf("%v %s", err, text(res))
 	}
 }
+
+// TestApprovalJoin: an older client cannot follow an execution, so it is
+// told to repeat its call once a person approved it. A repeat of the same
+// call (tool and arguments) joins the execution that waits instead of
+// parking another; once approved, the repeat answers the tool's result,
+// once; a call with other arguments is a call of its own.
+func TestApprovalJoin(t *testing.T) {
+	h := newHarness(t, harnessOpts{store: true, keys: true})
+	cs := h.client("2025-06-18", fullKey, nil)
+	waiting := func(args map[string]any) string {
+		t.Helper()
+		res, err := callTool(t, cs, "guarded", args, nil)
+		w, _ := res.Meta["toold/waiting"].(map[string]any)
+		if err != nil || !res.IsError || w == nil || w["for"] != "approval" {
+			t.Fatalf("a call waiting for approval: %v %s", err, text(res))
+		}
+		return w["execution_id"].(string)
+	}
+	first := waiting(map[string]any{"n": 1})
+	if again := waiting(map[string]any{"n": 1}); again != first {
+		t.Errorf("the repeat parked %s instead of joining %s", again, first)
+	}
+	if other := waiting(map[string]any{"n": 2}); other == first {
+		t.Errorf("a call with other arguments joined %s", first)
+	}
+	if code, body := h.postJSON("/approvals/"+first, approverKey, `{"approve":true}`); code != 200 {
+		t.Fatalf("approve: %d %s", code, body)
+	}
+	res, err := callTool(t, cs, "guarded", map[string]any{"n": 1}, nil)
+	if err != nil || res.IsError || structured(t, res)["ran"] != true {
+		t.Fatalf("the repeat after the approval: %v %s", err, text(res))
+	}
+	if next := waiting(map[string]any{"n": 1}); next == first {
+		t.Errorf("the outcome was handed over twice: %s", next)
+	}
+}

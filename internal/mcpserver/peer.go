@@ -1,0 +1,89 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// A peer is the client at the other end of a call, as toold talks to it
+// itself, outside the SDK's session: it asks it things (an elicitation, a
+// sampling request) for a call that waits, and tells it of its tasks'
+// status. Over stdio that is the one session's output; over HTTP it is the
+// response of the request at hand, turned into an event stream the moment
+// toold has something to send on it (see httpPeer). Answers come back as
+// JSON-RPC responses to toold's own request ids (answers.go), over stdio
+// on the same input, over HTTP in a POST of their own.
+type peer struct {
+	stdio bool
+	// caps are what the client declared when it initialized.
+	caps func() clientCaps
+	// send writes one JSON-RPC message to the client.
+	send func(msg []byte) error
+	// heartbeat, when set, keeps a long wait's stream open.
+	heartbeat func() error
+}
+
+// clientCaps is what toold reads of a client's initialize: its protocol
+// version and whether it can be asked (a form elicitation, a sampling
+// request) and speaks tasks. The SDK's own ClientCapabilities drops tasks,
+// so toold reads the request's raw capabilities itself.
+type clientCaps struct {
+	Version     string `json:"v"`
+	Elicitation bool   `json:"e,omitempty"`
+	Sampling    bool   `json:"s,omitempty"`
+	Tasks       bool   `json:"t,omitempty"`
+}
+
+// capsOf reads an initialize request's params.
+func capsOf(params json.RawMessage) clientCaps {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Elicitation *struct {
+				Form json.RawMessage `json:"form"`
+				URL  json.RawMessage `json:"url"`
+			} `json:"elicitation"`
+			Sampling json.RawMessage `json:"sampling"`
+			Tasks    json.RawMessage `json:"tasks"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return clientCaps{}
+	}
+	c := p.Capabilities
+	// An empty elicitation capability is a form one (2025-06-18); later
+	// clients name the modes they take.
+	form := c.Elicitation != nil && (c.Elicitation.Form != nil || c.Elicitation.URL == nil)
+	return clientCaps{Version: p.ProtocolVersion, Elicitation: form, Sampling: present(c.Sampling), Tasks: present(c.Tasks)}
+}
+
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+type peerKey struct{}
+
+func withPeer(ctx context.Context, p *peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// peerOf is the call's peer, or nil where toold cannot talk to the client
+// itself (an HTTP client without a toold session, a 2026-07-28 client,
+// which MCP's own multi-round-trip requests serve).
+func peerOf(ctx context.Context) *peer {
+	p, _ := ctx.Value(peerKey{}).(*peer)
+	return p
+}
+
+// canAsk reports whether the peer can answer a question of the kind a
+// wait needs: an input as a form elicitation, a subtask as sampling.
+func (p *peer) canAsk(waitFor string) bool {
+	if p == nil || p.send == nil || p.caps().Version >= multiRoundTrip {
+		return false
+	}
+	switch waitFor {
+	case "input", "confirm":
+		return p.caps().Elicitation
+	case "subtask":
+		return p.caps().Sampling
+	}
+	return false
+}
