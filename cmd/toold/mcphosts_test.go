@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// hostName is the rule MCP hosts hold tool names to: Claude Desktop and
+// claude.ai refuse a server with one name that breaks it.
+var hostName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// mcpVersions are the protocol versions the Go SDK's client is held to:
+// the one before the new protocol, and the new one.
+var mcpVersions = []string{"2025-11-25", "2026-07-28"}
+
+// goClient connects the Go SDK's client over transport at version.
+func goClient(t *testing.T, transport mcp.Transport, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk", Version: "1"}, opts).
+		Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect at %s: %v", version, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// listedWith lists the session's tools until want is among them (a hosted
+// server's tools arrive once it is connected), and returns the names.
+func listedWith(t *testing.T, cs *mcp.ClientSession, want string) []string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lr, err := cs.ListTools(ctx, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range lr.Tools {
+			names = append(names, tl.Name)
+		}
+		if strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") || time.Now().After(deadline) {
+			return names
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkHostNames holds a listing to the hosts' rule: every name matches,
+// none is listed twice, and the hosted reference servers' tools are there
+// under their function names (and never dotted).
+func checkHostNames(t *testing.T, who string, names []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, n := range names {
+		if !hostName.MatchString(n) || seen[n] {
+			t.Errorf("%s: the name %q breaks the hosts' rule or is listed twice", who, n)
+		}
+		seen[n] = true
+	}
+	for _, want := range []string{"everything__echo", "everything__get-sum", "files__read_text_file", "read_file"} {
+		if !seen[want] {
+			t.Errorf("%s lists no %s: %v", who, want, names)
+		}
+	}
+	if len(names) < 29 {
+		t.Errorf("%s lists %d tools: %v", who, len(names), names)
+	}
+}
+
+// callEcho calls the hosted everything server's echo by the name listed,
+// and by its canonical name, an alias.
+func callEcho(t *testing.T, who string, cs *mcp.ClientSession) {
+	t.Helper()
+	for _, name := range []string{"everything__echo", "everything.echo"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"message": "hi from " + who}})
+		cancel()
+		if err != nil || res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), "hi from "+who) {
+			t.Errorf("%s: calling %s: %v %+v", who, name, err, res)
+		}
+	}
+}
+
+// inspector runs the MCP Inspector's CLI (pinned in test/mcp) with args
+// and returns its JSON result.
+func inspector(t *testing.T, dir string, args ...string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	cmd := exec.CommandContext(ctx, "node", append([]string{cli, "--cli", "--format", "json", "-q"}, args...)...)
+	// Its catalog and secrets go under HOME: the test's, not the user's.
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the Inspector CLI %v: %v\nstdout: %s\nstderr: %s", args, err, stdout.String(), stderr.String())
+	}
+	var out struct{ Result json.RawMessage }
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.Result == nil {
+		t.Fatalf("the Inspector CLI's output %q: %v", stdout.String(), err)
+	}
+	return out.Result
+}
+
+// inspectorNames lists the tools through the Inspector CLI; target is a
+// URL, or a command and its arguments.
+func inspectorNames(t *testing.T, dir string, target ...string) []string {
+	t.Helper()
+	var list struct{ Tools []struct{ Name string } }
+	if err := json.Unmarshal(inspector(t, dir, append([]string{"--method", "tools/list", "--"}, target...)...), &list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// TestExampleMCPNamesEveryHostAccepts: examples/mcp.yaml — toold's own
+// tools and the two reference servers it hosts — as the Go SDK's client
+// (2025-11-25 and 2026-07-28) and the MCP Inspector's CLI see it, over
+// HTTP and over stdio: every listed name fits the hosts' rule, and the
+// hosted echo answers by the name listed (and by its canonical name).
+func TestExampleMCPNamesEveryHostAccepts(t *testing.T) {
+	dir := interop(t)
+	bin, err := buildToold()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chdir(t, "../..") // as the example's header says: the repository's root is the workspace
+	root, _ := os.Getwd()
+	in := start(t, nil, "-config", "examples/mcp.yaml")
+	waitReady(t, in)
+	stdioArgs := []string{"-stdio", "-config", "examples/mcp.yaml", "-workspace", root, "-log-level", "warn"}
+
+	for _, version := range mcpVersions {
+		cs := goClient(t, &mcp.StreamableClientTransport{Endpoint: in.url + "/mcp", MaxRetries: -1}, version, nil)
+		checkHostNames(t, "http "+version, listedWith(t, cs, "everything__echo"))
+		callEcho(t, "http "+version, cs)
+
+		cs = goClient(t, &mcp.CommandTransport{Command: exec.Command(bin, stdioArgs...)}, version, nil)
+		checkHostNames(t, "stdio "+version, listedWith(t, cs, "everything__echo"))
+		callEcho(t, "stdio "+version, cs)
+	}
+
+	checkHostNames(t, "the Inspector over HTTP", inspectorNames(t, dir, in.url+"/mcp"))
+	stdioTarget := append([]string{bin}, stdioArgs...)
+	checkHostNames(t, "the Inspector over stdio", inspectorNames(t, dir, stdioTarget...))
+	for who, target := range map[string][]string{"HTTP": {in.url + "/mcp"}, "stdio": stdioTarget} {
+		res := inspector(t, dir, append([]string{"--method", "tools/call", "--tool-name", "everything__echo",
+			"--tool-arg", "message=from the Inspector", "--"}, target...)...)
+		if !strings.Contains(string(res), "from the Inspector") || strings.Contains(string(res), `"isError":true`) {
+			t.Errorf("the Inspector's call over %s: %s", who, res)
+		}
+	}
+}
