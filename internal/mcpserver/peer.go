@@ -34,27 +34,24 @@ type clientCaps struct {
 	Tasks       bool   `json:"t,omitempty"`
 }
 
-// capsOf reads an initialize request's params.
+// capsOf reads an initialize request's params, with member names as
+// written (JSON's names are case-sensitive; encoding/json's struct fields
+// are not).
 func capsOf(params json.RawMessage) clientCaps {
-	var p struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Capabilities    struct {
-			Elicitation *struct {
-				Form json.RawMessage `json:"form"`
-				URL  json.RawMessage `json:"url"`
-			} `json:"elicitation"`
-			Sampling json.RawMessage `json:"sampling"`
-			Tasks    json.RawMessage `json:"tasks"`
-		} `json:"capabilities"`
-	}
+	var p map[string]json.RawMessage
 	if json.Unmarshal(params, &p) != nil {
 		return clientCaps{}
 	}
-	c := p.Capabilities
+	var c map[string]json.RawMessage
+	_ = json.Unmarshal(p["capabilities"], &c)
+	var version string
+	_ = json.Unmarshal(p["protocolVersion"], &version)
 	// An empty elicitation capability is a form one (2025-06-18); later
 	// clients name the modes they take.
-	form := c.Elicitation != nil && (c.Elicitation.Form != nil || c.Elicitation.URL == nil)
-	return clientCaps{Version: p.ProtocolVersion, Elicitation: form, Sampling: present(c.Sampling), Tasks: present(c.Tasks)}
+	var modes map[string]json.RawMessage
+	form := present(c["elicitation"]) && json.Unmarshal(c["elicitation"], &modes) == nil &&
+		(present(modes["form"]) || !present(modes["url"]))
+	return clientCaps{Version: version, Elicitation: form, Sampling: present(c["sampling"]), Tasks: present(c["tasks"])}
 }
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }

@@ -255,10 +255,20 @@ func peek(body []byte) message {
 	return peekMessage(m)
 }
 
-// decodeOne decodes a body that is one message (not a batch).
+// decodeOne decodes a body that is one message (not a batch), its member
+// names as written, as the SDK reads them (encoding/json's struct fields
+// would match "Method" too).
 func decodeOne(body []byte) (wireMessage, bool) {
-	var m wireMessage
-	return m, json.Unmarshal(body, &m) == nil
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(body, &raw) != nil {
+		return wireMessage{}, false
+	}
+	m := wireMessage{ID: raw["id"], Params: raw["params"], Result: raw["result"], Error: raw["error"]}
+	if json.Unmarshal(raw["method"], &m.Method) != nil && raw["method"] != nil {
+		return wireMessage{}, false
+	}
+	_ = json.Unmarshal(raw["jsonrpc"], &m.JSONRPC)
+	return m, true
 }
 
 func peekMessage(m wireMessage) message {
