@@ -44,7 +44,7 @@ func (s *Server) front(w http.ResponseWriter, r *http.Request, body []byte, set 
 		w.WriteHeader(http.StatusAccepted)
 		return r, true
 	}
-	if s.ownRequest(m) && plainPost(r) {
+	if s.ownRequest(m) && plainPost(r, m) {
 		p := hp.peer()
 		hp.answer(http.StatusOK, s.serveOwnRequest(withPeer(ctx, p), p, m))
 		return r, true
@@ -67,12 +67,18 @@ func (s *Server) front(w http.ResponseWriter, r *http.Request, body []byte, set 
 
 // plainPost reports whether a request has what the SDK requires of every
 // POST — Content-Type application/json, an Accept naming both JSON and
-// event streams, no Last-Event-ID, a protocol version it speaks — so that
-// toold answers only what the SDK would not refuse; anything else goes to
-// the SDK, whose refusal it gets.
-func plainPost(r *http.Request) bool {
+// event streams, no Last-Event-ID, a protocol version it speaks (for the
+// 2026-07-28 tasks extension, the header and the request's _meta naming
+// the same) — so that toold answers only what the SDK would not refuse;
+// anything else goes to the SDK, whose refusal it gets.
+func plainPost(r *http.Request, m wireMessage) bool {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" || !acceptsBoth(r.Header.Values("Accept")) || len(r.Header.Values("Last-Event-ID")) > 0 {
+		return false
+	}
 	v := r.Header.Get("Mcp-Protocol-Version")
-	return err == nil && mt == "application/json" && acceptsBoth(r.Header.Values("Accept")) &&
-		len(r.Header.Values("Last-Event-ID")) == 0 && (v == "" || fastVersions[v])
+	if v2Request(m) {
+		return v == multiRoundTrip && metaVersion(m.Params) == v
+	}
+	return v == "" || fastVersions[v]
 }

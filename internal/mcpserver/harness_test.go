@@ -90,7 +90,8 @@ func newBenchHarness(b *testing.B, o harnessOpts) http.Handler {
 func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 	tb.Helper()
 	slow := &slowTool{started: make(chan struct{}, 8), ended: make(chan error, 8)}
-	ts := append([]tools.Tool{diag.Echo(), diag.Sleep(), slow, streamTool{}, dangerTool{}, failTool{}, approvedTool{}, askFirstTool{}},
+	ts := append([]tools.Tool{diag.Echo(), diag.Sleep(), slow, streamTool{}, dangerTool{}, failTool{}, approvedTool{}, askFirstTool{},
+		approvedAskTool{}},
 		await.Tools(await.Options{})...)
 	var live *registry.Live
 	if o.toolsets != nil {
@@ -285,4 +286,20 @@ func (approvedTool) Spec() tools.Spec {
 
 func (approvedTool) Execute(context.Context, *tools.Call) (any, error) {
 	return map[string]any{"ran": true}, nil
+}
+
+// approvedAskTool waits for an approver, then asks the user a question,
+// and answers with the answer.
+type approvedAskTool struct{}
+
+func (approvedAskTool) Spec() tools.Spec {
+	return tools.Spec{Name: "guarded_ask", Description: "Needs an approver, then asks the user.", Category: tools.Direct,
+		Confirmation: tools.ConfirmHuman, Pauses: true, Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (approvedAskTool) Execute(_ context.Context, call *tools.Call) (any, error) {
+	if call.Resume == nil {
+		return nil, &tools.Pause{Input: &tools.InputRequest{Prompt: "Which release?"}}
+	}
+	return map[string]any{"answer": call.Resume.Answer}, nil
 }

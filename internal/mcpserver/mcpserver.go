@@ -209,6 +209,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if s.declaresTasks(ctx) {
 				return withTasks{r}, nil
 			}
+		case *mcp.DiscoverResult:
+			return s.discoverWithTasks(r), nil
+		case *mcp.CallToolResult:
+			if t, ok := r.Meta[metaTaskCreated].(taskV2); ok {
+				return taskCreated{CallToolResult: r, task: t}, nil
+			}
 		}
 		return res, nil
 	}

@@ -123,6 +123,9 @@ func (s *Server) ownRequest(m wireMessage) bool {
 	if !s.opts.Executions.Durable() || len(m.ID) == 0 {
 		return false
 	}
+	if v2Request(m) {
+		return true
+	}
 	switch m.Method {
 	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
 		return true
@@ -145,16 +148,18 @@ func (s *Server) serveOwnRequest(ctx context.Context, p *peer, m wireMessage) []
 	}
 	var res any
 	var err *jsonrpc.Error
-	switch m.Method {
-	case "tools/call":
+	switch {
+	case v2Request(m):
+		res, err = s.serveTaskV2(ctx, m)
+	case m.Method == "tools/call":
 		res, err = s.createTask(ctx, p, m.Params)
-	case "tasks/get":
+	case m.Method == "tasks/get":
 		res, err = s.withTask(ctx, m.Params, func(rec *executions.Record) (any, *jsonrpc.Error) { return s.taskOf(rec), nil })
-	case "tasks/result":
+	case m.Method == "tasks/result":
 		res, err = s.withTask(ctx, m.Params, func(rec *executions.Record) (any, *jsonrpc.Error) { return s.taskResult(ctx, p, rec) })
-	case "tasks/list":
+	case m.Method == "tasks/list":
 		res, err = s.listTasks(ctx, m.Params)
-	case "tasks/cancel":
+	case m.Method == "tasks/cancel":
 		res, err = s.withTask(ctx, m.Params, func(rec *executions.Record) (any, *jsonrpc.Error) { return s.cancelTask(ctx, rec) })
 	}
 	return responseMessage(m.ID, res, err)

@@ -366,3 +366,96 @@ func (h *harness) rest(method, path, key, body string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// v2 is what a 2026-07-28 request carries: the protocol version in the
+// header and in _meta, with the client's capabilities (the tasks
+// extension declared, or not).
+func v2(method, name, params string, extension bool) (map[string]string, string) {
+	caps := `{}`
+	if extension {
+		caps = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps +
+		`,"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	header := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+	if name != "" {
+		header["Mcp-Name"] = name
+	}
+	params = strings.TrimSuffix(params, "}")
+	if params != "{" {
+		params += ","
+	}
+	return header, request(1, method, params+meta+"}")
+}
+
+// TestTasksExtension: a 2026-07-28 client that declares the tasks
+// extension gets a task for a call that waits for an approver (a question
+// it is asked in the call itself); tasks/get carries what the task asks of
+// it, tasks/update answers, and the result comes inline once it ends. A
+// client that declares nothing never gets a task, and is refused the
+// extension's methods with -32021.
+func TestTasksExtension(t *testing.T) {
+	h := newHarness(t, harnessOpts{store: true, keys: true})
+	hd, body := v2("server/discover", "", `{}`, true)
+	if a := h.rpcCall(fullKey, hd, body, nil); !strings.Contains(string(a.last(t).Result), `"io.modelcontextprotocol/tasks":{}`) {
+		t.Errorf("server/discover: %d %s %+v", a.status, a.last(t).Result, a.last(t).Error)
+	}
+	hd, body = v2("tools/call", "guarded", `{"name":"guarded","arguments":{}}`, false)
+	if r := h.rpcCall(fullKey, hd, body, nil).last(t).Result; strings.Contains(string(r), `"resultType":"task"`) || !strings.Contains(string(r), "approval") {
+		t.Errorf("without the extension, a call is no task: %s", r)
+	}
+
+	hd, body = v2("tools/call", "guarded_ask", `{"name":"guarded_ask","arguments":{}}`, true)
+	var created taskV2View
+	decodeInto(t, h.rpcCall(fullKey, hd, body, nil).last(t).Result, &created)
+	id := created.TaskID
+	if created.ResultType != "task" || created.Status != "working" || created.TTLMs == nil || !strings.Contains(created.StatusMessage, "/approvals/"+id) {
+		t.Fatalf("the task created: %+v", created)
+	}
+	get := func() taskV2View {
+		hd, body := v2("tasks/get", id, `{"taskId":"`+id+`"}`, true)
+		var got taskV2View
+		decodeInto(t, h.rpcCall(fullKey, hd, body, nil).last(t).Result, &got)
+		return got
+	}
+	hd, body = v2("tasks/get", id, `{"taskId":"`+id+`"}`, false)
+	if e := h.rpcCall(fullKey, hd, body, nil).last(t).Error; e == nil || e.Code != -32021 || !strings.Contains(string(e.Data), "io.modelcontextprotocol/tasks") {
+		t.Errorf("tasks/get without the extension: %+v", e)
+	}
+	if code, b := h.postJSON("/approvals/"+id, approverKey, `{"approve":true}`); code != 200 {
+		t.Fatalf("approve: %d %s", code, b)
+	}
+	h.waitTask(fullKey, id, "input_required") // the same execution, read as a 2025-11-25 task
+	asked := get()
+	var requests map[string]struct {
+		Method string
+		Params struct{ Message string }
+	}
+	decodeInto(t, asked.InputRequests, &requests)
+	var key string
+	for k, r := range requests {
+		if r.Method != "elicitation/create" || r.Params.Message != "Which release?" {
+			t.Errorf("the question: %s %+v", k, r)
+		}
+		key = k
+	}
+	hd, body = v2("tasks/update", id, `{"taskId":"`+id+`","inputResponses":{"`+key+`":{"action":"accept","content":{"answer":"v2"}}}}`, true)
+	if r := h.rpcCall(fullKey, hd, body, nil).last(t); r.Error != nil || !strings.Contains(string(r.Result), `"resultType":"complete"`) {
+		t.Fatalf("tasks/update: %s %+v", r.Result, r.Error)
+	}
+	h.waitTask(fullKey, id, "completed")
+	if done := get(); done.Status != "completed" || !strings.Contains(string(done.Result), `"structuredContent":{"answer":"v2"}`) {
+		t.Errorf("the result inline: %+v", done)
+	}
+}
+
+// taskV2View is what the tests read of the extension's task.
+type taskV2View struct {
+	ResultType    string          `json:"resultType"`
+	TaskID        string          `json:"taskId"`
+	Status        string          `json:"status"`
+	StatusMessage string          `json:"statusMessage"`
+	TTLMs         *int64          `json:"ttlMs"`
+	InputRequests json.RawMessage `json:"inputRequests"`
+	Result        json.RawMessage `json:"result"`
+}

@@ -74,6 +74,9 @@ func (s *Server) waited(ctx context.Context, req *mcp.CallToolRequest, dreq *dis
 		// the execution came to (or, ended early, where it stands).
 		rec, _ = s.follow(ctx, p, rec, false, nil)
 	}
+	if res := s.asTaskV2(req, rec); res != nil {
+		return res, nil
+	}
 	return s.outcome(req, rec), nil
 }
 
