@@ -44,9 +44,10 @@ func joinKey(caller, tool string, args json.RawMessage) string {
 
 // ParkOrJoin keeps a synchronous call that paused as Park does, unless it
 // waits for a person's approval and the caller's same call already waits
-// for one, or ended since and nobody took its outcome: then the call joins
-// that execution, which is returned with joined true. A joined execution
-// that is final is handed over once; the next same call parks anew.
+// for one, or was decided since and nobody took it: then the call joins
+// that execution, which is returned with joined true. An execution that no
+// longer waits (approved and running, or ended) is handed over once — the
+// joiner follows it to its end — and the next same call parks anew.
 func (s *Service) ParkOrJoin(ctx context.Context, req *dispatch.Request, env *dispatch.Envelope) (r *Record, joined bool, err error) {
 	if s.st == nil || env.Waiting == nil || env.Waiting.For != tools.WaitApproval {
 		r, err = s.Park(ctx, req, env)
@@ -67,8 +68,8 @@ func (s *Service) ParkOrJoin(ctx context.Context, req *dispatch.Request, env *di
 	return r, false, nil
 }
 
-// joinable is the execution key names, when it still waits or ended and
-// is handed over now; nil when there is none to join.
+// joinable is the execution key names, when it still waits or is handed
+// over now; nil when there is none to join.
 func (s *Service) joinable(ctx context.Context, caller, key string) *Record {
 	b, _, err := s.st.Waits.Get(ctx, key)
 	if err != nil {
@@ -80,7 +81,7 @@ func (s *Service) joinable(ctx context.Context, caller, key string) *Record {
 	}
 	r, err := s.Get(ctx, caller, e.ID)
 	te, _ := tools.AsError(err)
-	if te != nil && te.Kind == tools.NotFound || err == nil && r.Status.Final() {
+	if te != nil && te.Kind == tools.NotFound || err == nil && r.Status != dispatch.StatusWaiting {
 		// Gone, or handed over now: the next same call parks anew.
 		if derr := s.st.Waits.Delete(ctx, key); derr != nil && !errors.Is(derr, state.ErrNotFound) {
 			s.log.Warn("executions: a join entry could not be removed", zap.String("execution_id", e.ID), zap.Error(derr))

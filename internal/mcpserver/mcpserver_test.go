@@ -79,7 +79,7 @@ func TestListAndCall(t *testing.T) {
 					t.Errorf("danger is not destructive: %+v", tl.Annotations)
 				}
 			}
-			if want := []string{"ask_first", "danger", "delegate", "echo", "fail", "guarded", "request_user_input", "sleep", "slow", "stream"}; !cmp.Equal(names, want) {
+			if want := []string{"ask_first", "danger", "delegate", "echo", "fail", "guarded", "guarded_ask", "request_user_input", "sleep", "slow", "stream"}; !cmp.Equal(names, want) {
 				t.Errorf("tools/list = %v, want %v", names, want)
 			}
 
@@ -149,7 +149,7 @@ func TestKeysScopeTools(t *testing.T) {
 		t.Errorf("a forbidden tool must look absent: %v vs %v", errSleep, errNope)
 	}
 	full := h.client("2025-06-18", fullKey, nil)
-	if lr, err := full.ListTools(ctx, nil); err != nil || len(lr.Tools) != 10 {
+	if lr, err := full.ListTools(ctx, nil); err != nil || len(lr.Tools) != 11 {
 		t.Errorf("full key lists %d tools: %v", len(lr.Tools), err)
 	}
 }

@@ -173,7 +173,7 @@ func TestTaskCapabilities(t *testing.T) {
 		}
 	}
 	decodeInto(t, a.last(t).Result, &list)
-	want := map[string]bool{"guarded": true, "request_user_input": true, "delegate": true}
+	want := map[string]bool{"guarded": true, "guarded_ask": true, "request_user_input": true, "delegate": true}
 	for _, tl := range list.Tools {
 		if got := tl.Execution != nil && tl.Execution.TaskSupport == "optional"; got != want[tl.Name] {
 			t.Errorf("%s: execution %+v", tl.Name, tl.Execution)
