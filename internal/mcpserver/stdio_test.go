@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +139,7 @@ func (p *stdioPeer) next() *rpcMessage {
 }
 
 const stdioInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
-	`"capabilities":{"elicitation":{"form":{}},"tasks":{"requests":{}}},"clientInfo":{"name":"printf","version":"1"}}}`
+	`"capabilities":{"elicitation":{"form":{}},"sampling":{},"tasks":{"requests":{}}},"clientInfo":{"name":"printf","version":"1"}}}`
 
 // TestStdioDrainsOnEOF: the host's input ends right after its requests —
 // `printf '<initialize>\n<initialized>\n<tools/list>\n<tools/call>\n' |
@@ -168,9 +169,9 @@ func TestStdioDrainsOnEOF(t *testing.T) {
 
 // TestStdioTasks: over stdio a task is created, its changes are told
 // (notifications/tasks/status), and tasks/result asks the client for what
-// the task waits for with an elicitation naming the task; the client's
-// answer (a response on stdin) resumes it, and tasks/result answers the
-// tool's result.
+// the task waits for — a question as an elicitation, a subtask as a
+// sampling request — naming the task; the client's answer (a response on
+// stdin) resumes it, and tasks/result answers the tool's result.
 func TestStdioTasks(t *testing.T) {
 	h := newHarness(t, harnessOpts{store: true})
 	p := h.rawStdio()
@@ -178,33 +179,49 @@ func TestStdioTasks(t *testing.T) {
 	if m := p.next(); !strings.Contains(string(m.Result), `"tasks":{`) {
 		t.Fatalf("initialize: %s", m.Result)
 	}
-	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"request_user_input","arguments":{"prompt":"Which branch?"},"task":{"ttl":60000}}}`)
-	var id string
-	sawWaiting, asked := false, false
-	for m := p.next(); m != nil; m = p.next() {
-		switch {
-		case string(m.ID) == "2":
-			var created struct{ Task struct{ TaskID string } }
-			_ = json.Unmarshal(m.Result, &created)
-			id = created.Task.TaskID
-		case m.Method == "notifications/tasks/status" && strings.Contains(string(m.Params), `"input_required"`) && !sawWaiting:
-			sawWaiting = true
-			p.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
-		case m.Method == "elicitation/create":
-			asked = true
-			if !strings.Contains(string(m.Params), `"io.modelcontextprotocol/related-task":{"taskId":"`+id+`"}`) ||
-				!strings.Contains(string(m.Params), "Which branch?") {
-				t.Errorf("the question: %s", m.Params)
-			}
-			p.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{"answer":"release"}}}`)
-		case string(m.ID) == "3":
-			if !asked || !strings.Contains(string(m.Result), `"structuredContent":{"answer":"release"}`) ||
-				!strings.Contains(string(m.Result), `"io.modelcontextprotocol/related-task"`) {
-				t.Fatalf("tasks/result: %s (asked: %v)", m.Result, asked)
-			}
-			return
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i, tc := range []struct{ call, asks, answer, want string }{
+		{`{"name":"request_user_input","arguments":{"prompt":"Which branch?"},"task":{"ttl":60000}}`, "elicitation/create",
+			`{"action":"accept","content":{"answer":"release"}}`, `"structuredContent":{"answer":"release"}`},
+		{`{"name":"delegate","arguments":{"description":"Review the change"},"task":{}}`, "sampling/createMessage",
+			`{"role":"assistant","model":"m","content":{"type":"text","text":"looks right"}}`, `"result":"looks right"`},
+	} {
+		id := strconv.Itoa(10 * (i + 1))
+		p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + tc.call + `}`)
+		if !p.taskAnswered(id, tc.asks, tc.answer, tc.want) {
+			t.Fatalf("%s: the output ended before tasks/result answered", tc.asks)
 		}
 	}
-	t.Fatal("the output ended before tasks/result answered")
+}
+
+// taskAnswered follows the task that the tools/call with id creates: once
+// it waits, it asks tasks/result, answers the question toold asks (of
+// method asks) with answer, and checks the result holds want.
+func (p *stdioPeer) taskAnswered(id, asks, answer, want string) bool {
+	p.t.Helper()
+	var task string
+	waiting, asked := false, false
+	for m := p.next(); m != nil; m = p.next() {
+		switch {
+		case string(m.ID) == id:
+			var created struct{ Task struct{ TaskID string } }
+			_ = json.Unmarshal(m.Result, &created)
+			task = created.Task.TaskID
+		case m.Method == "notifications/tasks/status" && strings.Contains(string(m.Params), `"input_required"`) && !waiting:
+			waiting = true
+			p.send(`{"jsonrpc":"2.0","id":` + id + `1,"method":"tasks/result","params":{"taskId":"` + task + `"}}`)
+		case m.Method == asks:
+			asked = true
+			if !strings.Contains(string(m.Params), `"io.modelcontextprotocol/related-task":{"taskId":"`+task+`"}`) {
+				p.t.Errorf("the question names no task: %s", m.Params)
+			}
+			p.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + answer + `}`)
+		case string(m.ID) == id+"1":
+			if !asked || !strings.Contains(string(m.Result), want) || !strings.Contains(string(m.Result), `"io.modelcontextprotocol/related-task"`) {
+				p.t.Errorf("tasks/result: %s (asked: %v)", m.Result, asked)
+			}
+			return true
+		}
+	}
+	return false
 }
