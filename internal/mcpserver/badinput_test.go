@@ -15,6 +15,17 @@ import (
 // post sends a raw body to /mcp through the contract checker.
 func (h *harness) post(body string, header map[string]string) (int, http.Header, []byte) {
 	h.t.Helper()
+	resp := h.send(body, header, 10*time.Second)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// send posts a raw body to /mcp through the contract checker, with the
+// headers MCP asks for unless header changes them ("" deletes one; Host
+// sets the request's host); the caller closes the response.
+func (h *harness) send(body string, header map[string]string, timeout time.Duration) *http.Response {
+	h.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, h.url+"/mcp", strings.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
@@ -32,14 +43,12 @@ func (h *harness) post(body string, header map[string]string) (int, http.Header,
 		}
 		req.Header.Set(k, v)
 	}
-	c := &http.Client{Transport: apitest.Checker(h.t, http.DefaultTransport), Timeout: 10 * time.Second}
+	c := &http.Client{Transport: apitest.Checker(h.t, http.DefaultTransport), Timeout: timeout}
 	resp, err := c.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b
+	return resp
 }
 
 // rpcError reads the JSON-RPC error of a refusal body.

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/toold/toold/internal/apitest"
 )
 
 // rpcMessage is one JSON-RPC message of an answer.
@@ -50,23 +48,14 @@ func (a rpcAnswer) last(t *testing.T) rpcMessage {
 // arrives (to answer toold's questions while the request is open).
 func (h *harness) rpcCall(key string, header map[string]string, body string, onEvent func(rpcMessage)) rpcAnswer {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.url+"/mcp", strings.NewReader(body))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
+	hd := map[string]string{}
 	for k, v := range header {
-		req.Header.Set(k, v)
+		hd[k] = v
 	}
-	c := &http.Client{Transport: apitest.Checker(h.t, http.DefaultTransport), Timeout: 30 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
+	if key != "" {
+		hd["Authorization"] = "Bearer " + key
 	}
+	resp := h.send(body, hd, 30*time.Second)
 	defer resp.Body.Close()
 	a := rpcAnswer{status: resp.StatusCode, header: resp.Header}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
