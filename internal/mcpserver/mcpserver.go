@@ -181,8 +181,10 @@ func sdkTool(t registry.MCPTool) *mcp.Tool {
 
 // middleware resolves a tool's canonical name to its MCP name (aliased),
 // filters tools/list to the tools the caller may use (a key sees only its
-// tools, as on GET /tools), and redacts every error and failed result (see
-// redacted).
+// tools, as on GET /tools), redacts every error and failed result (see
+// redacted), and adds what the SDK's types cannot say (capabilities.go):
+// the tasks capability and extension, a tool's execution, a call answered
+// with a task.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		s.aliased(method, req)
@@ -192,19 +194,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
-			p := caller(ctx)
-			visible := make([]*mcp.Tool, 0, len(r.Tools))
-			for _, t := range r.Tools {
-				if e := s.entry(t.Name); e != nil && p.Allows(e.Spec.Name) {
-					visible = append(visible, t)
-				}
-			}
-			cp := *r
-			cp.Tools = visible
-			if x := s.executionOf(visible); x != nil {
-				return withExecution{ListToolsResult: &cp, execution: x}, nil
-			}
-			return &cp, nil
+			return s.visibleTools(caller(ctx), r), nil
 		case *mcp.InitializeResult:
 			if s.declaresTasks(ctx) {
 				return withTasks{r}, nil
@@ -218,6 +208,23 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, nil
 	}
+}
+
+// visibleTools is a tools/list result with the tools p may use, each
+// saying how it may be called.
+func (s *Server) visibleTools(p *auth.Principal, r *mcp.ListToolsResult) mcp.Result {
+	visible := make([]*mcp.Tool, 0, len(r.Tools))
+	for _, t := range r.Tools {
+		if e := s.entry(t.Name); e != nil && p.Allows(e.Spec.Name) {
+			visible = append(visible, t)
+		}
+	}
+	cp := *r
+	cp.Tools = visible
+	if x := s.executionOf(visible); x != nil {
+		return withExecution{ListToolsResult: &cp, execution: x}
+	}
+	return &cp
 }
 
 // handler runs one tools/call through the pipeline.

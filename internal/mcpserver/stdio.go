@@ -32,6 +32,10 @@ const DefaultStdioDrain = 30 * time.Second
 // every answer.
 func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
 	limit := int(max(s.opts.MaxBodyBytes, DefaultMaxBodyBytes))
+	// The session's own work (a task's watcher, a waiting tasks/result)
+	// ends with the session.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	ss := newStdioSession(s, out)
 	ctx = auth.NewContext(ctx, s.stdioPrincipal())
 	ctx = withPeer(ctx, ss.peer())

@@ -258,7 +258,7 @@ func (s *Server) createTask(ctx context.Context, p *peer, params json.RawMessage
 	}
 	s.log.Info("mcp task", zap.String("tool", e.Spec.Name), zap.String("execution_id", rec.ID), zap.String("caller", pr.Name))
 	if p != nil && p.stdio {
-		go s.watchTask(context.WithoutCancel(ctx), p, rec)
+		go s.watchTask(ctx, p, rec) // the session's context: it ends with the session
 	}
 	return map[string]any{"task": s.taskOf(rec), "_meta": map[string]any{metaModelImmediate: s.immediateText(e.Spec, rec)}}, nil
 }
