@@ -32,7 +32,7 @@ func (s *Server) front(w http.ResponseWriter, r *http.Request, body []byte, set 
 	}
 	if c, ok := s.fastCallOf(r, body); ok && set == nil {
 		ctx = context.WithValue(ctx, rpcIDKey{}, c.key())
-		s.serveFast(hp, r.WithContext(withPeer(ctx, hp.peer())), c)
+		s.serveFast(hp, r.WithContext(withPeer(ctx, hp)), c)
 		return r, true
 	}
 	m, ok := decodeOne(body)

@@ -21,6 +21,8 @@ func (h *httpPeer) peer() *peer {
 	return &peer{send: h.send, heartbeat: h.comment, caps: func() clientCaps { return h.caps }}
 }
 
+func (h *httpPeer) asPeer() *peer { return h.peer() }
+
 // send writes msg as an event, starting the stream if it has not started.
 func (h *httpPeer) send(msg []byte) error {
 	h.mu.Lock()

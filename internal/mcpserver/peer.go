@@ -58,16 +58,24 @@ func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "
 
 type peerKey struct{}
 
-func withPeer(ctx context.Context, p *peer) context.Context {
+// peerSource makes a call's peer when it is needed: most calls never ask
+// their client anything, and the hot path builds nothing for them.
+type peerSource interface{ asPeer() *peer }
+
+func (p *peer) asPeer() *peer { return p }
+
+func withPeer(ctx context.Context, p peerSource) context.Context {
 	return context.WithValue(ctx, peerKey{}, p)
 }
 
 // peerOf is the call's peer, or nil where toold cannot talk to the client
-// itself (an HTTP client without a toold session, a 2026-07-28 client,
-// which MCP's own multi-round-trip requests serve).
+// itself (an HTTP call the SDK answers, a 2026-07-28 client, which MCP's
+// own multi-round-trip requests serve, a client that declared nothing).
 func peerOf(ctx context.Context) *peer {
-	p, _ := ctx.Value(peerKey{}).(*peer)
-	return p
+	if src, ok := ctx.Value(peerKey{}).(peerSource); ok {
+		return src.asPeer()
+	}
+	return nil
 }
 
 // canAsk reports whether the peer can answer a question of the kind a
