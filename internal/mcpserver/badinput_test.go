@@ -15,18 +15,18 @@ import (
 // post sends a raw body to /mcp through the contract checker.
 func (h *harness) post(body string, header map[string]string) (int, http.Header, []byte) {
 	h.t.Helper()
-	resp := h.send(body, header, 10*time.Second)
+	resp := h.send("/mcp", body, header, 10*time.Second)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, b
 }
 
-// send posts a raw body to /mcp through the contract checker, with the
+// send posts a raw body to path (/mcp, /mcp/<toolset>) through the contract checker, with the
 // headers MCP asks for unless header changes them ("" deletes one; Host
 // sets the request's host); the caller closes the response.
-func (h *harness) send(body string, header map[string]string, timeout time.Duration) *http.Response {
+func (h *harness) send(path, body string, header map[string]string, timeout time.Duration) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.url+"/mcp", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, h.url+path, strings.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/internal/registry"
 )
 
 // rpcMessage is one JSON-RPC message of an answer.
@@ -48,6 +50,12 @@ func (a rpcAnswer) last(t *testing.T) rpcMessage {
 // arrives (to answer toold's questions while the request is open).
 func (h *harness) rpcCall(key string, header map[string]string, body string, onEvent func(rpcMessage)) rpcAnswer {
 	h.t.Helper()
+	return h.rpcCallAt("/mcp", key, header, body, onEvent)
+}
+
+// rpcCallAt is rpcCall to path (a toolset's /mcp/<toolset>).
+func (h *harness) rpcCallAt(path, key string, header map[string]string, body string, onEvent func(rpcMessage)) rpcAnswer {
+	h.t.Helper()
 	hd := map[string]string{}
 	for k, v := range header {
 		hd[k] = v
@@ -55,7 +63,7 @@ func (h *harness) rpcCall(key string, header map[string]string, body string, onE
 	if key != "" {
 		hd["Authorization"] = "Bearer " + key
 	}
-	resp := h.send(body, hd, 30*time.Second)
+	resp := h.send(path, body, hd, 30*time.Second)
 	defer resp.Body.Close()
 	a := rpcAnswer{status: resp.StatusCode, header: resp.Header}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -447,4 +455,25 @@ type taskV2View struct {
 	TTLMs         *int64          `json:"ttlMs"`
 	InputRequests json.RawMessage `json:"inputRequests"`
 	Result        json.RawMessage `json:"result"`
+}
+
+// TestToolsetTasks: a toolset's server serves tasks as /mcp does, within
+// the toolset: a tool outside it is unknown there, as a plain call's is.
+func TestToolsetTasks(t *testing.T) {
+	sets, err := registry.NewToolsets([]registry.Toolset{{Name: "people", Tools: []string{"guarded"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOpts{store: true, toolsets: sets})
+	a := h.rpcCallAt("/mcp/people", "", v1125, request(1, "tools/call", `{"name":"guarded","arguments":{},"task":{}}`), nil)
+	var created struct{ Task taskView }
+	decodeInto(t, a.last(t).Result, &created)
+	if created.Task.TaskID == "" {
+		t.Fatalf("a task in the toolset: %s %+v", a.last(t).Result, a.last(t).Error)
+	}
+	h.waitTask("", created.Task.TaskID, "input_required")
+	e := h.rpcCallAt("/mcp/people", "", v1125, request(2, "tools/call", `{"name":"request_user_input","arguments":{"prompt":"?"},"task":{}}`), nil).last(t).Error
+	if e == nil || e.Code != -32602 || !strings.Contains(e.Message, "unknown tool") {
+		t.Errorf("a task of a tool outside the toolset: %+v", e)
+	}
 }
