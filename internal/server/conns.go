@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,8 +27,12 @@ import (
 //   - an idle keep-alive connection (http.StateIdle: between requests) is
 //     closed to make room, the longest idle first — a client that comes
 //     back dials again, as it would after idle_timeout;
-//   - a silent connection (no request yet) keeps its place only until
-//     read_header_timeout, which net/http enforces;
+//   - failing that, a silent connection — one that has not yet sent a
+//     whole request, and has sent nothing for more than SilentAfter — is
+//     closed, the longest-standing first: a client dials and writes its
+//     request at once, so a connection quiet for a second holds a place
+//     and does nothing with it (a handful of them, reopened as
+//     read_header_timeout cuts them, used to keep every newcomer out);
 //   - when every connection is busy, the newcomer is accepted, told 503
 //     with Retry-After and Connection: close, and closed — at once, rather
 //     than left waiting in the kernel's accept queue.
@@ -41,10 +46,12 @@ type ConnLimit struct {
 	retryAfter time.Duration
 	refusal    []byte // the whole 503 response
 
-	mu    sync.Mutex
-	open  int
-	idle  *list.List    // of *limitedConn, longest idle first
-	slots chan struct{} // bounds the refusals being written at once
+	mu     sync.Mutex
+	open   int
+	idle   *list.List    // of *limitedConn, longest idle first
+	fresh  *list.List    // of *limitedConn that have not yet sent a whole request, oldest first
+	slots  chan struct{} // bounds the refusals being written at once
+	silent time.Duration // how long a fresh connection may send nothing before a newcomer may take its place
 
 	gauge, idleGauge           prometheus.Gauge
 	evictedTotal, refusedTotal prometheus.Counter
@@ -53,17 +60,24 @@ type ConnLimit struct {
 // DefaultRetryAfter is the Retry-After of a connection refused at the cap.
 const DefaultRetryAfter = time.Second
 
+// SilentAfter is how long a connection that has not sent a whole request
+// may send nothing before a newcomer at the cap takes its place. A client
+// writes its request as soon as it has dialled; a second covers a slow
+// network's round trips with room to spare.
+const SilentAfter = time.Second
+
 // NewConnLimit builds a cap of max connections (max > 0); reg receives its
 // metrics (nil registers nothing).
 func NewConnLimit(max int, reg prometheus.Registerer) *ConnLimit {
 	f := promauto.With(reg)
-	l := &ConnLimit{max: max, retryAfter: DefaultRetryAfter, idle: list.New(), slots: make(chan struct{}, 128),
+	l := &ConnLimit{max: max, retryAfter: DefaultRetryAfter, idle: list.New(), fresh: list.New(), slots: make(chan struct{}, 128),
+		silent: SilentAfter,
 		gauge: f.NewGauge(prometheus.GaugeOpts{Name: "toold_http_connections",
 			Help: "Connections open on the API listener, against toold_http_connections_max."}),
 		idleGauge: f.NewGauge(prometheus.GaugeOpts{Name: "toold_http_connections_idle",
 			Help: "Keep-alive connections of the API listener waiting for their next request: the ones a newcomer at the cap may evict."}),
 		evictedTotal: f.NewCounter(prometheus.CounterOpts{Name: "toold_http_connections_evicted_total",
-			Help: "Idle keep-alive connections closed to make room for a new one at max_connections."}),
+			Help: "Idle keep-alive and silent connections closed to make room for a new one at max_connections."}),
 		refusedTotal: f.NewCounter(prometheus.CounterOpts{Name: "toold_http_connections_refused_total",
 			Help: "Connections answered 503 because max_connections were open and busy."}),
 	}
@@ -115,8 +129,23 @@ type limitedConn struct {
 	net.Conn
 	l       *ConnLimit
 	el      *list.Element // in l.idle while idle; guarded by l.mu
+	fresh   *list.Element // in l.fresh until its first request is read; guarded by l.mu
 	evicted bool          // its place went to a newcomer; guarded by l.mu
 	once    sync.Once
+	// heard is when the connection last read a byte (Unix nanoseconds),
+	// or was accepted.
+	heard atomic.Int64
+}
+
+// Read notes when the client last sent something: net/http reports a
+// connection active only once a whole request's headers are in, so a
+// client trickling its headers is told from a silent one here.
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.heard.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 func (c *limitedConn) Close() error {
@@ -134,40 +163,69 @@ func (c *limitedConn) CloseWrite() error {
 	return nil
 }
 
-// admit counts c in, making room by closing the longest idle connection
-// when the cap is reached; nil when every connection is busy.
+// admit counts c in, making room when the cap is reached by closing the
+// longest idle connection, else the oldest silent one; nil when every
+// connection is busy.
 func (l *ConnLimit) admit(c net.Conn) *limitedConn {
 	lc := &limitedConn{Conn: c, l: l}
+	now := time.Now()
+	lc.heard.Store(now.UnixNano())
 	l.mu.Lock()
 	if l.open < l.max {
 		l.open++
+		lc.fresh = l.fresh.PushBack(lc)
 		l.mu.Unlock()
 		l.gauge.Inc()
 		return lc
 	}
-	front := l.idle.Front()
-	if front == nil {
+	victim := l.victim(now)
+	if victim == nil {
 		l.mu.Unlock()
 		return nil
 	}
-	victim := l.idle.Remove(front).(*limitedConn)
-	victim.el, victim.evicted = nil, true // its place is lc's now
-	l.idleGauge.Set(float64(l.idle.Len()))
+	l.forget(victim)
+	victim.evicted = true // its place is lc's now
+	lc.fresh = l.fresh.PushBack(lc)
 	l.mu.Unlock()
 	l.evictedTotal.Inc()
 	_ = victim.Conn.Close() // net/http's read fails; it then closes the wrapper, which counts nothing more
 	return lc
 }
 
-// closed gives up c's place, unless it went to a newcomer already.
-func (l *ConnLimit) closed(c *limitedConn) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// victim is the connection a newcomer at the cap may take the place of:
+// the longest idle, else the oldest that has sent nothing for longer than
+// l.silent; nil when there is none. l.mu is held.
+func (l *ConnLimit) victim(now time.Time) *limitedConn {
+	if front := l.idle.Front(); front != nil {
+		return front.Value.(*limitedConn)
+	}
+	quiet := now.Add(-l.silent).UnixNano()
+	for e := l.fresh.Front(); e != nil; e = e.Next() {
+		if c := e.Value.(*limitedConn); c.heard.Load() < quiet {
+			return c
+		}
+	}
+	return nil
+}
+
+// forget takes c off the idle and fresh lists. l.mu is held.
+func (l *ConnLimit) forget(c *limitedConn) {
 	if c.el != nil {
 		l.idle.Remove(c.el)
 		c.el = nil
 		l.idleGauge.Set(float64(l.idle.Len()))
 	}
+	if c.fresh != nil {
+		l.fresh.Remove(c.fresh)
+		c.fresh = nil
+	}
+}
+
+// closed gives up c's place, unless it went to a newcomer already.
+func (l *ConnLimit) closed(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forget(c)
 	if !c.evicted {
 		l.open--
 		l.gauge.Dec()
@@ -175,7 +233,8 @@ func (l *ConnLimit) closed(c *limitedConn) {
 	c.evicted = true
 }
 
-// ConnState is the http.Server's ConnState hook: it keeps the idle list.
+// ConnState is the http.Server's ConnState hook: it keeps the idle list,
+// and takes a connection off the fresh one once it has sent a request.
 func (l *ConnLimit) ConnState(nc net.Conn, st http.ConnState) {
 	c, ok := nc.(*limitedConn)
 	if !ok {
@@ -185,6 +244,10 @@ func (l *ConnLimit) ConnState(nc net.Conn, st http.ConnState) {
 	defer l.mu.Unlock()
 	if c.evicted {
 		return
+	}
+	if st != http.StateNew && c.fresh != nil {
+		l.fresh.Remove(c.fresh)
+		c.fresh = nil
 	}
 	switch {
 	case st == http.StateIdle && c.el == nil:
