@@ -44,9 +44,10 @@ func (d *Dispatcher) startCall(ctx context.Context, c *call) context.Context {
 }
 
 // endCall closes the call's span with its outcome: the status, the error's
-// type as error.type and the span's status, the sanitizer's counts, and the
-// payloads only for a tool whose operator asked for them — arguments as the
-// tool received them and the result as the caller got it, both redacted.
+// type as error.type and the span's status (type and code), the
+// sanitizer's counts, and the payloads only for a tool whose operator
+// asked for them — arguments as the tool received them, the result as the
+// caller got it and the error's message, all redacted.
 func (d *Dispatcher) endCall(c *call) {
 	s := c.span
 	if s == nil {
@@ -55,9 +56,10 @@ func (d *Dispatcher) endCall(c *call) {
 	env := c.env
 	attrs := []attribute.KeyValue{tracing.ToolStatus.String(string(env.Status)),
 		tracing.Redactions.Int(env.Sanitized.Redactions), tracing.Truncated.Bool(env.Sanitized.Truncated)}
+	payloads := c.entry != nil && d.opts.TracePayloads != nil && d.opts.TracePayloads(c.entry.Spec.Name)
 	if c.entry != nil {
 		attrs = append(attrs, tracing.ToolCategory.String(string(c.entry.Spec.Category)))
-		if d.opts.TracePayloads != nil && d.opts.TracePayloads(c.entry.Spec.Name) && s.IsRecording() {
+		if payloads && s.IsRecording() {
 			// Through the redactor, as the debug log: a tracing backend
 			// is no place for a secret, whatever the tool's policies let
 			// the caller see.
@@ -72,10 +74,26 @@ func (d *Dispatcher) endCall(c *call) {
 	}
 	if env.Error != nil {
 		attrs = append(attrs, attribute.String("error.type", string(env.Error.Type)))
-		s.SetStatus(codes.Error, env.Error.Message) // sanitized by failure
+		s.SetStatus(codes.Error, statusMessage(env.Error, payloads))
 	}
 	s.SetAttributes(attrs...)
 	s.End()
+}
+
+// statusMessage is a failed call's span status: the error's type and
+// code. An error's message quotes what the call sent (an unknown field's
+// name, a path that was not found), and arguments reach a span only for
+// a tool whose operator asked for payloads (trace_payloads): then the
+// message, which the failure path has redacted, follows.
+func statusMessage(e *ErrorBody, payloads bool) string {
+	msg := string(e.Type)
+	if e.Code != "" {
+		msg += " (" + e.Code + ")"
+	}
+	if payloads {
+		msg += ": " + e.Message
+	}
+	return msg
 }
 
 // phase opens the span of one phase under the call's span; nil when the

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -128,6 +129,83 @@ func TestTracePrincipal(t *testing.T) {
 		tracing.PrincipalIssuer: "https://idp.test/", tracing.PrincipalClient: "agent", tracing.PrincipalActor: "backend"} {
 		if got := tracingtest.Attr(s, key); got != want {
 			t.Errorf("%s = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// TestSpanStatusCarriesNoArguments (issue 24, finding 7): a failed call's
+// span status says the error's type and code, not its message, which
+// quotes what the caller sent (here an unknown field's name); with
+// trace_payloads on for the tool, the message follows.
+func TestSpanStatusCarriesNoArguments(t *testing.T) {
+	const field = "customer_acme_renewal_2027"
+	for _, on := range []bool{false, true} {
+		rec := tracingtest.New(t, nil)
+		d := tracedDispatcher(t, Options{Tracer: rec.Tracer(), TracePayloads: func(string) bool { return on }}, noop{})
+		env := d.Execute(context.Background(), &Request{Tool: "noop", Body: []byte(`{"` + field + `":"x"}`), RequestID: "r"})
+		if env.Error == nil || !strings.Contains(env.Error.Message+fieldsText(env.Error), field) {
+			t.Fatalf("the call should fail naming the field: %+v", env.Error)
+		}
+		s := rec.Await(t, "execute_tool noop")
+		got := s.Status.Description
+		if !strings.HasPrefix(got, "validation_error") {
+			t.Errorf("payloads %v: the span status %q does not start with the error's type", on, got)
+		}
+		if strings.Contains(got, field) != on {
+			t.Errorf("payloads %v: the span status is %q", on, got)
+		}
+	}
+}
+
+func fieldsText(e *ErrorBody) string {
+	var b strings.Builder
+	for _, f := range e.Fields {
+		b.WriteString(f.Pointer + " " + f.Message + "\n")
+	}
+	return b.String()
+}
+
+// traceEcho returns the trace context a tool would pass on: the headers
+// of an outgoing request and a process's environment.
+type traceEcho struct{}
+
+func (traceEcho) Spec() tools.Spec {
+	return tools.Spec{Name: "trace_echo", Description: "Shows the trace context it passes on.", Category: tools.ExternalAPI,
+		Parameters: []byte(`{"type":"object"}`)}
+}
+
+func (traceEcho) Execute(ctx context.Context, _ *tools.Call) (any, error) {
+	h := http.Header{}
+	tracing.ToHeader(ctx, h)
+	meta := map[string]any{}
+	tracing.ToMeta(ctx, meta)
+	return map[string]any{"headers": h, "meta": meta, "env": tracing.Env(ctx)}, nil
+}
+
+// TestTraceStateIsNotCarried (issue 24, finding 7): a caller's tracestate
+// reaches neither the spans toold exports nor what a tool sends on
+// (headers, MCP _meta, a process's environment); the trace still joins
+// through traceparent.
+func TestTraceStateIsNotCarried(t *testing.T) {
+	const state = "acme=t61rcWkgMzE,vendor=c2VjcmV0"
+	rec := tracingtest.New(t, nil)
+	d := tracedDispatcher(t, Options{Tracer: rec.Tracer()}, traceEcho{})
+	h := http.Header{}
+	h.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	h.Set("tracestate", state)
+	ctx := tracing.FromHeader(context.Background(), h)
+	env := d.Execute(ctx, &Request{Tool: "trace_echo", Body: []byte(`{}`), RequestID: "r"})
+	if !env.Success || env.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("%+v", env)
+	}
+	if out := string(env.Data); strings.Contains(out, "acme") || strings.Contains(strings.ToLower(out), "tracestate") ||
+		!strings.Contains(out, "traceparent") {
+		t.Errorf("the tool passes on %s", out)
+	}
+	rec.Await(t, "execute_tool trace_echo")
+	for _, s := range rec.Spans() {
+		if ts := s.SpanContext.TraceState().String() + s.Parent.TraceState().String(); ts != "" {
+			t.Errorf("span %q exports tracestate %q", s.Name, ts)
 		}
 	}
 }

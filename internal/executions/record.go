@@ -67,7 +67,7 @@ type Record struct {
 	// Lineage is where a subtask stands among subtasks (delegate).
 	Lineage *tools.Lineage `json:"lineage,omitempty"`
 	// Trace is the span context of the request that made the execution
-	// (W3C traceparent, tracestate): every step the replicas run joins
+	// (W3C traceparent; tracestate is never carried): every step the replicas run joins
 	// that caller's trace. Nil with tracing off.
 	Trace     tracing.Carrier `json:"trace,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`

@@ -13,7 +13,7 @@ import (
 
 // startSpan opens a tools/call's span as MCP's OpenTelemetry conventions
 // name it ("tools/call {tool}", kind server). Its parent is the span
-// context the client put in _meta (traceparent, tracestate) when there is
+// context the client put in _meta (traceparent) when there is
 // one — the agent's own trace — and the HTTP request's span otherwise; a
 // call with both links the HTTP span.
 func (s *Server) startSpan(ctx context.Context, req *mcp.CallToolRequest, name string) (context.Context, trace.Span) {

@@ -12,15 +12,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// The W3C trace context fields, as HTTP headers, MCP _meta keys and record
-// fields name them.
-const (
-	TraceParent = "traceparent"
-	TraceState  = "tracestate"
-)
+// TraceParent is the W3C trace context field toold carries, as HTTP
+// headers, MCP _meta keys and record fields name it.
+const TraceParent = "traceparent"
 
 // FromHeader returns ctx with the remote span context of a request's
-// traceparent and tracestate headers, when they are well-formed.
+// traceparent header, when it is well-formed; tracestate is not read.
 func FromHeader(ctx context.Context, h http.Header) context.Context {
 	return propagator.Extract(ctx, propagation.HeaderCarrier(h))
 }
@@ -54,18 +51,14 @@ func (c Carrier) Context(ctx context.Context) context.Context {
 }
 
 // FromMeta returns ctx with the span context an MCP request carries in its
-// _meta (the traceparent and tracestate keys, as MCP's OpenTelemetry
-// conventions place them). A value that is not a string is ignored.
+// _meta (the traceparent key, as MCP's OpenTelemetry conventions place
+// it; tracestate is not read). A value that is not a string is ignored.
 func FromMeta(ctx context.Context, meta map[string]any) context.Context {
 	tp, _ := meta[TraceParent].(string)
 	if tp == "" {
 		return ctx
 	}
-	c := Carrier{TraceParent: tp}
-	if ts, ok := meta[TraceState].(string); ok && ts != "" {
-		c[TraceState] = ts
-	}
-	return c.Context(ctx)
+	return Carrier{TraceParent: tp}.Context(ctx)
 }
 
 // ToMeta writes ctx's span context into an MCP request's _meta.
@@ -75,19 +68,50 @@ func ToMeta(ctx context.Context, meta map[string]any) {
 	}
 }
 
-// Env returns ctx's span context as environment variables for a process
-// toold starts: TRACEPARENT and TRACESTATE, the names OpenTelemetry's
-// environment-carrier specification gives them. Nil without one.
+// Env returns ctx's span context as an environment variable for a process
+// toold starts: TRACEPARENT, the name OpenTelemetry's environment-carrier
+// specification gives it. Nil without one.
 func Env(ctx context.Context) []string {
 	c := FromContext(ctx)
 	if c == nil {
 		return nil
 	}
-	env := []string{"TRACEPARENT=" + c[TraceParent]}
-	if ts := c[TraceState]; ts != "" {
-		env = append(env, "TRACESTATE="+ts)
+	return []string{"TRACEPARENT=" + c[TraceParent]}
+}
+
+// parentOnly is W3C trace context without tracestate. A caller's
+// tracestate is its vendors' data — opaque, up to 512 characters of
+// anything — and toold has none of its own to add: carried, it went
+// verbatim to toold's collector on every span and to every API, MCP server
+// and CLI a tool reaches, which is why baggage is not carried either. So
+// it is dropped where it enters (never parsed, kept or stored) and never
+// written: the trace joins through traceparent alone.
+type parentOnly struct{}
+
+func (parentOnly) Inject(ctx context.Context, c propagation.TextMapCarrier) {
+	propagation.TraceContext{}.Inject(ctx, parentCarrier{c})
+}
+
+func (parentOnly) Extract(ctx context.Context, c propagation.TextMapCarrier) context.Context {
+	return propagation.TraceContext{}.Extract(ctx, parentCarrier{c})
+}
+
+func (parentOnly) Fields() []string { return []string{TraceParent} }
+
+// parentCarrier passes traceparent through and nothing else.
+type parentCarrier struct{ propagation.TextMapCarrier }
+
+func (p parentCarrier) Get(key string) string {
+	if key != TraceParent {
+		return ""
 	}
-	return env
+	return p.TextMapCarrier.Get(key)
+}
+
+func (p parentCarrier) Set(key, value string) {
+	if key == TraceParent {
+		p.TextMapCarrier.Set(key, value)
+	}
 }
 
 // TraceID returns ctx's trace id in hex, and whether its span is sampled;

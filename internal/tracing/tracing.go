@@ -273,7 +273,7 @@ func first(vs ...string) string {
 	return ""
 }
 
-// propagator is W3C trace context: traceparent and tracestate. toold
-// carries no baggage: it would pass whatever a caller put there on to
-// every API and CLI a tool reaches.
-var propagator propagation.TextMapPropagator = propagation.TraceContext{}
+// propagator is W3C trace context, traceparent only (see parentOnly).
+// toold carries no baggage either: it would pass whatever a caller put
+// there on to every API and CLI a tool reaches.
+var propagator propagation.TextMapPropagator = parentOnly{}
