@@ -54,16 +54,22 @@ func newTool(s *server, t *mcp.Tool) (*tool, error) {
 	return &tool{srv: s, upstream: t.Name, spec: spec}, nil
 }
 
-// effects reads the server's annotations with MCP's defaults: a tool is
-// destructive and reaches an open world unless it says otherwise. They are
-// the server's claims, shown to hosts as they came.
+// effects reads the server's annotations with MCP's defaults
+// (ToolAnnotations: readOnlyHint false, destructiveHint true,
+// idempotentHint false, openWorldHint true): a tool that says nothing is
+// destructive and reaches an open world. destructiveHint means something
+// only for a tool that is not read-only, so a read-only tool is not
+// destructive — unless the server says destructiveHint: true outright,
+// a contradiction read the cautious way: destructive, not read-only. So a
+// tool is never both. They are the server's claims, shown to hosts as
+// they came otherwise.
 func effects(a *mcp.ToolAnnotations) tools.Effects {
 	if a == nil {
 		return tools.Effects{Destructive: true, OpenWorld: true}
 	}
-	e := tools.Effects{ReadOnly: a.ReadOnlyHint, Idempotent: a.IdempotentHint, Destructive: true, OpenWorld: true}
-	if a.DestructiveHint != nil {
-		e.Destructive = *a.DestructiveHint
+	e := tools.Effects{ReadOnly: a.ReadOnlyHint, Idempotent: a.IdempotentHint, Destructive: !a.ReadOnlyHint, OpenWorld: true}
+	if d := a.DestructiveHint; d != nil && (*d || !a.ReadOnlyHint) {
+		e.Destructive, e.ReadOnly = *d, e.ReadOnly && !*d
 	}
 	if a.OpenWorldHint != nil {
 		e.OpenWorld = *a.OpenWorldHint
@@ -71,12 +77,12 @@ func effects(a *mcp.ToolAnnotations) tools.Effects {
 	return e
 }
 
-// confirmation: a tool whose annotations say it is destructive (not
-// read-only, destructiveHint true or left at MCP's default) waits for a
-// person by default (confirm_destructive); a tool with no annotations
-// claims nothing either way. One named in confirm needs a token.
+// confirmation gates on the effective annotation: a tool that is
+// destructive by effects — destructiveHint true, or left at MCP's default,
+// annotations or none — waits for a person by default
+// (confirm_destructive). One named in confirm needs a token.
 func confirmation(c Config, name string, a *mcp.ToolAnnotations) tools.Confirmation {
-	if a != nil && !a.ReadOnlyHint && (a.DestructiveHint == nil || *a.DestructiveHint) {
+	if effects(a).Destructive {
 		switch c.ConfirmDestructive {
 		case "none":
 		case "", string(tools.ConfirmHuman):

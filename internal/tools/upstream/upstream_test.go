@@ -86,8 +86,11 @@ func peer(t *testing.T, name, mode string) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Most of the peer's tools claim nothing, which makes them destructive
+	// (MCP's default): these tests are about calls, not approvals
+	// (TestEffectiveAnnotations is), so none waits for a person.
 	return Config{Name: name, Command: exe, Args: []string{"-test.run=^$"}, Env: map[string]string{peerEnv: mode},
-		Sandbox: Sandbox{Containment: "none"}, ConnectTimeout: 5 * time.Second}
+		Sandbox: Sandbox{Containment: "none"}, ConnectTimeout: 5 * time.Second, ConfirmDestructive: "none"}
 }
 
 func (r *rig) call(tool, args string) *dispatch.Envelope {
@@ -165,7 +168,7 @@ func TestStdioServer(t *testing.T) {
 		}
 	}
 	e, _ := r.live.Load().Lookup("p.echo")
-	if e.Spec.Category != tools.MCP || e.Spec.Source != "p" || !e.Spec.Effects.ReadOnly || e.Spec.Output == nil {
+	if e.Spec.Category != tools.MCP || e.Spec.Source != "p" || !e.Spec.Effects.ReadOnly || e.Spec.Effects.Destructive || e.Spec.Output == nil {
 		t.Errorf("p.echo spec: %+v", e.Spec)
 	}
 	if d, _ := r.live.Load().Lookup("p.slow"); !d.Spec.Effects.Destructive || !d.Spec.Effects.OpenWorld {
