@@ -108,15 +108,15 @@ func TestExamplesRunOffline(t *testing.T) {
 	})
 	t.Run("mcp", func(t *testing.T) {
 		interop(t)
-		// As its header says: from the repository's root, which is the
-		// workspace (the servers' scripts are named relative to it).
+		// As its header says: from the repository's root, the workspace
+		// test/mcp (the servers' scripts are named relative to it).
 		chdir(t, "../..")
-		in := start(t, nil, "-config", "examples/mcp.yaml")
+		in := start(t, nil, "-config", "examples/mcp.yaml", "-workspace", "test/mcp")
 		waitReady(t, in)
 		for _, c := range []struct{ tool, args, want string }{
 			{"everything.echo", `{"message": "hi"}`, "hi"},
 			{"everything__echo", `{"message": "by its function name"}`, "by its function name"},
-			{"files.read_text_file", `{"path": "go.mod"}`, "module github.com/toold/toold"},
+			{"files.read_text_file", `{"path": "package.json"}`, "@modelcontextprotocol/server-everything"},
 		} {
 			status, env := in.exec(c.tool, c.args)
 			if status != 200 || env["status"] != "success" || !strings.Contains(fmt.Sprint(env["data"]), c.want) {

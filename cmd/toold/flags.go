@@ -161,16 +161,7 @@ func (o *options) checkStdioWorkspace(cfg *config.Config, lookupEnv func(string)
 	if err != nil {
 		return fmt.Errorf("-stdio: the workspace %q: %v; pass -workspace DIR", cfg.Workspace, err)
 	}
-	what := ""
-	home, _ := lookupEnv("HOME")
-	switch {
-	case sameDir(ws, "/"):
-		what = "the root of the file system"
-	case home != "" && sameDir(ws, home):
-		what = "your home directory (" + ws + ")"
-	case home != "" && contains(ws, home):
-		what = ws + ", which holds your home directory"
-	}
+	what := wideWorkspace(ws, lookupEnv)
 	if what == "" {
 		return nil
 	}

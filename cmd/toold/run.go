@@ -57,16 +57,20 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return exitCode(2)
 		}
 	}
+	// A host may start many toold -stdio processes, each for a project:
+	// they share no embedded store (its directory takes one process), and
+	// use the store only where one is configured for them.
+	withState := !o.stdio || cfg.State.NATS.URL != "" || cfg.State.Dir != ""
+	if err := checkOwnFiles(cfg, o.config, withState); err != nil {
+		fmt.Fprintln(stderr, "toold:", err)
+		return exitCode(2)
+	}
 	log, flush, err := newLogger(cfg.LogLevel, stderr)
 	if err != nil {
 		return err
 	}
 	defer flush()
 	logGC(log, gcTuned)
-	// A host may start many toold -stdio processes, each for a project:
-	// they share no embedded store (its directory takes one process), and
-	// use the store only where one is configured for them.
-	withState := !o.stdio || cfg.State.NATS.URL != "" || cfg.State.Dir != ""
 	if !withState {
 		log.Info("the state store is off for -stdio: set state.dir or state.nats.url to record executions and audit")
 	}
@@ -79,6 +83,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if o.stdio {
 		return a.serveStdio(ctx, stdin, stdout)
 	}
+	warnWideWorkspace(cfg, lookupEnv, stdout, log)
 	return a.serve(ctx, stdout)
 }
 
@@ -102,6 +107,13 @@ func checkConfig(o *options, lookupEnv func(string) (string, bool), stdout, stde
 	var problems []string
 	if err != nil {
 		problems = append(problems, strings.Split(err.Error(), "\n")...)
+	}
+	// The file's own files against the workspace it names (or -workspace
+	// names): without one, the workspace is wherever toold will be run.
+	if cfg != nil && (o.set["workspace"] || cfg.Workspace != config.Default().Workspace) {
+		if err := checkOwnFiles(cfg, o.config, true); err != nil {
+			problems = append(problems, strings.Split(err.Error(), "\n")...)
+		}
 	}
 	// A file that parsed is built even when its settings broke rules: the
 	// tools, the registry and the upstream servers have problems of their
