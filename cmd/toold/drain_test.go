@@ -47,9 +47,9 @@ func startProcess(t *testing.T, config string, extra ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := t.TempDir() // the configuration and the state, outside the workspace
 	cfg := filepath.Join(dir, "toold.yaml")
-	if err := os.WriteFile(cfg, []byte("workspace: "+dir+"\n"+config), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("workspace: "+t.TempDir()+"\n"+config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, append([]string{"-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-log-level", "warn",

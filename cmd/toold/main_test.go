@@ -256,11 +256,11 @@ func TestInsecureNoAuthWarns(t *testing.T) {
 }
 
 func TestCheckConfig(t *testing.T) {
-	dir := t.TempDir()
+	dir, ws := t.TempDir(), t.TempDir() // the configuration lies outside the workspace
 	good := filepath.Join(dir, "good.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(good, []byte("workspace: "+dir+"\ntools: {write_file: {enabled: true}}\n"), 0o644)
-	os.WriteFile(bad, []byte("workspace: "+dir+"\nlog_level: loud\ntools: {wirte_file: {enabled: true}}\nserver: {max_body_bytes: -5}\n"), 0o644)
+	os.WriteFile(good, []byte("workspace: "+ws+"\ntools: {write_file: {enabled: true}}\n"), 0o644)
+	os.WriteFile(bad, []byte("workspace: "+ws+"\nlog_level: loud\ntools: {wirte_file: {enabled: true}}\nserver: {max_body_bytes: -5}\n"), 0o644)
 	var out, errOut bytes.Buffer
 	noEnv := func(string) (string, bool) { return "", false }
 	if err := run(context.Background(), []string{"-check-config", good}, noEnv, nil, &out, &errOut); err != nil {
@@ -278,7 +278,7 @@ func TestCheckConfig(t *testing.T) {
 		}
 	}
 	// An unknown tool is reported once the rest is right.
-	os.WriteFile(bad, []byte("workspace: "+dir+"\ntools: {wirte_file: {enabled: true}}\n"), 0o644)
+	os.WriteFile(bad, []byte("workspace: "+ws+"\ntools: {wirte_file: {enabled: true}}\n"), 0o644)
 	errOut.Reset()
 	run(context.Background(), []string{"-check-config", bad}, noEnv, nil, &out, &errOut)
 	if !strings.Contains(errOut.String(), "tools.wirte_file: no such tool") {
@@ -423,7 +423,7 @@ func TestBadSettingsSayWhy(t *testing.T) {
 func TestCheckConfigListsEveryProblem(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("workspace: "+dir+`
+	os.WriteFile(bad, []byte("workspace: "+t.TempDir()+`
 log_level: loud
 commands:
   tools:

@@ -182,7 +182,7 @@ func checkTSSession(t *testing.T, s tsSession, logs func() string) {
 func TestTypeScriptClientOverHTTP(t *testing.T) {
 	dir := interop(t)
 	ws := sharedWorkspace(t)
-	cfg := filepath.Join(ws, "toold.yaml")
+	cfg := filepath.Join(t.TempDir(), "toold.yaml") // toold's own files lie outside the workspace
 	if err := os.WriteFile(cfg, []byte(mcpTestConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestTypeScriptClientOverStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := sharedWorkspace(t)
-	cfg := filepath.Join(ws, "toold.yaml")
+	cfg := filepath.Join(t.TempDir(), "toold.yaml") // toold's own files lie outside the workspace
 	if err := os.WriteFile(cfg, []byte(mcpTestConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestHostingReferenceServers(t *testing.T) {
 		return filepath.Join(dir, "node_modules", "@modelcontextprotocol", name, "dist", "index.js")
 	}
 	webURL := startEverythingHTTP(t, pkg("server-everything"))
-	cfg := filepath.Join(ws, "toold.yaml")
+	cfg := filepath.Join(t.TempDir(), "toold.yaml") // toold's own files lie outside the workspace
 	if err := os.WriteFile(cfg, []byte(`
 commands: {run_as: {uid: `+runAsFor(t, dir)+`}}
 mcp:

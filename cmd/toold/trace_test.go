@@ -29,7 +29,10 @@ const tracePeerFlag = "-toold-trace-peer"
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == tracePeerFlag {
 		s := mcp.NewServer(&mcp.Implementation{Name: "trace-peer", Version: "1"}, nil)
-		mcp.AddTool(s, &mcp.Tool{Name: "traceparent", Description: "Says which trace the call belongs to."},
+		// Read-only, as it says: a tool that claims nothing is destructive
+		// and would wait for a person.
+		mcp.AddTool(s, &mcp.Tool{Name: "traceparent", Description: "Says which trace the call belongs to.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, map[string]any, error) {
 				tp, _ := req.Params.GetMeta()["traceparent"].(string)
 				return nil, map[string]any{"traceparent": tp}, nil
