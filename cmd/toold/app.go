@@ -199,9 +199,11 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, WriteTimeout: cmp.Or(cfg.Server.WriteTimeout, 30*time.Second), Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
 		StuckCalls: lim.StuckCalls, Measured: toolMetrics.Measured, Executions: a.exec, Store: a.store, Recorder: rec,
-		// Without keys there is one identity, the local user's: the agent
-		// and the person approving are told apart only by keys.
-		SelfApproval: cfg.Approvals.SelfApproval || (!keyring.Enabled() && verifier == nil), Tracer: a.tracing.Tracer(),
+		// Without keys or issuers there is one identity, every local
+		// process's: the agent and the person approving are told apart
+		// only by credentials, so the anonymous caller decides only when
+		// the operator says so.
+		SelfApproval: cfg.Approvals.SelfApproval, Tracer: a.tracing.Tracer(),
 		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), AlwaysLoaded: cfg.Search.AlwaysLoaded})
 	if err != nil {
 		return nil, err

@@ -25,6 +25,8 @@ state:
   replica: %s
   nats: {url: %q}
 executions: {heartbeat: 300ms, idempotency_wait: 5s}
+# No keys: the test, the one local caller, approves too.
+approvals: {self_approval: true}
 tools:
   echo: {enabled: true}
   sleep: {enabled: true, limits: {max_in_flight: 50, max_queue: 500}}
@@ -55,7 +57,7 @@ type httpAnswer struct {
 		Status      string
 		ExecutionID string `json:"execution_id"`
 		Data        json.RawMessage
-		Error       *struct{ Type, Code, Message string }
+		Error       *struct{ Type, Code, Message, Suggestion string }
 	}
 }
 

@@ -283,7 +283,7 @@ func TestHumanApproval(t *testing.T) {
 	call := func(key string) waitingEnv {
 		a := send(t, "POST", in.url+"/tools/echo/execute", `{"message":"deploy"}`, bearer(key)...)
 		env := decodeWaiting(t, a)
-		if a.status != 202 || env.Waiting == nil || env.Waiting.For != "approval" || env.Waiting.Resume != "/approvals/"+env.ExecutionID {
+		if a.status != 202 || env.Waiting == nil || env.Waiting.For != "approval" || env.Waiting.Resume != "" {
 			t.Fatalf("a call waiting for approval: %d %s", a.status, a.body)
 		}
 		return env

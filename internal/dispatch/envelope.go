@@ -113,7 +113,8 @@ type Waiting struct {
 	// ExpiresAt is when the wait ends in a timeout_error.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// Resume is where the answer goes: POST /executions/{id}/resume for a
-	// subtask or an input, /approvals/{id} for an approval.
+	// subtask or an input; empty for an approval, which is a person's to
+	// give, not the caller's.
 	Resume string `json:"resume,omitempty"`
 }
 

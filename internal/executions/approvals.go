@@ -67,7 +67,8 @@ func (s *Service) waitEntry(ctx context.Context, key string) (*waitEntry, error)
 	return &e, nil
 }
 
-// Decision is an approver's answer to a call waiting for approval.
+// Decision is an approver's answer to a call waiting for approval; with
+// Approve and Reason left out, it is who asks to decide (MayDecide).
 type Decision struct {
 	Approve bool
 	Reason  string
@@ -78,8 +79,37 @@ type Decision struct {
 	// log.
 	By, RequestID string
 	Approver      *auth.Identity
-	// SelfApproval lets a key decide on its own call (approvals.self).
+	// Anonymous says the approver is nobody's in particular: toold has no
+	// credentials, and every process that reaches it locally — a tool's
+	// own included — is this one caller.
+	Anonymous bool
+	// SelfApproval is approvals.self_approval: a caller may decide on its
+	// own calls, and without credentials the anonymous caller may decide
+	// at all.
 	SelfApproval bool
+}
+
+// MayDecide is the one rule of who may decide on a call waiting for a
+// person, called by caller: nil when d's approver may, else the refusal,
+// saying why and what to set. An approval is a person's: a key (or a
+// token's subject) may not decide on its own call, and the anonymous
+// caller — whoever reaches toold locally, which is also every tool with
+// the network and every consultation CLI — may not decide at all, unless
+// the operator sets approvals.self_approval.
+func MayDecide(d Decision, caller string) *tools.Error {
+	switch {
+	case d.SelfApproval:
+		return nil
+	case d.Anonymous:
+		return tools.NewPermissionError("toold has no API keys or tokens, so it cannot tell a person from the tool whose call waits: " +
+			"the anonymous caller may not approve or deny").WithCode("anonymous_approval").
+			WithSuggestion("configure API keys (auth.keys) or an issuer and give the approver the approve role; or, for a single-user " +
+				"machine where any local process may decide, set approvals.self_approval: true")
+	case d.By == caller:
+		return tools.NewPermissionError("%s made this call and may not decide on it", approverNoun(d)).WithCode("self_approval").
+			WithSuggestion("another approver must decide; approvals.self_approval lets a caller approve its own calls")
+	}
+	return nil
 }
 
 func errNoApproval(id string) *tools.Error {
@@ -110,9 +140,8 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, e
 		if err := s.expireIfDue(ctx, r, rev); err != nil {
 			return nil, err
 		}
-		if d.By == r.Caller && !d.SelfApproval {
-			return nil, tools.NewPermissionError("%s made this call and may not decide on it", approverNoun(d)).WithCode("self_approval").
-				WithSuggestion("another approver must decide; approvals.self_approval lets a caller approve its own calls")
+		if te := MayDecide(d, r.Caller); te != nil {
+			return nil, te
 		}
 		now := time.Now().UTC()
 		decision := &Approval{Approved: d.Approve, By: d.By, Approver: d.Approver, Reason: d.Reason, At: now}

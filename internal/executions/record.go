@@ -162,10 +162,14 @@ func (r *Record) View() *dispatch.Envelope {
 	return env
 }
 
-// resumePath is where a waiting execution's answer goes.
+// resumePath is where a waiting execution's answer goes: nowhere the
+// caller is told of for an approval. The approver's route is the
+// person's; the caller needs to know that it waits, for how long, and
+// where to follow it (the execution), not a ready-made way to approve
+// itself.
 func (r *Record) resumePath() string {
 	if r.Wait != nil && r.Wait.For == tools.WaitApproval {
-		return "/approvals/" + r.ID
+		return ""
 	}
 	return r.Location() + "/resume"
 }

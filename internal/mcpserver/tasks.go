@@ -270,8 +270,8 @@ func (s *Server) immediateText(spec tools.Spec, rec *executions.Record) string {
 	fmt.Fprintf(&b, "The call of %s runs as task %s; its result comes when it ends.", spec.Name, rec.ID)
 	switch {
 	case spec.Confirmation == tools.ConfirmHuman:
-		fmt.Fprintf(&b, " It waits for a person's approval first: an approver decides in the toold console (%s) or with POST /approvals/%s.",
-			consolePath, rec.ID)
+		fmt.Fprintf(&b, " It waits for a person's approval first: ask your user to decide on it in the toold console (%s).",
+			consolePath)
 	case spec.Pauses:
 		b.WriteString(" The tool may ask the user a question on the way.")
 	}

@@ -297,8 +297,8 @@ func waitText(env *dispatch.Envelope) string {
 	w, id := env.Waiting, env.ExecutionID
 	switch w.For {
 	case tools.WaitApproval:
-		return fmt.Sprintf("The call waits for a person's approval (execution %s). A person with the approve role decides in the "+
-			"toold console (%s) or with POST /approvals/%s.", id, consolePath, id)
+		return fmt.Sprintf("The call waits for a person's approval (execution %s): ask your user to decide on it in the "+
+			"toold console (%s); it runs once they approve.", id, consolePath)
 	case tools.WaitSubtask:
 		return fmt.Sprintf("The tool handed over a subtask and waits for its result (execution %s): %s\nPerform it, then POST %s with {\"result\": ...}.",
 			id, w.Request, w.Resume)

@@ -87,7 +87,8 @@ type Options struct {
 	// Recorder audits administrative actions; nil audits none.
 	Recorder *events.Recorder
 	// SelfApproval lets a key with the approve role decide on its own
-	// calls (approvals.self_approval; off by default).
+	// calls and, without keys, the anonymous caller decide at all
+	// (approvals.self_approval; off by default).
 	SelfApproval bool
 	// Tracer, when set, gives every request a server span, parent of its
 	// calls' spans; nil is tracing off.

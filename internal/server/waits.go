@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
@@ -73,15 +74,54 @@ func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// listedApproval is a waiting call as GET /approvals lists it: with
+// whether the approver asking may decide on it, and if not, why and what
+// to set — what POST /approvals/{id} would answer — so a client (the
+// console) says so before anyone tries.
+type listedApproval struct {
+	executions.PendingApproval
+	MayDecide bool             `json:"may_decide"`
+	Refusal   *approvalRefusal `json:"refusal,omitempty"`
+}
+
+type approvalRefusal struct {
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Suggestion string `json:"suggestion"`
+}
+
 // listApprovals is GET /approvals: the calls waiting for a person's
-// approval, oldest first, with their arguments redacted.
+// approval, oldest first, with their arguments as the approver reviews
+// them, and whether the approver may decide on each. Without keys and
+// with approvals.self_approval on, a notice says that any local process
+// may decide.
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	list, err := s.opts.Executions.Approvals(r.Context())
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	a := s.decider(r)
+	out := make([]listedApproval, len(list))
+	for i, p := range list {
+		out[i] = listedApproval{PendingApproval: p, MayDecide: true}
+		if te := executions.MayDecide(a, p.Caller); te != nil {
+			out[i].MayDecide, out[i].Refusal = false, &approvalRefusal{Code: te.Code, Message: te.Message, Suggestion: te.Suggestion}
+		}
+	}
+	body := map[string]any{"approvals": out}
+	if a.Anonymous && a.SelfApproval {
+		body["notice"] = "toold has no API keys and approvals.self_approval is on: any process that reaches toold locally " +
+			"— a command tool with the network, a consultation CLI — may approve as you do"
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// decider is r's caller as an approver: who, and what the rule of
+// executions.MayDecide needs to know of them.
+func (s *Server) decider(r *http.Request) executions.Decision {
+	p := principal(r)
+	return executions.Decision{By: p.Name, Approver: p.Who(), Anonymous: p.Kind == auth.KindAnonymous, SelfApproval: s.opts.SelfApproval}
 }
 
 // decideApproval is POST /approvals/{id}: {"approve": true|false,
@@ -99,8 +139,9 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// An accepted decision is audited where it is made, with its reason.
-		rec, err := s.opts.Executions.Decide(r.Context(), id, executions.Decision{Approve: approve,
-			Reason: reason, By: principal(r).Name, Approver: principal(r).Who(), RequestID: info(r).id, SelfApproval: s.opts.SelfApproval})
+		d := s.decider(r)
+		d.Approve, d.Reason, d.RequestID = approve, reason, info(r).id
+		rec, err := s.opts.Executions.Decide(r.Context(), id, d)
 		if err != nil {
 			s.auditAction(r, "decision_refused", "execution "+id+": "+refusalOf(err))
 			s.send(w, r, s.errorReply(r, "", err))
