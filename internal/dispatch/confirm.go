@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -60,12 +61,16 @@ type wait struct {
 
 func (w *wait) Error() string { return "the call waits for " + w.info.For }
 
-// approvalRequest is what an approver is shown: the tool and the
-// arguments, redacted as the debug log redacts them.
+// approvalRequest is a call waiting for approval: the tool and the
+// arguments. The caller (and the activity stream) get them redacted as the
+// debug log redacts them; the approver gets the sanitizer's Review of them
+// — what will run, real secrets redacted and placed, look-alikes and
+// format characters shown — with its notes.
 type approvalRequest struct {
-	Tool      string          `json:"tool"`
-	Caller    string          `json:"caller"`
-	Arguments json.RawMessage `json:"arguments"`
+	Tool      string                `json:"tool"`
+	Caller    string                `json:"caller"`
+	Arguments json.RawMessage       `json:"arguments"`
+	Review    []sanitize.ReviewNote `json:"review,omitempty"`
 }
 
 func (d *Dispatcher) approvalWait(c *call) error {
@@ -73,10 +78,15 @@ func (d *Dispatcher) approvalWait(c *call) error {
 	if err != nil {
 		return err
 	}
-	req, err := json.Marshal(approvalRequest{Tool: c.entry.Spec.Name, Caller: c.req.Caller,
-		Arguments: d.opts.Sanitizer.RedactJSON(c.entry.Spec.Name, args)})
+	name := c.entry.Spec.Name
+	req, err := json.Marshal(approvalRequest{Tool: name, Caller: c.req.Caller, Arguments: d.opts.Sanitizer.RedactJSON(name, args)})
 	if err != nil {
 		return err
 	}
-	return &wait{info: &Waiting{For: tools.WaitApproval, Request: req}}
+	shown, notes := d.opts.Sanitizer.Review(name, c.tree)
+	review, err := json.Marshal(approvalRequest{Tool: name, Caller: c.req.Caller, Arguments: shown, Review: notes})
+	if err != nil {
+		return err
+	}
+	return &wait{info: &Waiting{For: tools.WaitApproval, Request: req, Review: review}}
 }

@@ -93,6 +93,9 @@ type Sanitizer interface {
 	// ToolRedactions reports (and counts in the metrics) what a tool
 	// masked in its result itself, by kind.
 	ToolRedactions(spec *tools.Spec, byKind map[string]int) sanitize.Report
+	// Review is the arguments as a person approving the call is shown
+	// them, with what they must know of them.
+	Review(tool string, args any) (json.RawMessage, []sanitize.ReviewNote)
 }
 
 // Limiter is the bulkhead stage: Admit returns once the call may run, with

@@ -116,6 +116,9 @@ type Waiting struct {
 	// subtask or an input; empty for an approval, which is a person's to
 	// give, not the caller's.
 	Resume string `json:"resume,omitempty"`
+	// Review is an approval's request as the approver is shown it (see
+	// approvalRequest): for the approvers' listing only, never encoded.
+	Review json.RawMessage `json:"-"`
 }
 
 // FallbackStep is a tool that failed in a way a fallback may get past.

@@ -82,8 +82,12 @@ func (r *Record) Called() string { return cmp.Or(r.CalledAs, r.Tool) }
 // Wait is what a waiting execution waits for. State is the tool's own and
 // never shown; the rest is.
 type Wait struct {
-	For       string          `json:"for"`
-	Request   json.RawMessage `json:"request"`
+	For     string          `json:"for"`
+	Request json.RawMessage `json:"request"`
+	// Review is an approval's request as approvers are shown it
+	// (dispatch.Waiting.Review): listed by GET /approvals, never in the
+	// caller's envelope or the activity stream.
+	Review    json.RawMessage `json:"review,omitempty"`
 	State     json.RawMessage `json:"state,omitempty"`
 	Since     time.Time       `json:"since"`
 	ExpiresAt time.Time       `json:"expires_at"`

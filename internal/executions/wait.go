@@ -58,7 +58,7 @@ func (s *Service) waitOf(env *dispatch.Envelope, now time.Time) *Wait {
 	if e, ok := s.disp.Registry().Lookup(env.Tool); ok && e.Spec.Limits.WaitTimeout > 0 {
 		timeout = e.Spec.Limits.WaitTimeout
 	}
-	w := &Wait{For: env.Waiting.For, Request: env.Waiting.Request, Since: now}
+	w := &Wait{For: env.Waiting.For, Request: env.Waiting.Request, Review: env.Waiting.Review, Since: now}
 	if p := env.Pause; p != nil {
 		w.State = p.State
 		if p.Timeout > 0 && p.Timeout < timeout {
@@ -151,14 +151,19 @@ func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Env
 	view := r.View()
 	env.ExecutionID, env.Waiting = r.ID, view.Waiting
 	if r.Wait.For == tools.WaitApproval {
+		// Approvers list the request as they review it.
+		req := r.Wait.Review
+		if len(req) == 0 { // parked by a toold before reviews
+			req = r.Wait.Request
+		}
 		e, _ := json.Marshal(waitEntry{Key: r.key(), ID: r.ID, For: r.Wait.For, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
-			Request: r.Wait.Request, Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
+			Request: req, Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
 		if _, err := s.st.Waits.Put(ctx, openKey(r.ID), e); err != nil {
 			s.log.Warn("executions: a call waiting for approval could not be indexed; approvers will not list it",
 				zap.String("execution_id", r.ID), zap.Error(err))
 		}
 		if s.opts.OnApproval != nil {
-			s.opts.OnApproval(PendingApproval{ID: r.ID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal, Request: r.Wait.Request,
+			s.opts.OnApproval(PendingApproval{ID: r.ID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal, Request: req,
 				Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
 		}
 	}

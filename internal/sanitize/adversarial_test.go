@@ -101,3 +101,15 @@ func TestAdversarialOutput(t *testing.T) {
 		_ = r.Flush()
 	})
 }
+
+// TestAdversarialReview: the approver's view of an argument stays linear
+// in it: format characters, key frames, assignments, lines.
+func TestAdversarialReview(t *testing.T) {
+	s := newTB(t, Config{})
+	for _, unit := range []string{"\u202e", "a\u200b", "-----BEGIN PRIVATE KEY-----\n", "-----BEGIN PRIVATE KEY-----\nA\n-----END PRIVATE KEY-----\n",
+		"PASSWORD='x;y'\n", "line\n", "ghp_0123456789abcdefghijABCDEFGHIJ012345 "} {
+		growth(t, "review "+strings.TrimSpace(unit), 1<<17, func(n int) {
+			_, _ = s.Review("t", map[string]any{"content": strings.Repeat(unit, n/len(unit))})
+		})
+	}
+}

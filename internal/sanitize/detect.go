@@ -170,7 +170,16 @@ var findingPool = sync.Pool{New: func() any { s := make([]finding, 0, 16); retur
 // pool: release it with putFindings.
 func (d *detector) find(s string, pemOpen bool) (fs *[]finding, pemOpenAtEnd bool) {
 	fs = findingPool.Get().(*[]finding)
-	sc := scanner{d: d, s: s, out: (*fs)[:0]}
+	var raw []finding
+	raw, pemOpenAtEnd = d.scanAll(s, pemOpen, (*fs)[:0])
+	*fs = d.merge(s, raw)
+	return fs, pemOpenAtEnd
+}
+
+// scanAll appends every matcher's findings in s, views included, to out,
+// unmerged: what each matcher found, each with its own kind and span.
+func (d *detector) scanAll(s string, pemOpen bool, out []finding) (_ []finding, pemOpenAtEnd bool) {
+	sc := scanner{d: d, s: s, out: out}
 	if pemOpen || d.on[kPrivateKey] || d.on[kGCPServiceAccount] {
 		pemOpenAtEnd = sc.scanPEM(pemOpen)
 	}
@@ -181,8 +190,7 @@ func (d *detector) find(s string, pemOpen bool) (fs *[]finding, pemOpenAtEnd boo
 		sc.scanCustom(&d.customs[i])
 	}
 	sc.scanViews()
-	*fs = d.merge(s, sc.out)
-	return fs, pemOpenAtEnd
+	return sc.out, pemOpenAtEnd
 }
 
 func putFindings(fs *[]finding) {

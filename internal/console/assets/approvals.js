@@ -1,9 +1,13 @@
 // Approvals: GET /approvals polled every second; a card per waiting call,
 // kept (with its reason being typed and its focus) across polls; approve
 // or deny with POST /approvals/{id}. A key without the approve role is
-// refused the listing by toold, and is shown no buttons.
+// refused the listing by toold, and is shown no buttons; a call the key
+// may not decide on (its own, or any call when toold has no keys and
+// approvals.self_approval is off) says why and what to set, from the
+// listing's may_decide and refusal, instead of its buttons.
 import { call, problem, code, key } from './api.js';
-import { el, pretty, duration, meta } from './dom.js';
+import { el, duration, meta } from './dom.js';
+import { argumentsView } from './review.js';
 
 const every = 500; // ms: a waiting call reaches the inbox within a second, with room to spare
 const cards = new Map(); // id -> {node, item}
@@ -40,6 +44,14 @@ export function stop() {}
 
 function status(text) { document.getElementById('approvals-status').textContent = text; }
 
+// notice says what the listing warns of: without keys and with
+// approvals.self_approval on, any local process may decide as this page.
+function notice(text) {
+  const n = document.getElementById('approvals-notice');
+  n.textContent = text || '';
+  n.hidden = !text;
+}
+
 async function poll() {
   const r = await call('GET', '/approvals');
   const list = document.getElementById('approvals-list');
@@ -51,11 +63,13 @@ async function poll() {
     status(code(r) === 'missing_role'
       ? 'This key does not have the approve role: it can neither see nor decide approvals.'
       : problem(r));
+    notice('');
     list.dataset.state = 'refused';
     return;
   }
   if (list.dataset.state === 'refused') status(''); // the refusal is over (a key was entered)
   list.dataset.state = 'ok';
+  notice(r.data.notice);
   const items = r.data.approvals || [];
   const ids = new Set(items.map((a) => a.id));
   for (const [id, c] of cards) {
@@ -63,6 +77,11 @@ async function poll() {
   }
   for (const a of items) {
     let c = cards.get(a.id);
+    if (c && c.mayDecide !== a.may_decide && !c.deciding) { // the key changed
+      c.node.remove();
+      cards.delete(a.id);
+      c = null;
+    }
     if (!c) {
       c = await card(a);
       cards.set(a.id, c);
@@ -113,8 +132,15 @@ async function card(a) {
     spec && spec.description ? el('p', { class: 'description' }, spec.description) : null,
     meta([['Caller', callerOf(a)], ['Effects', effects(spec)], ['Waiting', waited], ['Expires', expires], ['Execution', a.id]]),
     el('h4', {}, 'Arguments that will run'),
-    pretty(req.arguments === undefined ? req : req.arguments));
-  const c = { item: a, node, waited, expires, deciding: false };
+    argumentsView(req.arguments === undefined ? req : req.arguments, req.review));
+  const c = { item: a, node, waited, expires, deciding: false, mayDecide: a.may_decide };
+  if (a.may_decide === false) {
+    const why = a.refusal || {};
+    node.append(el('div', { class: 'refusal', role: 'note' },
+      el('p', {}, 'This key cannot decide on this call: ' + (why.message || 'toold refuses it') + '.'),
+      why.suggestion ? el('p', {}, 'To decide here: ' + why.suggestion + '.') : null));
+    return c;
+  }
   const decide = async (approve) => {
     c.deciding = true;
     err.textContent = '';
