@@ -113,3 +113,28 @@ func TestAdversarialReview(t *testing.T) {
 		})
 	}
 }
+
+// TestAdversarialAcrossLines: the byte lists, the dumps, base32 and the
+// joined lines stay linear however the text repeats them.
+func TestAdversarialAcrossLines(t *testing.T) {
+	s := newTB(t, Config{})
+	for _, unit := range []string{"67 ", "6768 ", "0x67, ", "103, ", "67:", "0x67,\n", "103,\n  ", "00000000: 6768 705f  gh\n",
+		"00000010  67 68 70 5f  |ghp_|\n", "ghp_abcdefghij\nklmnopqrst\n", strings.Repeat("a", 40) + "\n", "4142434445464748494a4b4c4d4e4f5051\n",
+		"MFRGGZDFMZTWQ2LK", "MFRGGZDF\n", "1 2 3 ", "ab cd ef "} {
+		growth(t, "across "+strings.TrimSpace(unit), 1<<18, func(n int) {
+			_ = s.RedactString("t", strings.Repeat(unit, n/len(unit)))
+		})
+	}
+	growth(t, "split across values", 1<<16, func(n int) {
+		var b strings.Builder
+		b.WriteString("[")
+		for i := range n / 40 {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(`"ghp_abcdefghijklmn","opqrstuvwxyz0123456"`)
+		}
+		b.WriteString("]")
+		_, _, _ = s.Output(context.Background(), commandSpec, []byte(b.String()))
+	})
+}

@@ -168,17 +168,33 @@ var findingPool = sync.Pool{New: func() any { s := make([]finding, 0, 16); retur
 // find returns the merged, non-overlapping findings in s, sorted. pemOpen
 // says s continues a private key block (streaming). The slice comes from a
 // pool: release it with putFindings.
+//
+// find judges s line by line, as streams and blocks of lines must be
+// judged (what a later line holds cannot change an earlier one); findText
+// judges a whole text, with the views that span lines (joins.go,
+// lists.go).
 func (d *detector) find(s string, pemOpen bool) (fs *[]finding, pemOpenAtEnd bool) {
+	return d.findIn(s, pemOpen, false)
+}
+
+// findText is find for a whole text.
+func (d *detector) findText(s string) *[]finding {
+	fs, _ := d.findIn(s, false, true)
+	return fs
+}
+
+func (d *detector) findIn(s string, pemOpen, across bool) (fs *[]finding, pemOpenAtEnd bool) {
 	fs = findingPool.Get().(*[]finding)
 	var raw []finding
-	raw, pemOpenAtEnd = d.scanAll(s, pemOpen, (*fs)[:0])
+	raw, pemOpenAtEnd = d.scanAll(s, pemOpen, (*fs)[:0], across)
 	*fs = d.merge(s, raw)
 	return fs, pemOpenAtEnd
 }
 
 // scanAll appends every matcher's findings in s, views included, to out,
 // unmerged: what each matcher found, each with its own kind and span.
-func (d *detector) scanAll(s string, pemOpen bool, out []finding) (_ []finding, pemOpenAtEnd bool) {
+// across adds the views that span lines.
+func (d *detector) scanAll(s string, pemOpen bool, out []finding, across bool) (_ []finding, pemOpenAtEnd bool) {
 	sc := scanner{d: d, s: s, out: out}
 	if pemOpen || d.on[kPrivateKey] || d.on[kGCPServiceAccount] {
 		pemOpenAtEnd = sc.scanPEM(pemOpen)
@@ -190,6 +206,10 @@ func (d *detector) scanAll(s string, pemOpen bool, out []finding) (_ []finding, 
 		sc.scanCustom(&d.customs[i])
 	}
 	sc.scanViews()
+	sc.scanLists(across)
+	if across {
+		sc.scanJoins()
+	}
 	return sc.out, pemOpenAtEnd
 }
 
@@ -280,7 +300,7 @@ const maxRounds = 4
 // redactInto appends s with its findings replaced to dst; found reports
 // whether there were any.
 func (d *detector) redactInto(dst []byte, s string, counts *kindCounts) (out []byte, found bool) {
-	fs, _ := d.find(s, false)
+	fs := d.findText(s)
 	defer func() { putFindings(fs) }()
 	if len(*fs) == 0 {
 		return dst, false
@@ -290,7 +310,7 @@ func (d *detector) redactInto(dst []byte, s string, counts *kindCounts) (out []b
 	var tmp []byte
 	for round := 1; round < maxRounds; round++ {
 		putFindings(fs)
-		fs, _ = d.find(unsafeString(dst[start:]), false)
+		fs = d.findText(unsafeString(dst[start:]))
 		if len(*fs) == 0 {
 			break
 		}

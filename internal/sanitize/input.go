@@ -263,7 +263,7 @@ func (w *inWalker) detect(v string, nk nameKind) string {
 		w.counts.add(k)
 		return markerPrefix + d.kinds[k].name + "]"
 	}
-	fs, _ := d.find(v, false)
+	fs := d.findText(v)
 	defer putFindings(fs)
 	block := false
 	for _, f := range *fs {

@@ -135,23 +135,56 @@ func (v *view) put(dec []byte, from, to int) {
 
 // putRun appends the bytes decoded from the run s[from:to], each mapped
 // to the characters that encode it: a base64 quantum (4 characters for 3
-// bytes) or a hex pair. A finding then redacts the quanta that hold any
-// of its bytes and no more: the rest of the run encodes none of it, and
-// a document in base64 with one address in it keeps the rest.
-func (v *view) putRun(dec []byte, from, to int, hex bool) {
+// bytes), a base32 one (8 for 5) or a hex pair. A finding then redacts
+// the quanta that hold any of its bytes and no more: the rest of the run
+// encodes none of it, and a document in base64 with one address in it
+// keeps the rest.
+func (v *view) putRun(dec []byte, from, to int, enc runEncoding) {
 	v.b = append(v.b, dec...)
 	at := v.extend(len(dec))
+	per, chars := enc.quantum()
 	for k := range dec {
-		a, b := from+2*k, from+2*k+2
-		if !hex {
-			a = from + k/3*4
-			b = a + 4
-		}
+		a := from + k/per*chars
+		b := a + chars
 		if b > to || k == len(dec)-1 {
 			b = to // the last quantum takes the padding
 		}
 		v.start[at+k], v.end[at+k] = int32(a), int32(b)
 	}
+}
+
+// runEncoding is how a run is decoded.
+type runEncoding uint8
+
+const (
+	encBase64 runEncoding = iota
+	encHex
+	encBase32
+)
+
+// quantum is how many bytes an encoding's quantum holds, in how many
+// characters.
+func (e runEncoding) quantum() (bytes, chars int) {
+	switch e {
+	case encHex:
+		return 1, 2
+	case encBase32:
+		return 5, 8
+	}
+	return 3, 4
+}
+
+// encodingOf says how a run reads: hex when it is all hex digits, base32
+// when it is all of base32's alphabet (A-Z, 2-7: RFC 4648, as base32(1)
+// writes it) and its samples read as text that way, else base64.
+func encodingOf(run string) runEncoding {
+	switch {
+	case allHex(run):
+		return encHex
+	case allBase32(run) && sampled(run, 8, b32Prefix):
+		return encBase32
+	}
+	return encBase64
 }
 
 // decode builds the view of s. With probe it builds nothing and returns
@@ -195,13 +228,14 @@ func (v *view) decode(s string, from int, probe bool) int {
 			if probe {
 				return i // decoding settles it; a probe only looks
 			}
-			v.tmp, end = decodeRun(v.tmp[:0], s, i, j)
+			enc := encodingOf(s[i:j])
+			v.tmp, end = decodeRun(v.tmp[:0], s, i, j, enc)
 			if end == i {
 				i, floor = j, j
 				continue
 			}
 			v.copyIdentity(s, done, i)
-			v.putRun(v.tmp, i, end, allHex(s[i:j]))
+			v.putRun(v.tmp, i, end, enc)
 			done, i, changed, floor = end, end, true, end
 			continue
 		} else if v.tmp, end = escapeAt(v.tmp[:0], s, i); end == i {
@@ -400,9 +434,12 @@ func entity(buf []byte, s string, i int) ([]byte, int) {
 // decodeRun decodes the base64 or hex run s[i:j] (with up to two '='
 // after it) when the result reads as text. end is the end of the run and
 // its padding, or i when it does not decode to text.
-func decodeRun(buf []byte, s string, i, j int) (_ []byte, end int) {
+func decodeRun(buf []byte, s string, i, j int, enc runEncoding) (_ []byte, end int) {
 	run := s[i:j]
-	if allHex(run) {
+	if enc == encBase32 {
+		return decodeBase32(buf, s, i, j)
+	}
+	if enc == encHex {
 		if len(run)%2 != 0 {
 			return buf, i
 		}
@@ -450,23 +487,76 @@ func allHex(s string) bool {
 // as text. Random bytes pass one test in 30; the header of a binary format
 // may pass the first, not the rest.
 func sampledText(run string) bool {
-	if allHex(run) {
-		if len(run)%2 != 0 {
-			return false
-		}
-		for _, k := range samples(len(run), 2) {
-			if !textPrefix(hexPrefix(run[k:])) {
-				return false
-			}
-		}
-		return true
+	switch encodingOf(run) {
+	case encHex:
+		return len(run)%2 == 0 && sampled(run, 2, hexPrefix)
+	case encBase32:
+		return true // encodingOf sampled it
 	}
-	for _, k := range samples(len(run), 4) {
-		if !textPrefix(b64Prefix(run[k:])) {
+	return sampled(run, 4, b64Prefix)
+}
+
+// sampled runs the samples of a run, aligned to unit, through prefix.
+func sampled(run string, unit int, prefix func(string) [6]byte) bool {
+	for _, k := range samples(len(run), unit) {
+		if !textPrefix(prefix(run[k:])) {
 			return false
 		}
 	}
 	return true
+}
+
+// allBase32 reports whether s is all of base32's alphabet.
+func allBase32(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; !('A' <= c && c <= 'Z' || '2' <= c && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// b32Prefix decodes the first 10 characters of a base32 run (6 bytes).
+func b32Prefix(run string) (b [6]byte) {
+	var x uint64
+	for k := range 10 {
+		x = x<<5 | uint64(b32val(run[k]))
+	}
+	x >>= 2 // 50 bits, 48 of them whole bytes
+	for k := range 6 {
+		b[k] = byte(x >> (40 - 8*k))
+	}
+	return b
+}
+
+func b32val(c byte) byte {
+	if c >= 'A' {
+		return c - 'A'
+	}
+	return c - '2' + 26
+}
+
+// decodeBase32 decodes the base32 run s[i:j] (with up to six '=' after
+// it) when the result reads as text; end as decodeRun's.
+func decodeBase32(buf []byte, s string, i, j int) (_ []byte, end int) {
+	run := s[i:j]
+	end = j
+	for end < len(s) && end < j+6 && s[end] == '=' {
+		end++
+	}
+	var x uint64
+	bits := 0
+	for k := range len(run) {
+		x = x<<5 | uint64(b32val(run[k]))
+		if bits += 5; bits >= 8 {
+			bits -= 8
+			buf = append(buf, byte(x>>bits))
+		}
+	}
+	if !mostlyText(buf) {
+		return buf[:0], i
+	}
+	return buf, end
 }
 
 // samples returns where the samples of a run of n characters start,

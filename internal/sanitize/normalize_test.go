@@ -3,6 +3,7 @@ package sanitize
 import (
 	"bytes"
 	"context"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -49,7 +50,16 @@ func every(s string, n int, sep string) string {
 	return b.String()
 }
 
-func b64(s string) string       { return base64.StdEncoding.EncodeToString([]byte(s)) }
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// listOf writes the bytes of s each with format, joined by sep.
+func listOf(s, format, sep string) string {
+	items := make([]string, len(s))
+	for i := range len(s) {
+		items[i] = fmt.Sprintf(format, s[i])
+	}
+	return strings.Join(items, sep)
+}
 func b64raw(s string) string    { return base64.RawStdEncoding.EncodeToString([]byte(s)) }
 func b64URLEnc(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }
 
@@ -90,6 +100,14 @@ func encodedCases() []struct{ name, enc, kind string } {
 		{"assignment behind an entity", "password&#61;Tr0ub4dor&amp;3", "password"},
 		{"e-mail behind an entity", "jane.doe&#64;example.org", "email"},
 		{"URL password behind escaped slashes", `postgres:\/\/app:s3cr3tpw@db\/shop`, "url_password"},
+		// Issue 24: lists of the bytes, on one line, and base32.
+		{"separated hex", listOf(encToken, "%02x", " "), "github_token"},
+		{"colon hex", listOf("key "+awsKeyID, "%02X", ":"), "aws_access_key_id"},
+		{"0x list", "{" + listOf(encToken, "0x%02x", ", ") + "}", "github_token"},
+		{"decimal list", "(" + listOf(encToken, "%d", ",") + ")", "github_token"},
+		{"decimal list with blanks", "[" + listOf("id="+awsKeyID, "%d", ", ") + "]", "aws_access_key_id"},
+		{"base32", base32.StdEncoding.EncodeToString([]byte("token: " + encToken + "\n")), "github_token"},
+		{"base32 unpadded", base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte("key " + awsKeyID + " x")), "aws_access_key_id"},
 	}
 }
 

@@ -26,6 +26,20 @@ type outWalker struct {
 	firstBad, firstStrip string
 	dec, cln, red        []byte // scratch
 	stack                []frame
+	// prev is the string value before the one being read, for a token
+	// split between two values (joins.go).
+	prev prevValue
+}
+
+// prevValue is where the last string value's JSON is, and the word its
+// text ends with.
+type prevValue struct {
+	ok       bool
+	at, end  int  // its token in src
+	inDst    bool // rewritten: its JSON ends dst
+	dstEnd   int  // len(dst) after it, when inDst
+	tail     []byte
+	joinText []byte // scratch: tail, a line break, the next value's head
 }
 
 // frame is an open object or array.
@@ -42,6 +56,7 @@ type frame struct {
 type scratch struct {
 	dec, cln, red []byte
 	stack         []frame
+	tail, join    []byte
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -52,6 +67,7 @@ const maxPooled = 4 << 20
 func (w *outWalker) borrow() {
 	sc := scratchPool.Get().(*scratch)
 	w.dec, w.cln, w.red, w.stack = sc.dec[:0], sc.cln[:0], sc.red[:0], sc.stack[:0]
+	w.prev.tail, w.prev.joinText = sc.tail[:0], sc.join[:0]
 }
 
 func (w *outWalker) giveBack() {
@@ -61,7 +77,7 @@ func (w *outWalker) giveBack() {
 	for i := range w.stack[:cap(w.stack)] {
 		w.stack[:cap(w.stack)][i] = frame{} // drop references to keys and maps
 	}
-	scratchPool.Put(&scratch{dec: w.dec, cln: w.cln, red: w.red, stack: w.stack})
+	scratchPool.Put(&scratch{dec: w.dec, cln: w.cln, red: w.red, stack: w.stack, tail: w.prev.tail, join: w.prev.joinText})
 }
 
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
@@ -209,14 +225,86 @@ func (w *outWalker) value(i int) (int, bool) {
 	if n := len(w.stack); n > 0 && w.stack[n-1].obj {
 		nk = w.stack[n-1].keyKind
 	}
-	red, found := w.redact(s, nk)
+	cut, k := w.joinPrev(s)
+	red, found := w.redact(s[cut:], nk)
+	if cut > 0 {
+		if !found {
+			red = []byte(s[cut:])
+		}
+		red, found = append([]byte(markerPrefix+w.det.kinds[k].name+"]"), red...), true
+		w.counts.add(k)
+	}
+	out := s
 	switch {
 	case found:
 		w.replaceString(i, t.end, unsafeString(red))
+		out = unsafeString(red)
 	case changed:
 		w.replaceString(i, t.end, s)
 	}
+	w.notePrev(i, t.end, out, found || changed)
 	return t.end, true
+}
+
+// notePrev keeps what joinPrev needs of the value just written.
+func (w *outWalker) notePrev(at, end int, out string, rewritten bool) {
+	p := &w.prev
+	p.ok, p.at, p.end, p.inDst = true, at, end, rewritten
+	if rewritten {
+		p.dstEnd = len(w.dst)
+	}
+	p.tail = append(p.tail[:0], out[runBack(out, len(out), cJoin, maxJoinSide):]...)
+}
+
+// joinPrev finds a token split between the last string value and this
+// one (text s): the piece at the end of the last is redacted in place,
+// and the length of the piece at the start of s is returned, with its
+// kind, for the caller to redact.
+func (w *outWalker) joinPrev(s string) (int, kindID) {
+	p := &w.prev
+	head := run(s, 0, cJoin, maxJoinSide)
+	if !p.ok || len(p.tail) == 0 || head == 0 || len(p.tail)+head < minJoin || w.det.none() {
+		return 0, 0
+	}
+	p.joinText = append(append(append(p.joinText[:0], p.tail...), '\n'), s[:head]...)
+	sc := scanner{d: w.det, s: unsafeString(p.joinText)}
+	sc.scanJoins()
+	split := len(p.tail)
+	left, right, kind := split, 0, kindID(0)
+	for _, f := range sc.out {
+		if f.start < split {
+			left, kind = min(left, f.start), f.kind
+		} else {
+			right, kind = max(right, f.end-split-1), f.kind
+		}
+	}
+	if left == split || right == 0 || !w.rewritePrev(split-left, kind) {
+		return 0, 0
+	}
+	return right, kind
+}
+
+// rewritePrev replaces the last n bytes of the last string value (a word
+// of token characters, which JSON never escapes) with a marker; false
+// when its JSON is no longer where it can be rewritten.
+func (w *outWalker) rewritePrev(n int, k kindID) bool {
+	p := &w.prev
+	marker := markerPrefix + w.det.kinds[k].name + "]"
+	switch {
+	case p.inDst && len(w.dst) == p.dstEnd:
+		w.dst = append(append(w.dst[:len(w.dst)-1-n], marker...), '"')
+	case !p.inDst && w.copied <= p.at:
+		if w.dst == nil {
+			w.dst = make([]byte, 0, len(w.src)+len(w.src)/8+64)
+		}
+		w.dst = append(w.dst, w.src[w.copied:p.end-1-n]...)
+		w.dst = append(append(w.dst, marker...), '"')
+		w.copied = p.end
+	default:
+		return false
+	}
+	w.counts.add(k)
+	return true
 }
 
 // redact runs the detector over s. A value under a sensitive key

@@ -172,7 +172,7 @@ func (r *reviewer) redact(s string, nk nameKind, n *ReviewNote) string {
 	if r.d.none() || s == "" {
 		return s
 	}
-	r.raw, _ = r.d.scanAll(s, false, r.raw[:0])
+	r.raw, _ = r.d.scanAll(s, false, r.raw[:0], true)
 	kept := r.raw[:0:0]
 	type alike struct {
 		f   finding

@@ -1,0 +1,171 @@
+package sanitize
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMoreEncodingsAreRedacted (issue 24, finding 9): secrets written as
+// the numbers of their bytes — separated hex (od, hexdump -C, xxd with its
+// offsets and ASCII column, colons), 0x lists, decimal lists —, in base32,
+// as hex or base64 wrapped over two lines, or as a token split across two
+// lines are redacted in a whole text (RedactString, Output): what is
+// gone is every listed piece of the secret in that encoding, and its
+// ASCII rendering; what stays is the text around it. The one-line ones
+// are redacted in a stream written byte by byte too.
+func TestMoreEncodingsAreRedacted(t *testing.T) {
+	s := newTB(t, Config{})
+	for _, c := range encodedFiles() {
+		t.Run(c.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", "encoded", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := "before\n" + string(b) + "after\n"
+			outs := map[string]string{"RedactString": s.RedactString("run_command", in)}
+			data, _ := json.Marshal(map[string]string{"stdout": in})
+			out, rep, _ := s.Output(context.Background(), commandSpec, data)
+			var got map[string]string
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatal(err)
+			}
+			outs["Output"] = got["stdout"]
+			if rep.ByKind[c.kind] == 0 {
+				t.Errorf("Output report %+v lacks %s", rep, c.kind)
+			}
+			if c.oneLine {
+				var buf bytes.Buffer
+				r := s.NewStreamRedactor(&buf, "run_command")
+				for i := range len(in) {
+					r.Write([]byte{in[i]})
+				}
+				r.Flush()
+				outs["stream"] = buf.String()
+			}
+			for how, o := range outs {
+				for _, g := range c.gone {
+					if strings.Contains(o, g) {
+						t.Errorf("%s leaves %q:\n%s", how, g, o)
+					}
+				}
+				if !strings.Contains(o, c.kept) || !strings.HasPrefix(o, "before\n") || !strings.HasSuffix(o, "after\n") ||
+					!strings.Contains(o, "[REDACTED:"+c.kind+"]") || strings.Count(o, "\n") != strings.Count(in, "\n") {
+					t.Errorf("%s:\n%s", how, o)
+				}
+			}
+		})
+	}
+}
+
+// encodedFile is a secret in an encoding of testdata/encoded: the pieces
+// of it that must be gone once redacted, and text around it that stays.
+type encodedFile struct {
+	file, kind string
+	gone       []string
+	kept       string
+	oneLine    bool
+}
+
+func encodedFiles() []encodedFile {
+	return []encodedFile{
+		{"xxd.txt", "github_token", []string{"3868 5471", "4c6d 5635", "3146 6139", "R8hTq", "2ZLmV5xW0cNs4Ye7", "Kd1Fa9Pb3Gu6Jo0"}, "00000010:", false},
+		{"hexdump-C.txt", "github_token", []string{"38 68 54 71", "4c 6d 56 35", "31 46 61 39", "2ZLmV5xW0cNs4Ye7", "Kd1Fa9Pb3Gu6Jo0"}, "00000020  ", false},
+		{"od-tx1.txt", "github_token", []string{"38 68 54 71", "4c 6d 56 35", "31 46 61 39"}, " 74 6f 6b 65", false},
+		{"od-tx1-offsets.txt", "github_token", []string{"38 68 54 71", "4c 6d 56 35", "31 46 61 39"}, "0000020 ", false},
+		{"xxd-p.txt", "github_token", []string{"5238685471", "3146613950", "4c6d563578"}, "746f6b656e3a20", false},
+		{"colon-hex.txt", "github_token", []string{"38:68:54:71", "31:46:61:39"}, "74:6f:6b:65", true},
+		{"0x-list.txt", "github_token", []string{"0x38, 0x68, 0x54", "0x31, 0x46, 0x61"}, "unsigned char k[] = {0x74", true},
+		{"0x-array.txt", "github_token", []string{"0x38, 0x68, 0x54", "0x31, 0x46, 0x61"}, "unsigned char k[] = {", false},
+		{"decimal-list.txt", "github_token", []string{"56,104,84,113", "49,70,97,57"}, "String.fromCharCode(116", true},
+		{"decimal-array.txt", "github_token", []string{"56, 104, 84, 113", "49, 70, 97, 57"}, "key = bytes([", false},
+		{"base32-w0.txt", "aws_access_key_id", []string{"KBNECTJS", "QKRLFGFA"}, "MF3XGX3B", true},
+		{"base32.txt", "github_token", []string{"UTDNKY2X", "MNHHGNCZ"}, "ORXWWZLO", false},
+		{"base64-wrapped.txt", "aws_access_key_id", []string{"UVlMUE1O", "NUhISEZQ"}, "config: dGhlIGRlcGxveSBqb2Ig", false},
+		{"fold.txt", "github_token", []string{"R8hTq2ZLmV5x", "e7Kd1Fa9Pb3G"}, "token: ", false},
+		{"split-indented.txt", "github_token", []string{"R8hTq2ZLmV5x", "W0cNs4Ye7Kd1"}, "export GITHUB_TOKEN=", false},
+	}
+}
+
+// FuzzAcrossLines: fuzzed text before and after a secret in any encoding
+// of testdata/encoded (on lines of their own) leaves none of its pieces,
+// and no line break is lost.
+func FuzzAcrossLines(f *testing.F) {
+	for _, seed := range []string{"", "x", "00000030: 6869", "0x41,", "65, 66,", "ghp_", "==", "a b c d", "\r", "  |abc|"} {
+		f.Add(seed, uint8(0))
+	}
+	s := newTB(f, Config{})
+	files := encodedFiles()
+	texts := make([]string, len(files))
+	for i, c := range files {
+		b, err := os.ReadFile(filepath.Join("testdata", "encoded", c.file))
+		if err != nil {
+			f.Fatal(err)
+		}
+		texts[i] = string(b)
+	}
+	f.Fuzz(func(t *testing.T, in string, which uint8) {
+		if strings.ContainsAny(in, "\n\r") || strings.Contains(in, "ghp_") {
+			in = strings.NewReplacer("\n", " ", "\r", " ", "ghp_", "ghp").Replace(in)
+		}
+		k := int(which) % len(files)
+		text := in + "\n" + texts[k] + in + "\n"
+		out := s.RedactString("run_command", text)
+		for _, g := range files[k].gone {
+			if strings.Contains(out, g) && !strings.Contains(in, g) {
+				t.Fatalf("%s: %q left in %q", files[k].file, g, out)
+			}
+		}
+		if strings.Count(out, "\n") != strings.Count(text, "\n") {
+			t.Fatalf("a line break lost: %q became %q", text, out)
+		}
+	})
+}
+
+// TestTokenSplitAcrossFields (issue 24, finding 9): a token split between
+// two string values of a JSON result is redacted in both.
+func TestTokenSplitAcrossFields(t *testing.T) {
+	s := newTB(t, Config{})
+	for _, doc := range []string{
+		`{"part1":"ghp_R8hTq2ZLmV5xW0cN","part2":"s4Ye7Kd1Fa9Pb3Gu6Jo0","n":1}`,
+		`{"lines":["the key is AKIAQYLP","MN5HHHFPZAM2 ok"]}`,
+		`{"a":"x \u00e9 ghp_R8hTq2ZLmV5xW0cN","b":{"c":"s4Ye7Kd1Fa9Pb3Gu6Jo0 \"q\""}}`,
+	} {
+		out, rep, _ := s.Output(context.Background(), commandSpec, []byte(doc))
+		for _, g := range []string{"R8hTq2ZLm", "s4Ye7Kd1Fa9", "AKIAQYLP", "MN5HHHFPZAM2"} {
+			if strings.Contains(string(out), g) {
+				t.Errorf("%s leaves %q: %s", doc, g, out)
+			}
+		}
+		if !json.Valid(out) || rep.Redactions < 2 {
+			t.Errorf("%s: %s %+v", doc, out, rep)
+		}
+		again, _, _ := s.Output(context.Background(), commandSpec, out)
+		if string(again) != string(out) {
+			t.Errorf("not idempotent: %s then %s", out, again)
+		}
+	}
+}
+
+// TestEncodingsStayClean: lists, dumps and joined lines of ordinary text
+// are left as they are.
+func TestEncodingsStayClean(t *testing.T) {
+	s := newTB(t, Config{})
+	for _, in := range []string{
+		"00000000: 6865 6c6c 6f20 776f 726c 6420 616e 6420  hello world and \n00000010: 6120 6c6f 6e67 6572 2074 6578 7420 6865  a longer text he\n",
+		"ports: 80, 443, 8080, 8443, 9090, 9100, 3000, 5432, 6379, 27017, 11211\n",
+		"{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c}\n",
+		"sha256 Fingerprint=3A:F2:9C:11:0B:7E:55:D1:4A:88:C0:2E:91:6F:BB:03:D4:27:E8:19\n",
+		"72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33\n",
+		"a long identifier likeThisOneThatGoesOnAndOn\nandThisOneToo that joins\n",
+		"MZXW6YTBOI======\nJBSWY3DPEBLW64TMMQQQ====\n",
+	} {
+		if out := s.RedactString("run_command", in); out != in {
+			t.Errorf("%q became %q", in, out)
+		}
+	}
+}
