@@ -1,7 +1,6 @@
 package sanitize
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -27,26 +26,7 @@ func TestMoreEncodingsAreRedacted(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := "before\n" + string(b) + "after\n"
-			outs := map[string]string{"RedactString": s.RedactString("run_command", in)}
-			data, _ := json.Marshal(map[string]string{"stdout": in})
-			out, rep, _ := s.Output(context.Background(), commandSpec, data)
-			var got map[string]string
-			if err := json.Unmarshal(out, &got); err != nil {
-				t.Fatal(err)
-			}
-			outs["Output"] = got["stdout"]
-			if rep.ByKind[c.kind] == 0 {
-				t.Errorf("Output report %+v lacks %s", rep, c.kind)
-			}
-			if c.oneLine {
-				var buf bytes.Buffer
-				r := s.NewStreamRedactor(&buf, "run_command")
-				for i := range len(in) {
-					r.Write([]byte{in[i]})
-				}
-				r.Flush()
-				outs["stream"] = buf.String()
-			}
+			outs := redactedThreeWays(t, s, in, c.kind, c.oneLine)
 			for how, o := range outs {
 				for _, g := range c.gone {
 					if strings.Contains(o, g) {

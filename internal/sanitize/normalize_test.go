@@ -111,6 +111,34 @@ func encodedCases() []struct{ name, enc, kind string } {
 	}
 }
 
+// redactedThreeWays is in as RedactString, Output (a command's stdout,
+// whose report must count kind) and, with stream, a stream written byte by
+// byte redact it.
+func redactedThreeWays(t *testing.T, s *Sanitizer, in, kind string, stream bool) map[string]string {
+	t.Helper()
+	outs := map[string]string{"RedactString": s.RedactString("run_command", in)}
+	data, _ := json.Marshal(map[string]string{"stdout": in})
+	out, rep, _ := s.Output(context.Background(), commandSpec, data)
+	var got map[string]string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	outs["Output"] = got["stdout"]
+	if rep.ByKind[kind] == 0 {
+		t.Errorf("Output report %+v lacks %s", rep, kind)
+	}
+	if stream {
+		var buf bytes.Buffer
+		r := s.NewStreamRedactor(&buf, "run_command")
+		for i := range len(in) {
+			_, _ = r.Write([]byte{in[i]})
+		}
+		_ = r.Flush()
+		outs["Stream"] = buf.String()
+	}
+	return outs
+}
+
 // TestEncodedSecretsAreRedacted: each encoded secret is redacted whole, by
 // its kind, with the text around it kept, in RedactString, Output, and a
 // stream written byte by byte; neither the encoding nor the decoded secret
@@ -123,24 +151,7 @@ func TestEncodedSecretsAreRedacted(t *testing.T) {
 				t.Fatalf("%q is not in the URL alphabet", tc.enc)
 			}
 			in := "before " + tc.enc + " after"
-			outs := map[string]string{"RedactString": s.RedactString("run_command", in)}
-			data, _ := json.Marshal(map[string]string{"stdout": in})
-			out, rep, _ := s.Output(context.Background(), commandSpec, data)
-			var got map[string]string
-			if err := json.Unmarshal(out, &got); err != nil {
-				t.Fatal(err)
-			}
-			outs["Output"] = got["stdout"]
-			if rep.ByKind[tc.kind] == 0 {
-				t.Errorf("Output report %+v lacks %s", rep, tc.kind)
-			}
-			var buf bytes.Buffer
-			r := s.NewStreamRedactor(&buf, "run_command")
-			for i := range len(in) {
-				_, _ = r.Write([]byte{in[i]})
-			}
-			_ = r.Flush()
-			outs["Stream"] = buf.String()
+			outs := redactedThreeWays(t, s, in, tc.kind, true)
 			for path, got := range outs {
 				if !strings.HasPrefix(got, "before ") || !strings.HasSuffix(got, " after") ||
 					!strings.Contains(got, "[REDACTED:"+tc.kind+"]") {

@@ -35,7 +35,8 @@ export function pretty(value) {
   return pre;
 }
 
-function sortKeys(v) {
+// sortKeys copies a JSON value with its objects' keys sorted.
+export function sortKeys(v) {
   if (Array.isArray(v)) return v.map(sortKeys);
   if (v && typeof v === 'object') {
     const out = {};

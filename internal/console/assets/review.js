@@ -6,7 +6,7 @@
 // hidden or reordered; every [REDACTED:kind] is marked with what the notes
 // say of it (its length and place); what only looked like a secret, and
 // was shown, is said under the row.
-import { el } from './dom.js';
+import { el, sortKeys } from './dom.js';
 
 // parts matches what marked() marks: a redaction marker, or one of the
 // characters toold's review flags (Unicode format characters — bidi
@@ -98,14 +98,4 @@ function warnings(note) {
   }
   if (note.more) out.push(el('p', { class: 'warn' }, note.more + ' more not listed.'));
   return out;
-}
-
-function sortKeys(v) {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v && typeof v === 'object') {
-    const out = {};
-    for (const k of Object.keys(v).sort()) out[k] = sortKeys(v[k]);
-    return out;
-  }
-  return v;
 }
