@@ -258,7 +258,7 @@ func TestTooldRefusedWithoutTheNATSPassword(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf("state: {nats: {url: %q, user: toold, password: wrong-password}}\n", nats.url)), 0o600)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, toolBin, "-config", cfg, "-workspace", dir, "-listen", "127.0.0.1:0", "-admin-listen", "off")
+	cmd := exec.CommandContext(ctx, toolBin, "-config", cfg, "-workspace", t.TempDir(), "-listen", "127.0.0.1:0", "-admin-listen", "off")
 	// An audit key, so that what stops toold is the password, not the
 	// key it checks first.
 	cmd.Env = append(os.Environ(), "TOOLD_AUDIT_SIGNING_KEY="+strings.Repeat("11", 32))
@@ -285,7 +285,7 @@ func TestAuditKeyPlaceholderRefused(t *testing.T) {
 		{"", "toold audit keygen"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, toolBin, "-config", cfg, "-workspace", dir, "-listen", "127.0.0.1:0", "-admin-listen", "off")
+		cmd := exec.CommandContext(ctx, toolBin, "-config", cfg, "-workspace", t.TempDir(), "-listen", "127.0.0.1:0", "-admin-listen", "off")
 		var env []string
 		if tt.env != "" {
 			env = append(env, tt.env)

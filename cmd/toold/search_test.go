@@ -44,7 +44,7 @@ type tsToolset struct {
 func TestToolsetWithTheTypeScriptSDK(t *testing.T) {
 	dir := interop(t)
 	ws := sharedWorkspace(t)
-	cfg := filepath.Join(ws, "toold.yaml")
+	cfg := filepath.Join(t.TempDir(), "toold.yaml") // toold's own files lie outside the workspace
 	if err := os.WriteFile(cfg, []byte(toolsetConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
