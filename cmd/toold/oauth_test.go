@@ -246,7 +246,9 @@ func TestTokenAttacksOverHTTP(t *testing.T) {
 func TestTokenNeverLeavesToold(t *testing.T) {
 	var seen syncBuffer
 	peer := mcp.NewServer(&mcp.Implementation{Name: "peer", Version: "1"}, nil)
-	mcp.AddTool(peer, &mcp.Tool{Name: "peek", Description: "Says hello."},
+	// Read-only, as it says: a tool that claims nothing is destructive
+	// and would wait for a person.
+	mcp.AddTool(peer, &mcp.Tool{Name: "peek", Description: "Says hello.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil, nil
 		})

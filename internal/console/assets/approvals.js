@@ -137,7 +137,7 @@ async function card(a) {
   if (a.may_decide === false) {
     const why = a.refusal || {};
     node.append(el('div', { class: 'refusal', role: 'note' },
-      el('p', {}, 'This key cannot decide on this call: ' + (why.message || 'toold refuses it') + '.'),
+      el('p', {}, 'You cannot decide on this call: ' + (why.message || 'toold refuses it') + '.'),
       why.suggestion ? el('p', {}, 'To decide here: ' + why.suggestion + '.') : null));
     return c;
   }
