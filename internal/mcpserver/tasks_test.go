@@ -407,7 +407,7 @@ func TestTasksExtension(t *testing.T) {
 	var created taskV2View
 	decodeInto(t, h.rpcCall(fullKey, hd, body, nil).last(t).Result, &created)
 	id := created.TaskID
-	if created.ResultType != "task" || created.Status != "working" || created.TTLMs == nil || !strings.Contains(created.StatusMessage, "/approvals/"+id) {
+	if created.ResultType != "task" || created.Status != "working" || created.TTLMs == nil || !strings.Contains(created.StatusMessage, "/console/#approvals") {
 		t.Fatalf("the task created: %+v", created)
 	}
 	get := func() taskV2View {
