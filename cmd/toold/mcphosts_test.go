@@ -145,11 +145,11 @@ func TestExampleMCPNamesEveryHostAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chdir(t, "../..") // as the example's header says: the repository's root is the workspace
+	chdir(t, "../..") // as the example's header says: run from the repository's root, test/mcp the workspace
 	root, _ := os.Getwd()
-	in := start(t, nil, "-config", "examples/mcp.yaml")
+	in := start(t, nil, "-config", "examples/mcp.yaml", "-workspace", "test/mcp")
 	waitReady(t, in)
-	stdioArgs := []string{"-stdio", "-config", "examples/mcp.yaml", "-workspace", root, "-log-level", "warn"}
+	stdioArgs := []string{"-stdio", "-config", "examples/mcp.yaml", "-workspace", filepath.Join(root, "test", "mcp"), "-log-level", "warn"}
 
 	for _, version := range mcpVersions {
 		cs := goClient(t, &mcp.StreamableClientTransport{Endpoint: in.url + "/mcp", MaxRetries: -1}, version, nil)
