@@ -30,6 +30,7 @@ import (
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/limits"
 	"github.com/toold/toold/internal/mcpserver"
 	"github.com/toold/toold/internal/metrics"
@@ -66,7 +67,7 @@ type app struct {
 	cfg      *config.Config
 	log      *zap.Logger
 	reg      *registry.Live
-	commands *command.Set
+	launcher *launch.Launcher
 	san      *sanitize.Sanitizer
 	upstream *upstream.Manager
 	mcp      *mcpserver.Server
@@ -121,7 +122,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		return nil, err
 	}
 	a.reg = registry.NewLive(first, regOpts)
-	if a.upstream, err = upstream.New(cfg.MCP.Servers, upstream.Options{SetTools: a.reg.SetSource, Commands: a.commands,
+	if a.upstream, err = upstream.New(cfg.MCP.Servers, upstream.Options{SetTools: a.reg.SetSource, Launcher: a.launcher,
 		Logger: log.Named("upstream"), Registerer: a.metrics, Version: versionString()}); err != nil {
 		return nil, &config.Error{Problems: []config.Problem{{Path: "mcp.servers", Message: err.Error()}}}
 	}
@@ -434,7 +435,7 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 	// -check-config lists them all in one pass. The consultation tools need
 	// the command and HTTP tools, so they are built only when both were.
 	var errs []error
-	cs, err := command.New(a.cfg.Commands, a.cfg.Workspace, a.log.Named("command"))
+	cs, err := a.commandTools()
 	if err != nil {
 		errs = append(errs, &config.Error{Problems: []config.Problem{{Path: "commands", Message: err.Error()}}})
 		unbuilt = append(unbuilt, command.ExecuteCommandName)
@@ -442,8 +443,6 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 			unbuilt = append(unbuilt, t.Name)
 		}
 	} else {
-		a.closers = append(a.closers, cs.Close)
-		a.commands = cs
 		for _, line := range cs.Describe() {
 			a.log.Info("command tool", zap.String("containment", line))
 		}
@@ -466,7 +465,7 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 	if errs != nil {
 		return all, append(unbuilt, consult.ToolNames...), errors.Join(errs...)
 	}
-	co, err := consult.New(a.cfg.Consult, consult.Options{Commands: cs, HTTP: hs, Registerer: a.metrics,
+	co, err := consult.New(a.cfg.Consult, consult.Options{Launcher: a.launcher, HTTP: hs, Registerer: a.metrics,
 		Redact: func(s string) string { return a.san.RedactString(consultRedactor, s) }})
 	if err != nil {
 		return all, consult.ToolNames, config.SectionError("consult", err)
@@ -483,6 +482,19 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 		all = append(all, candidate{t, true})
 	}
 	return all, unbuilt, nil
+}
+
+// commandTools builds the launcher every program toold starts goes
+// through (command tools, stdio MCP servers, consultation CLIs) and the
+// command tools on it.
+func (a *app) commandTools() (*command.Set, error) {
+	l, err := launch.New(a.cfg.Commands.LaunchConfig(), a.cfg.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, l.Close)
+	a.launcher = l
+	return command.New(a.cfg.Commands, l, a.log.Named("command"))
 }
 
 // executedFiles are the files the command tools say they execute: the

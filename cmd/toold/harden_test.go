@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tools/command"
 )
@@ -48,11 +49,15 @@ func TestHardenHelper(t *testing.T) {
 		tc := command.ToolConfig{Name: "peek", Description: "peek",
 			Argv: []command.Arg{{Arg: "sh"}, {Arg: "-c"},
 				{Arg: `cat /proc/$PPID/environ; exec 3</proc/$PPID/mem && echo mem-opened; ls /proc/$PPID/fd >/dev/null && echo fds-listed`}}}
-		s, err := command.New(command.Config{Containment: "none", Tools: []command.ToolConfig{tc}}, ws, zap.NewNop())
+		l, err := launch.New(launch.Config{Containment: "none"}, ws)
+		var s *command.Set
+		if err == nil {
+			defer l.Close()
+			s, err = command.New(command.Config{Containment: "none", Tools: []command.ToolConfig{tc}}, l, zap.NewNop())
+		}
 		if err != nil {
 			rep.CommandErr = err.Error()
 		} else {
-			defer s.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			out, err := s.Tools()[0].Execute(ctx, tools.NewCall([]byte(`{}`), "t", "t", nil))

@@ -1,9 +1,9 @@
 package command
 
 import (
-	"cmp"
 	"time"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -17,10 +17,10 @@ type Config struct {
 	// RunAs is the unprivileged identity commands run as when toold is
 	// root (default 65534:65534, "nobody"). Ignored when toold is not root:
 	// a process cannot change its uid then.
-	RunAs RunAs `yaml:"run_as"`
+	RunAs launch.RunAs `yaml:"run_as"`
 	// Rlimits are the defaults of every tool; a tool's own rlimits override
 	// them field by field.
-	Rlimits Rlimits `yaml:"rlimits"`
+	Rlimits launch.Rlimits `yaml:"rlimits"`
 	// MaxOutputBytes caps stdout and stderr each (default 1 MiB); a command
 	// that writes more is stopped.
 	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
@@ -33,44 +33,6 @@ type Config struct {
 	Tools []ToolConfig `yaml:"tools" validate:"dive"`
 	// ExecuteCommand configures the general execute_command tool.
 	ExecuteCommand ExecConfig `yaml:"execute_command"`
-}
-
-// RunAs is a uid/gid pair; nil fields take 65534.
-type RunAs struct {
-	UID *int `yaml:"uid" validate:"omitempty,gte=0,lte=4294967294"`
-	GID *int `yaml:"gid" validate:"omitempty,gte=0,lte=4294967294"`
-}
-
-// Rlimits bound what one command may consume. Zero fields inherit (the
-// tool's from the section's, the section's from the defaults); -1 means
-// unlimited.
-type Rlimits struct {
-	// CPU is CPU time (default 30s): SIGXCPU at the limit, SIGKILL 1s later.
-	CPU time.Duration `yaml:"cpu" validate:"gte=-1"`
-	// AddressSpace is virtual memory in bytes (default 512 MiB).
-	AddressSpace int64 `yaml:"address_space" validate:"gte=-1"`
-	// FileSize is the largest file a command may write, in bytes
-	// (default 10 MiB): SIGXFSZ beyond it.
-	FileSize int64 `yaml:"file_size" validate:"gte=-1"`
-	// OpenFiles bounds file descriptors (default 1024).
-	OpenFiles int `yaml:"open_files" validate:"gte=-1,lte=1048576"`
-	// Processes bounds the processes of the uid commands run as (default
-	// 256). It holds only where commands run under a uid of their own:
-	// toold root with run_as (none, namespaces), or bwrap's user namespace.
-	Processes int `yaml:"processes" validate:"gte=-1,lte=1048576"`
-
-	// Per run (every process of one call together), enforced by the run's
-	// cgroups where toold can create them (root, or a delegated cgroup v2
-	// subtree); each result's "limits" says what held. With cgroups,
-	// Processes above is the run's pids.max rather than a per-uid rlimit.
-
-	// Memory bounds the run's memory, its /tmp included (default 1 GiB).
-	Memory int64 `yaml:"memory" validate:"gte=-1"`
-	// CPUs bounds the run's CPU bandwidth, in CPUs (default 1).
-	CPUs float64 `yaml:"cpus" validate:"gte=-1"`
-	// TmpSize caps the run's private /tmp, a tmpfs under namespaces as
-	// root (default 64 MiB).
-	TmpSize int64 `yaml:"tmp_size" validate:"gte=-1"`
 }
 
 // Sandbox is the isolation settings a declarative tool and
@@ -96,7 +58,7 @@ type Sandbox struct {
 	// Env sets fixed variables (they win over EnvAllow).
 	Env map[string]string `yaml:"env" validate:"dive,keys,required,excludesall==,endkeys"`
 	// Rlimits override the section's.
-	Rlimits Rlimits `yaml:"rlimits"`
+	Rlimits launch.Rlimits `yaml:"rlimits"`
 	// MaxOutputBytes overrides the section's cap per stream.
 	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
 	// Limits override the system_command category's limits (timeout 30s,
@@ -200,52 +162,15 @@ type ProgramRule struct {
 	EndOfOptions bool `yaml:"end_of_options"`
 }
 
-// Defaults of the package, documented on the fields above.
-const (
-	DefaultMaxOutputBytes = 1 << 20
-	DefaultKillGrace      = 500 * time.Millisecond
-	DefaultUID            = 65534
-	defaultCPU            = 30 * time.Second
-	defaultAddressSpace   = 512 << 20
-	defaultFileSize       = 10 << 20
-	defaultOpenFiles      = 1024
-	defaultProcesses      = 256
-	defaultMemory         = 1 << 30
-	defaultCPUs           = 1
-	defaultTmpSize        = 64 << 20
-	defaultPath           = "/usr/local/bin:/usr/bin:/bin"
-)
-
-// merge returns r with every zero field taken from d.
-func (r Rlimits) merge(d Rlimits) Rlimits {
-	r.CPU = cmp.Or(r.CPU, d.CPU)
-	r.AddressSpace = cmp.Or(r.AddressSpace, d.AddressSpace)
-	r.FileSize = cmp.Or(r.FileSize, d.FileSize)
-	r.OpenFiles = cmp.Or(r.OpenFiles, d.OpenFiles)
-	r.Processes = cmp.Or(r.Processes, d.Processes)
-	r.Memory = cmp.Or(r.Memory, d.Memory)
-	r.CPUs = cmp.Or(r.CPUs, d.CPUs)
-	r.TmpSize = cmp.Or(r.TmpSize, d.TmpSize)
-	return r
+// LaunchConfig is the section's settings of every program toold starts,
+// for the launcher toold builds once (launch.New).
+func (c Config) LaunchConfig() launch.Config {
+	return launch.Config{Containment: c.Containment, RunAs: c.RunAs, Rlimits: c.Rlimits,
+		MaxOutputBytes: c.MaxOutputBytes, KillGrace: c.KillGrace, Bwrap: c.Bwrap}
 }
 
-// unboundedUnlessSet is the rlimits of a program that is not a command
-// tool (Runner, Start): no CPU-time or address-space limit unless set
-// here (the section's defaults do not apply to these two). A long-lived
-// server accumulates CPU time; node and python reserve far more address
-// space than they use; a run's timeout or Stop bounds the program.
-func (r Rlimits) unboundedUnlessSet() Rlimits {
-	if r.CPU == 0 {
-		r.CPU = -1
-	}
-	if r.AddressSpace == 0 {
-		r.AddressSpace = -1
-	}
-	return r
-}
-
-func defaultRlimits() Rlimits {
-	return Rlimits{CPU: defaultCPU, AddressSpace: defaultAddressSpace, FileSize: defaultFileSize,
-		OpenFiles: defaultOpenFiles, Processes: defaultProcesses,
-		Memory: defaultMemory, CPUs: defaultCPUs, TmpSize: defaultTmpSize}
+// launchSandbox is the launcher's view of a tool's sandbox.
+func (s Sandbox) launchSandbox() launch.Sandbox {
+	return launch.Sandbox{Containment: s.Containment, Network: s.Network, WorkspaceWritable: s.WorkspaceWritable,
+		ReadOnlyPaths: s.ReadOnlyPaths, EnvAllow: s.EnvAllow, Env: s.Env, Rlimits: s.Rlimits, MaxOutputBytes: s.MaxOutputBytes}
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -16,11 +17,11 @@ type declared struct {
 	set       *Set
 	spec      tools.Spec
 	argv      *argv
-	dir       string
+	workdir   string // relative to the workspace, resolved at each run
 	stdin     string
 	successes []int
 	output    string
-	sb        *sandbox
+	r         *launch.Runner
 	defaults  map[string]any
 	git       bool // the program is git: its arguments get gitGuards
 }
@@ -52,19 +53,18 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 	if err := checkNames(tc, known); err != nil {
 		return nil, err
 	}
-	if av.program, err = findProgram(av.program, envPath(buildEnv(tc.EnvAllow, tc.Env))); err != nil {
+	if av.program, err = launch.FindProgram(av.program, launch.PathOf(tc.launchSandbox())); err != nil {
 		return nil, err
 	}
 	git := isGit(av.program)
 	if git {
-		tc.Env = gitEnv(s.host.workspace, tc.Env)
+		tc.Env = gitEnv(s.l.Workspace(), tc.Env)
 	}
-	sb, err := s.sandbox(tc.Sandbox)
+	r, err := s.l.CommandRunner(tc.launchSandbox())
 	if err != nil {
 		return nil, err
 	}
-	dir, err := resolveDir(s.host.workspace, tc.Workdir)
-	if err != nil {
+	if _, err := s.l.ResolveDir(tc.Workdir); err != nil {
 		return nil, fmt.Errorf("workdir: %w", err)
 	}
 	defaults, err := tools.SchemaDefaults(params)
@@ -75,12 +75,12 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &declared{set: s, argv: av, dir: dir, stdin: tc.Stdin, successes: tc.SuccessCodes,
-		output: tc.Output, sb: sb, defaults: defaults, git: git}
+	d := &declared{set: s, argv: av, workdir: tc.Workdir, stdin: tc.Stdin, successes: tc.SuccessCodes,
+		output: tc.Output, r: r, defaults: defaults, git: git}
 	d.spec = tools.Spec{Name: tc.Name, Description: tc.Description, Instructions: tc.Instructions,
 		Returns: returnsText, Category: tools.SystemCommand, Parameters: params, Output: resultSchema(),
 		Examples: examples, Confirmation: tools.ConfirmedIf(tc.RequiresConfirmation), Limits: tc.Limits.Limits(),
-		Containment: sb.describe(), Effects: commandEffects(tc, sb.network)}
+		Containment: r.Containment(), Effects: commandEffects(tc, r.Network())}
 	return d, nil
 }
 
@@ -111,19 +111,19 @@ func (d *declared) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if d.git {
-		args = append(args[:1:1], guardGit(d.set.host.workspace, args[1:])...)
+		args = append(args[:1:1], guardGit(d.set.l.Workspace(), args[1:])...)
 	}
-	req := runReq{argv: args, dir: d.dir, successes: d.successes}
+	spec := launch.RunSpec{Argv: args, Dir: d.workdir, SuccessCodes: d.successes}
 	if d.stdin != "" {
 		if v, ok := params[d.stdin]; ok {
 			str, ok := v.(string)
 			if !ok {
 				return nil, tools.Errorf(tools.ValidationError, "%s must be a string (it is the command's input)", d.stdin)
 			}
-			req.stdin = &str
+			spec.Stdin = &str
 		}
 	}
-	res, _, err := d.set.run(ctx, call, d.sb, req)
+	res, err := run(ctx, d.r, call, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -63,11 +63,10 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Tools = cfg.Tools[:2] // go_test needs a Go toolchain and module cache laid out as documented
-	s, err := New(cfg, ws, nil)
+	s, err := build(t, cfg, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
 	reg, err := registry.New(registry.Options{}, s.Tools()...)
 	if err != nil {
 		t.Fatalf("the registry refuses the example's tools: %v", err)
@@ -108,7 +107,7 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		{Name: "when", Description: "d", Argv: []Arg{{Arg: "true"}, {Arg: "x", When: "nope"}}},
 		argvTool("dup", "true"), argvTool("dup", "true"),
 	}}
-	_, err := New(cfg, ws, nil)
+	_, err := build(t, cfg, ws)
 	if err == nil {
 		t.Fatal("accepted")
 	}

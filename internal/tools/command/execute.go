@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -24,7 +25,7 @@ const DefaultMaxTimeout = 30 * time.Second
 type execTool struct {
 	set        *Set
 	spec       tools.Spec
-	sb         *sandbox
+	r          *launch.Runner
 	programs   map[string]program
 	maxTimeout time.Duration
 }
@@ -43,7 +44,7 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 	}
 	path := strings.Join(c.Path, ":")
 	if path == "" {
-		path = defaultPath
+		path = launch.DefaultPath
 	}
 	sbc := c.Sandbox
 	if sbc.Env["PATH"] == "" { // the lookup path is the command's PATH too
@@ -66,7 +67,7 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 		if p == "" {
 			p = name
 		}
-		abs, err := findProgram(p, path)
+		abs, err := launch.FindProgram(p, path)
 		if err != nil {
 			return nil, fmt.Errorf("programs.%s: %w", name, err)
 		}
@@ -80,15 +81,15 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 	slices.Sort(names)
 	for _, p := range t.programs {
 		if isGit(p.path) {
-			sbc.Env = gitEnv(s.host.workspace, sbc.Env)
+			sbc.Env = gitEnv(s.l.Workspace(), sbc.Env)
 			break
 		}
 	}
-	sb, err := s.sandbox(sbc)
+	r, err := s.l.CommandRunner(sbc.launchSandbox())
 	if err != nil {
 		return nil, err
 	}
-	t.sb = sb
+	t.r = r
 	t.spec = tools.Spec{
 		Name:        ExecuteCommandName,
 		Description: "Runs one program of an allow-list with the given arguments and returns its exit code, stdout and stderr. No shell is involved.",
@@ -101,9 +102,9 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 		Parameters:   execParameters(t.maxTimeout),
 		Output:       resultSchema(),
 		Confirmation: execConfirmation(c.Confirmation),
-		Effects:      tools.Effects{Destructive: true, OpenWorld: sb.network},
+		Effects:      tools.Effects{Destructive: true, OpenWorld: r.Network()},
 		Limits:       c.Limits.Limits(),
-		Containment:  sb.describe(),
+		Containment:  r.Containment(),
 		Examples: []tools.Example{{Description: "list a directory",
 			Arguments: json.RawMessage(`{"command":["` + names[0] + `"],"cwd":"."}`)}},
 	}
@@ -157,18 +158,14 @@ func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if isGit(prog.path) {
-		args = guardGit(t.set.host.workspace, args)
-	}
-	dir, err := resolveDir(t.set.host.workspace, in.Cwd)
-	if err != nil {
-		return nil, err
+		args = guardGit(t.set.l.Workspace(), args)
 	}
 	timeout := t.maxTimeout
 	if in.Timeout > 0 && time.Duration(in.Timeout*float64(time.Second)) < timeout {
 		timeout = time.Duration(in.Timeout * float64(time.Second))
 	}
-	req := runReq{argv: append([]string{prog.path}, args...), dir: dir, stdin: in.Stdin, timeout: timeout}
-	res, _, err := t.set.run(ctx, call, t.sb, req)
+	spec := launch.RunSpec{Argv: append([]string{prog.path}, args...), Dir: in.Cwd, Stdin: in.Stdin, Timeout: timeout}
+	res, err := run(ctx, t.r, call, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -54,7 +55,7 @@ func TestExecuteCommand(t *testing.T) {
 			}{
 				{"array", map[string]any{"command": []string{"echo", "a b", "; id"}}, "a b ; id\n", ""},
 				{"string", map[string]any{"command": `echo 'a b' "c"`}, "a b c\n", ""},
-				{"cwd", map[string]any{"command": []string{"sh", "-c", "pwd"}, "cwd": "sub"}, filepath.Join(s.host.workspace, "sub") + "\n", ""},
+				{"cwd", map[string]any{"command": []string{"sh", "-c", "pwd"}, "cwd": "sub"}, filepath.Join(s.l.Workspace(), "sub") + "\n", ""},
 				{"stdin", map[string]any{"command": []string{"sh", "-c", "cat"}, "stdin": "hello"}, "hello", ""},
 				{"not allowed", map[string]any{"command": []string{"id"}}, "", tools.PermissionError},
 				{"path of another program", map[string]any{"command": []string{"/usr/bin/id"}}, "", tools.PermissionError},
@@ -101,8 +102,7 @@ func TestExecuteCommandConfig(t *testing.T) {
 		"path in the name": {Enabled: true, Programs: map[string]ProgramRule{"/bin/ls": {}}},
 		"bad containment":  {Enabled: true, Programs: map[string]ProgramRule{"ls": {}}, Sandbox: Sandbox{Containment: "chroot"}},
 	} {
-		if s, err := New(Config{ExecuteCommand: cfg, Containment: "none"}, ws, nil); err == nil {
-			_ = s.Close()
+		if _, err := build(t, Config{ExecuteCommand: cfg, Containment: "none"}, ws); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -124,7 +124,7 @@ func TestFailingCommands(t *testing.T) {
 		sh("killed", "kill -9 $$"),
 		ok1, long,
 	}, ExecuteCommand: ExecConfig{Enabled: true, MaxTimeout: 5 * time.Second, Programs: map[string]ProgramRule{"sleep": {}}}}
-	s, _ := newSet(t, ModeNone, cfg)
+	s, _ := newSet(t, launch.ModeNone, cfg)
 	cases := []struct {
 		tool     string
 		args     map[string]any

@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,16 +12,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
 )
 
-// modes are the containment modes the adversarial tests run under.
-var modes = []Mode{ModeNone, ModeNamespaces, ModeBwrap}
+// modes are the containment modes the tests of every mode run under.
+var modes = []launch.Mode{launch.ModeNone, launch.ModeNamespaces, launch.ModeBwrap}
 
 // newSet builds a Set in the given mode over a fresh workspace, skipping
 // the test with the reason when this machine cannot provide the mode.
 // prep, when given, may adjust cfg once the workspace exists.
-func newSet(t testing.TB, mode Mode, cfg Config, prep ...func(ws string, cfg *Config)) (*Set, string) {
+func newSet(t testing.TB, mode launch.Mode, cfg Config, prep ...func(ws string, cfg *Config)) (*Set, string) {
 	t.Helper()
 	ws := t.TempDir()
 	// The run-as uid must reach the workspace (t.TempDir is 0700).
@@ -36,15 +36,26 @@ func newSet(t testing.TB, mode Mode, cfg Config, prep ...func(ws string, cfg *Co
 		p(ws, &cfg)
 	}
 	cfg.Containment = string(mode)
-	s, err := New(cfg, ws, zaptest.NewLogger(t))
+	s, err := build(t, cfg, ws)
 	if err != nil {
 		if unavailable(err) {
 			t.Skipf("containment %s is not available on this machine: %v", mode, err)
 		}
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
 	return s, ws
+}
+
+// build builds cfg's tools over ws, on a launcher of their own that the
+// test closes.
+func build(t testing.TB, cfg Config, ws string) (*Set, error) {
+	t.Helper()
+	l, err := launch.New(cfg.LaunchConfig(), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return New(cfg, l, zaptest.NewLogger(t))
 }
 
 // unavailable tells a machine that lacks a mode from a broken config.
@@ -105,54 +116,6 @@ func argvTool(name string, argv ...string) ToolConfig {
 		tc.Argv = append(tc.Argv, Arg{Arg: a})
 	}
 	return tc
-}
-
-// procsWith lists the pids whose environment or command line holds marker.
-func procsWith(marker string) []string {
-	var pids []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		for _, f := range []string{"environ", "cmdline"} {
-			b, err := os.ReadFile("/proc/" + e.Name() + "/" + f)
-			if err == nil && strings.Contains(string(b), marker) {
-				pids = append(pids, e.Name())
-				break
-			}
-		}
-	}
-	return pids
-}
-
-// eventually polls cond every 10ms until it holds or d passes.
-func eventually(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return cond()
-}
-
-// procsOfUID lists the processes (zombies included) whose real uid is uid.
-func procsOfUID(uid int) []string {
-	var pids []string
-	want := fmt.Sprintf("Uid:\t%d\t", uid)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
-		if err == nil && strings.Contains(string(b), want) {
-			pids = append(pids, e.Name())
-		}
-	}
-	return pids
 }
 
 // checkOutcome wants an error of the given kind, or (kind "") no error and

@@ -3,50 +3,15 @@ package command
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
 )
-
-func TestStreamUTF8(t *testing.T) {
-	var chunks []string
-	s := &stream{name: "stdout", max: 1 << 20, emit: func(_, d string) { chunks = append(chunks, d) }}
-	in := []byte("héllo wörld \xff end €")
-	for i := range in { // one byte at a time: every rune is cut
-		s.feed(in[i : i+1])
-	}
-	s.flush()
-	for _, c := range chunks {
-		if !utf8.ValidString(c) {
-			t.Errorf("chunk %q is not UTF-8", c)
-		}
-	}
-	want := "héllo wörld \uFFFD end €"
-	if diff := cmp.Diff(want, strings.Join(chunks, "")); diff != "" {
-		t.Errorf("streamed (-want +got):\n%s", diff)
-	}
-	text, invalid := s.text()
-	if text != want || !invalid {
-		t.Errorf("text %q invalid %v", text, invalid)
-	}
-}
-
-func TestStreamCap(t *testing.T) {
-	s := &stream{name: "stdout", max: 5}
-	if !s.feed([]byte("ab")) || s.feed([]byte("c€")) {
-		t.Fatal("the cap was not reported")
-	}
-	text, invalid := s.text()
-	// "abc" plus 2 of the euro sign's 3 bytes were kept; the cut rune is dropped.
-	if text != "abc" || invalid || !s.truncated {
-		t.Errorf("text %q invalid %v truncated %v", text, invalid, s.truncated)
-	}
-}
 
 func TestParse(t *testing.T) {
 	cases := []struct {
@@ -63,7 +28,7 @@ func TestParse(t *testing.T) {
 		{"text", "a", nil, false},
 	}
 	for _, c := range cases {
-		r := &Result{Stdout: c.stdout}
+		r := &Result{Result: launch.Result{Stdout: c.stdout}}
 		r.parse(c.mode)
 		if diff := cmp.Diff(c.parsed, r.Parsed); diff != "" || (r.ParseError != "") != c.perr {
 			t.Errorf("%s %q: %s parse error %q", c.mode, c.stdout, diff, r.ParseError)
@@ -74,7 +39,7 @@ func TestParse(t *testing.T) {
 func jsonNumber(s string) any { return json.Number(s) }
 
 func TestOutputIsStreamed(t *testing.T) {
-	s, _ := newSet(t, ModeNone, Config{Tools: []ToolConfig{argvTool("p", "sh", "-c", `printf 'a\303'; sleep 0.05; printf '\251b'; echo err >&2`)}})
+	s, _ := newSet(t, launch.ModeNone, Config{Tools: []ToolConfig{argvTool("p", "sh", "-c", `printf 'a\303'; sleep 0.05; printf '\251b'; echo err >&2`)}})
 	var mu sync.Mutex
 	got := map[string]string{}
 	c := tools.NewCall([]byte(`{}`), "r", "c", func(ch tools.Chunk) {

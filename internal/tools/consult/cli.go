@@ -7,15 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
-	"github.com/toold/toold/internal/tools/command"
 )
 
 // cliProvider runs a CLI once per consultation in the command tools'
 // sandbox.
 type cliProvider struct {
 	s      *spec
-	runner *command.Runner
+	runner *launch.Runner
 }
 
 // stderrTail is how much of a CLI's stderr a response keeps.
@@ -23,9 +23,9 @@ const stderrTail = 2000
 
 // sandboxOf is the command sandbox of a CLI provider: the network on (it
 // calls its vendor), the workspace read-only, only its own credentials
-// from toold's environment, and (as for every command.Runner) no
+// from toold's environment, and (as for every launch.Launcher.Runner) no
 // address-space or CPU-time limit unless set.
-func sandboxOf(sb Sandbox) command.Sandbox {
+func sandboxOf(sb Sandbox) launch.Sandbox {
 	env := map[string]string{}
 	for k, v := range sb.Env {
 		env[k] = v
@@ -33,7 +33,7 @@ func sandboxOf(sb Sandbox) command.Sandbox {
 	if len(sb.Path) > 0 && env["PATH"] == "" {
 		env["PATH"] = strings.Join(sb.Path, ":")
 	}
-	return command.Sandbox{Containment: sb.Containment, Network: true, EnvAllow: sb.EnvAllow, Env: env,
+	return launch.Sandbox{Containment: sb.Containment, Network: true, EnvAllow: sb.EnvAllow, Env: env,
 		ReadOnlyPaths: sb.ReadOnlyPaths, Rlimits: sb.Rlimits, MaxOutputBytes: sb.MaxOutputBytes}
 }
 
@@ -69,7 +69,7 @@ func (c *cliProvider) ask(ctx context.Context, q query) outcome {
 		}
 	}
 	meta := map[string]any{"containment": c.runner.Containment(), "prompt_via": c.s.cfg.Prompt}
-	res, err := c.runner.Run(ctx, command.RunSpec{Argv: argv, Stdin: stdin, Timeout: q.timeout, Emit: emit})
+	res, err := c.runner.Run(ctx, launch.RunSpec{Argv: argv, Stdin: stdin, Timeout: q.timeout, Emit: emit})
 	if err != nil {
 		o := c.failed(ctx, err)
 		o.meta = meta
@@ -93,7 +93,7 @@ func (c *cliProvider) ask(ctx context.Context, q query) outcome {
 // failed: the CLI could not run to an end of its own.
 func (c *cliProvider) failed(ctx context.Context, err error) outcome {
 	switch {
-	case errors.Is(err, command.ErrNotFound):
+	case errors.Is(err, launch.ErrNotFound):
 		return outcome{status: StatusNotFound, err: fmt.Sprintf("%s is not installed: %v; install it, or name its "+
 			"directory in the provider's sandbox.path", c.s.cfg.Command, err)}
 	case ctx.Err() != nil:
@@ -106,7 +106,7 @@ func (c *cliProvider) failed(ctx context.Context, err error) outcome {
 }
 
 // read turns a run that ended into an outcome.
-func (c *cliProvider) read(res *command.Result, timeout time.Duration) outcome {
+func (c *cliProvider) read(res *launch.Result, timeout time.Duration) outcome {
 	switch {
 	case res.TimedOut:
 		return outcome{status: StatusTimeout, err: fmt.Sprintf("no answer within %v; the CLI was stopped", timeout.Round(time.Millisecond))}
@@ -150,7 +150,7 @@ func (c *cliProvider) probe(ctx context.Context, timeout time.Duration) availabi
 	}
 	a := availability{Installed: true}
 	argv := append([]string{c.s.cfg.Command}, c.s.cfg.VersionArgs...)
-	res, err := c.runner.Run(ctx, command.RunSpec{Argv: argv, Timeout: timeout})
+	res, err := c.runner.Run(ctx, launch.RunSpec{Argv: argv, Timeout: timeout})
 	check := strings.Join(argv, " ")
 	switch {
 	case err != nil:

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"time"
 
-	"github.com/toold/toold/internal/tools/command"
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools/httpapi"
 )
 
@@ -147,7 +147,7 @@ type Sandbox struct {
 	// Rlimits default to the command tools', except address space and
 	// CPU time, unlimited unless set: node and python reserve far more
 	// than they use, and the timeout bounds the run.
-	Rlimits command.Rlimits `yaml:"rlimits"`
+	Rlimits launch.Rlimits `yaml:"rlimits"`
 	// MaxOutputBytes caps stdout and stderr each (default the commands
 	// section's max_output_bytes, else 1 MiB); a CLI that writes more is
 	// stopped and answered invalid_output.

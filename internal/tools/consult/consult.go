@@ -11,15 +11,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
-	"github.com/toold/toold/internal/tools/command"
 	"github.com/toold/toold/internal/tools/httpapi"
 )
 
 // Options wire a Set into toold.
 type Options struct {
-	// Commands runs the CLI providers; needed when one is configured.
-	Commands *command.Set
+	// Launcher runs the CLI providers; needed when one is configured.
+	Launcher *launch.Launcher
 	// HTTP reaches the API providers; needed when one is configured.
 	HTTP *httpapi.Set
 	// Registerer receives the consult metrics; nil keeps them private.
@@ -88,10 +88,10 @@ func build(sp *spec, opts Options) (asker, error) {
 		}
 		return newAPIProvider(sp, opts.HTTP)
 	}
-	if opts.Commands == nil {
+	if opts.Launcher == nil {
 		return nil, fmt.Errorf("a cli provider needs the command sandbox, which toold did not pass")
 	}
-	r, err := opts.Commands.Runner(sandboxOf(sp.cfg.Sandbox))
+	r, err := opts.Launcher.Runner(sandboxOf(sp.cfg.Sandbox))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
-	"github.com/toold/toold/internal/tools/command"
 )
 
 // statusCase is one provider behaviour and the response it must give.
@@ -93,7 +93,7 @@ func TestStatuses(t *testing.T) {
 // the commands section's, and says so when it floods past it.
 func TestOutputCapOfCommands(t *testing.T) {
 	e := newEnv(t)
-	e.commands = command.Config{MaxOutputBytes: 4096}
+	e.commands = launch.Config{MaxOutputBytes: 4096}
 	r := e.build(Config{Providers: map[string]ProviderConfig{"flood": e.cli("flood", "flood")}})
 	checkStatus(t, r, statusCase{"flood", StatusInvalidOutput, "", "more than 4096 bytes on stdout", nil})
 }

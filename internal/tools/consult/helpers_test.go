@@ -15,14 +15,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/limits"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
-	"github.com/toold/toold/internal/tools/command"
 	"github.com/toold/toold/internal/tools/httpapi"
 )
 
@@ -39,7 +38,7 @@ type env struct {
 	containment string
 	// commands is the command section the CLI providers' sandbox is
 	// resolved under (default empty).
-	commands command.Config
+	commands launch.Config
 }
 
 func newEnv(t *testing.T) *env {
@@ -119,11 +118,11 @@ func (e *env) build(cfg Config) *rig {
 func (e *env) tryBuild(cfg Config) (*rig, error) {
 	t := e.t
 	ws := sharedDir(t, 0o755)
-	cs, err := command.New(e.commands, ws, zaptest.NewLogger(t))
+	l, err := launch.New(e.commands, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
+	t.Cleanup(func() { _ = l.Close() })
 	hs, err := httpapi.New(httpapi.Config{}, httpapi.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +133,7 @@ func (e *env) tryBuild(cfg Config) (*rig, error) {
 		t.Fatal(err)
 	}
 	r := &rig{env: e, metrics: prometheus.NewRegistry()}
-	r.set, err = New(cfg, Options{Commands: cs, HTTP: hs, Registerer: r.metrics,
+	r.set, err = New(cfg, Options{Launcher: l, HTTP: hs, Registerer: r.metrics,
 		Redact: func(s string) string { return san.RedactString("consult_many", s) }})
 	if err != nil {
 		return nil, err

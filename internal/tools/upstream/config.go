@@ -9,9 +9,9 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/netguard"
 	"github.com/toold/toold/internal/tools"
-	"github.com/toold/toold/internal/tools/command"
 )
 
 // Config declares one upstream MCP server (an element of mcp.servers).
@@ -76,11 +76,11 @@ type Config struct {
 // lives as long as toold: address space and CPU time are unlimited unless
 // set here.
 type Sandbox struct {
-	Containment       string          `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
-	Network           bool            `yaml:"network"`
-	WorkspaceWritable bool            `yaml:"workspace_writable"`
-	ReadOnlyPaths     []string        `yaml:"read_only_paths" validate:"dive,required"`
-	Rlimits           command.Rlimits `yaml:"rlimits"`
+	Containment       string         `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
+	Network           bool           `yaml:"network"`
+	WorkspaceWritable bool           `yaml:"workspace_writable"`
+	ReadOnlyPaths     []string       `yaml:"read_only_paths" validate:"dive,required"`
+	Rlimits           launch.Rlimits `yaml:"rlimits"`
 }
 
 // Filter selects tools by upstream name: those matching an Allow pattern
@@ -182,11 +182,11 @@ func (c Config) guard() (*netguard.Guard, error) {
 }
 
 // processSpec is the sandboxed process of a stdio server (as every
-// command.ProcessSpec, without a CPU-time or address-space limit unless
+// launch.ProcessSpec, without a CPU-time or address-space limit unless
 // set).
-func (c Config) processSpec() command.ProcessSpec {
-	return command.ProcessSpec{Argv: append([]string{c.Command}, c.Args...), Dir: c.Cwd,
-		Sandbox: command.Sandbox{Containment: c.Sandbox.Containment, Network: c.Sandbox.Network,
+func (c Config) processSpec() launch.ProcessSpec {
+	return launch.ProcessSpec{Argv: append([]string{c.Command}, c.Args...), Dir: c.Cwd,
+		Sandbox: launch.Sandbox{Containment: c.Sandbox.Containment, Network: c.Sandbox.Network,
 			WorkspaceWritable: c.Sandbox.WorkspaceWritable, ReadOnlyPaths: c.Sandbox.ReadOnlyPaths,
 			EnvAllow: c.EnvAllow, Env: c.Env, Rlimits: c.Sandbox.Rlimits}}
 }

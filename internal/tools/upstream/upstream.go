@@ -29,8 +29,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
-	"github.com/toold/toold/internal/tools/command"
 )
 
 // Options are what the servers need from the rest of toold.
@@ -38,8 +38,8 @@ type Options struct {
 	// SetTools replaces every tool of a source (a server's name) with ts
 	// and reports the tools it could not serve (registry.Live.SetSource).
 	SetTools func(source string, ts []tools.Tool) []error
-	// Commands starts stdio servers in the command tools' sandbox.
-	Commands   *command.Set
+	// Launcher starts stdio servers in their sandbox.
+	Launcher   *launch.Launcher
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
 	// Version is toold's, shown to the servers.
@@ -82,7 +82,7 @@ func New(cfgs []Config, opts Options) (*Manager, error) {
 			errs = append(errs, fmt.Errorf("mcp.servers[%d] (%s): the name is used twice", i, c.Name))
 			continue
 		}
-		if c.Command != "" && opts.Commands == nil {
+		if c.Command != "" && opts.Launcher == nil {
 			errs = append(errs, fmt.Errorf("mcp.servers[%d] (%s): no command sandbox to start it in", i, c.Name))
 			continue
 		}
@@ -256,7 +256,7 @@ func (s *server) run(ctx context.Context, firstDone func()) {
 // conn is one established connection.
 type conn struct {
 	sess *mcp.ClientSession
-	proc *command.Process // nil over HTTP
+	proc *launch.Process // nil over HTTP
 }
 
 func (c *conn) close() {
@@ -274,7 +274,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	c := &conn{}
 	var transport mcp.Transport
 	if s.cfg.Command != "" {
-		p, err := s.m.opts.Commands.Start(s.cfg.processSpec())
+		p, err := s.m.opts.Launcher.Start(s.cfg.processSpec())
 		if err != nil {
 			return nil, fmt.Errorf("starting %s: %w", s.cfg.Command, err)
 		}

@@ -21,11 +21,11 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/limits"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
-	"github.com/toold/toold/internal/tools/command"
 )
 
 // rig is toold's pipeline over a live registry that upstream servers fill.
@@ -64,12 +64,12 @@ func newRigBackoff(t *testing.T, minBackoff, maxBackoff time.Duration, cfgs ...C
 		t.Fatal(err)
 	}
 	root := 0
-	cs, err := command.New(command.Config{Containment: "none", RunAs: command.RunAs{UID: &root, GID: &root}}, t.TempDir(), log)
+	l, err := launch.New(launch.Config{Containment: "none", RunAs: launch.RunAs{UID: &root, GID: &root}}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
-	r.m, err = New(cfgs, Options{SetTools: r.live.SetSource, Commands: cs, Logger: log, Registerer: r.metrics,
+	t.Cleanup(func() { _ = l.Close() })
+	r.m, err = New(cfgs, Options{SetTools: r.live.SetSource, Launcher: l, Logger: log, Registerer: r.metrics,
 		MinBackoff: minBackoff, MaxBackoff: maxBackoff})
 	if err != nil {
 		t.Fatal(err)
@@ -521,7 +521,7 @@ func TestConfigRefused(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New([]Config{{Name: "a", Command: "x"}, {Name: "a", Command: "y"}}, Options{Commands: &command.Set{}}); err == nil ||
+	if _, err := New([]Config{{Name: "a", Command: "x"}, {Name: "a", Command: "y"}}, Options{Launcher: &launch.Launcher{}}); err == nil ||
 		!strings.Contains(err.Error(), "used twice") {
 		t.Errorf("duplicate names: %v", err)
 	}

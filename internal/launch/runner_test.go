@@ -1,4 +1,4 @@
-package command
+package launch
 
 import (
 	"context"
@@ -19,8 +19,8 @@ func TestRunnerRuns(t *testing.T) {
 	t.Setenv("TOOLD_TEST_ALLOWED", "passed")
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			s, _ := newSet(t, mode, Config{})
-			r, err := s.Runner(Sandbox{EnvAllow: []string{"TOOLD_TEST_ALLOWED"}})
+			l := testLauncher(t, mode, Config{})
+			r, err := l.Runner(Sandbox{EnvAllow: []string{"TOOLD_TEST_ALLOWED"}})
 			if err != nil {
 				if unavailable(err) {
 					t.Skipf("containment %s is not available on this machine: %v", mode, err)
@@ -79,8 +79,8 @@ func TestRunnerRuns(t *testing.T) {
 // TestRunnerStopsWithContext: a run whose context ends is stopped and
 // answered with an error wrapping the context's.
 func TestRunnerStopsWithContext(t *testing.T) {
-	s, _ := newSet(t, ModeNone, Config{})
-	r, err := s.Runner(Sandbox{})
+	l := testLauncher(t, ModeNone, Config{})
+	r, err := l.Runner(Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestRunnerStopsWithContext(t *testing.T) {
 	if _, err := r.Run(context.Background(), RunSpec{}); err == nil {
 		t.Error("an empty argv ran")
 	}
-	if _, err := s.Runner(Sandbox{Containment: "chroot"}); err == nil {
+	if _, err := l.Runner(Sandbox{Containment: "chroot"}); err == nil {
 		t.Error("an unknown containment was accepted")
 	}
 }
@@ -102,7 +102,7 @@ func TestRunnerStopsWithContext(t *testing.T) {
 // CPU-time or address-space limit unless their Sandbox sets one — the
 // section's defaults do not apply to them — and keep the other limits.
 func TestProgramRlimits(t *testing.T) {
-	s, _ := newSet(t, ModeNone, Config{Rlimits: Rlimits{CPU: 7 * time.Second, AddressSpace: 256 << 20}})
+	l := testLauncher(t, ModeNone, Config{Rlimits: Rlimits{CPU: 7 * time.Second, AddressSpace: 256 << 20}})
 	const script = `ulimit -t; ulimit -v; ulimit -n`
 	for _, tc := range []struct {
 		sb   Sandbox
@@ -111,7 +111,7 @@ func TestProgramRlimits(t *testing.T) {
 		{Sandbox{}, "unlimited\nunlimited\n1024\n"},
 		{Sandbox{Rlimits: Rlimits{CPU: 5 * time.Second, AddressSpace: 1 << 30}}, "5\n1048576\n1024\n"},
 	} {
-		r, err := s.Runner(tc.sb)
+		r, err := l.Runner(tc.sb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestProgramRlimits(t *testing.T) {
 		if err != nil || res.Stdout != tc.want {
 			t.Errorf("Runner(%+v): %q %v, want %q", tc.sb.Rlimits, res.Stdout, err, tc.want)
 		}
-		p, err := s.Start(ProcessSpec{Argv: []string{"sh", "-c", script}, Sandbox: tc.sb})
+		p, err := l.Start(ProcessSpec{Argv: []string{"sh", "-c", script}, Sandbox: tc.sb})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package command
+package launch
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,9 +20,9 @@ import (
 // The adversarial suite: real commands, each asserting the figure the
 // issue sets, in every containment mode this machine provides.
 
-func marked(tc ToolConfig, marker string) ToolConfig {
-	tc.Env = map[string]string{"TOOLD_TEST_MARKER": marker}
-	return tc
+// marked is a sandbox whose processes carry marker in their environment.
+func marked(marker string) Sandbox {
+	return Sandbox{Env: map[string]string{"TOOLD_TEST_MARKER": marker}}
 }
 
 // assertGone fails when a process carrying marker is alive 1s later.
@@ -45,15 +44,15 @@ func TestForkBombIsContained(t *testing.T) {
 		t.Run(string(m), func(t *testing.T) {
 			marker := fmt.Sprintf("bomb-%s-%d", m, time.Now().UnixNano())
 			const limit = 64
-			tc := marked(argvTool("bomb", "sh", "-c", bombScript), marker)
-			tc.Rlimits.Processes = limit
+			sbc := marked(marker)
+			sbc.Rlimits.Processes = limit
 			// A uid of its own, which the peak below counts: other packages'
 			// tests run commands as 65534, and another run of this test
 			// binary at the same time (two engineers on one machine) has
 			// a uid of its own too.
 			uid := 60000 + os.Getpid()%4000
-			s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}, RunAs: RunAs{UID: &uid, GID: &uid}})
-			sb := s.tools[0].(*declared).sb
+			r := sandboxed(t, m, Config{RunAs: RunAs{UID: &uid, GID: &uid}}, sbc)
+			sb := r.sb
 			if !sb.procs || !sb.drop {
 				t.Skipf("containment %s has no dedicated uid here: a process-count limit cannot hold", m)
 			}
@@ -77,7 +76,7 @@ func TestForkBombIsContained(t *testing.T) {
 					}
 				}
 			})
-			res, err := call(t, tool(t, s, "bomb"), map[string]any{}, 3*time.Second)
+			res, err := runFor(t, r, 3*time.Second, "sh", "-c", bombScript)
 			close(stop)
 			wg.Wait()
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -148,13 +147,7 @@ func TestOutputCapStopsProducer(t *testing.T) {
 	for _, m := range modes {
 		t.Run(string(m), func(t *testing.T) {
 			marker := fmt.Sprintf("yes-%s-%d", m, time.Now().UnixNano())
-			tc := marked(argvTool("yes", "yes", "y"), marker)
-			s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}, MaxOutputBytes: limit})
-			d := tool(t, s, "yes").(*declared)
-			argv, err := d.argv.render(map[string]any{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := sandboxed(t, m, Config{MaxOutputBytes: limit}, marked(marker))
 			runtime.GC()
 			var base runtime.MemStats
 			runtime.ReadMemStats(&base)
@@ -175,7 +168,7 @@ func TestOutputCapStopsProducer(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			res, st, err := s.run(ctx, nil, d.sb, runReq{argv: argv, dir: d.dir})
+			res, st, err := r.run(ctx, RunSpec{Argv: []string{"yes", "y"}})
 			close(stop)
 			wg.Wait()
 			if err != nil {
@@ -207,10 +200,10 @@ func TestTimeoutKillsTheTree(t *testing.T) {
 		for name, argv := range commands {
 			t.Run(string(m)+"/"+name, func(t *testing.T) {
 				marker := fmt.Sprintf("timeout-%s-%s-%d", m, name, time.Now().UnixNano())
-				s, _ := newSet(t, m, Config{Tools: []ToolConfig{marked(argvTool("t", argv...), marker)}})
+				r := sandboxed(t, m, Config{}, marked(marker))
 				const deadline = time.Second
 				start := time.Now()
-				_, err := call(t, tool(t, s, "t"), map[string]any{}, deadline)
+				_, err := runFor(t, r, deadline, argv...)
 				took := time.Since(start)
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("err = %v, want the deadline", err)
@@ -261,75 +254,14 @@ func TestResourceLimits(t *testing.T) {
 	for _, m := range modes {
 		for _, c := range cases {
 			t.Run(string(m)+"/"+c.name, func(t *testing.T) {
-				tc := argvTool("lim", c.argv...)
-				tc.Rlimits = c.lim
-				s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}})
-				r, err := call(t, tool(t, s, "lim"), map[string]any{}, 20*time.Second)
+				r := sandboxed(t, m, Config{}, Sandbox{Rlimits: c.lim})
+				res, err := runFor(t, r, 20*time.Second, c.argv...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				c.check(t, r)
+				c.check(t, res)
 			})
 		}
-	}
-}
-
-// The canary writes its argv, NUL-separated, to a file; a fake id on its
-// PATH leaves a file behind if anything ever runs it.
-const canary = "#!/bin/sh\nfor a; do printf '%s\\0' \"$a\"; done > \"$CANARY_OUT\"\n"
-const fakeID = "#!/bin/sh\ntouch \"$CANARY_DIR/id-ran\"\n"
-
-func TestShellMetacharactersStayLiteral(t *testing.T) {
-	payloads := []string{"; id", "$(id)", "`id`", "| id", "&& id", "a\nid", "'; id; '", "$(touch pwned)", "x > pwned", "*"}
-	for _, m := range modes {
-		t.Run(string(m), func(t *testing.T) {
-			tc := ToolConfig{Name: "canary", Description: "canary",
-				Parameters: map[string]any{"type": "object", "properties": map[string]any{
-					"arg": map[string]any{"type": "string"}, "list": map[string]any{"type": "array"}}},
-				Argv: []Arg{{Arg: "set by prep"}, {Arg: "{{.arg}}"}, {Splice: "list"}}}
-			tc.WorkspaceWritable = true
-			s, ws := newSet(t, m, Config{Tools: []ToolConfig{tc}}, func(ws string, cfg *Config) {
-				bin := filepath.Join(ws, "bin")
-				writeScript(t, filepath.Join(bin, "canary"), canary)
-				writeScript(t, filepath.Join(bin, "id"), fakeID)
-				c := &cfg.Tools[0]
-				c.Argv[0].Arg = filepath.Join(bin, "canary")
-				c.Env = map[string]string{"CANARY_OUT": filepath.Join(ws, "argv"), "CANARY_DIR": ws, "PATH": bin + ":/usr/bin:/bin"}
-			})
-			for _, p := range payloads {
-				out := filepath.Join(ws, "argv")
-				_ = os.Remove(out)
-				r, err := call(t, tool(t, s, "canary"), map[string]any{"arg": p, "list": []any{p, p + "2"}}, 10*time.Second)
-				if err != nil {
-					t.Fatalf("%q: %v", p, err)
-				}
-				got, err := os.ReadFile(out)
-				if err != nil || !r.OK {
-					t.Fatalf("%q: the canary did not run: %v %+v", p, err, r)
-				}
-				if diff := cmp.Diff([]string{p, p, p + "2"}, strings.Split(strings.TrimSuffix(string(got), "\x00"), "\x00")); diff != "" {
-					t.Errorf("%q: argv (-want +got):\n%s", p, diff)
-				}
-			}
-			entries, _ := os.ReadDir(ws)
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
-			if diff := cmp.Diff([]string{"argv", "bin"}, names); diff != "" {
-				t.Errorf("workspace files (-want +got): %s", diff)
-			}
-		})
-	}
-}
-
-func writeScript(t *testing.T, path, text string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -338,10 +270,8 @@ func TestSecretEnvironmentIsInvisible(t *testing.T) {
 	t.Setenv("TOOLD_TEST_SECRET", secret)
 	for _, m := range modes {
 		t.Run(string(m), func(t *testing.T) {
-			tc := argvTool("env", "sh", "-c", fmt.Sprintf("env; cat /proc/%d/environ; cat /proc/1/environ", os.Getpid()))
-			tc.EnvAllow = []string{"LANG"}
-			s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}})
-			r, err := call(t, tool(t, s, "env"), map[string]any{}, 10*time.Second)
+			sh := sandboxed(t, m, Config{}, Sandbox{EnvAllow: []string{"LANG"}})
+			r, err := runFor(t, sh, 10*time.Second, "sh", "-c", fmt.Sprintf("env; cat /proc/%d/environ; cat /proc/1/environ", os.Getpid()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -377,10 +307,9 @@ func TestNetworkOff(t *testing.T) {
 				if m == ModeNone {
 					t.Skip("containment none cannot take the network away (documented); namespaces and bwrap do")
 				}
-				tc := argvTool("net", "bash", "-c", "exec 3<>/dev/tcp/"+target+" && echo connected")
-				s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}})
+				sh := sandboxed(t, m, Config{}, Sandbox{})
 				start := time.Now()
-				r, err := call(t, tool(t, s, "net"), map[string]any{}, 10*time.Second)
+				r, err := runFor(t, sh, 10*time.Second, "bash", "-c", "exec 3<>/dev/tcp/"+target+" && echo connected")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -401,18 +330,18 @@ func TestNetworkOff(t *testing.T) {
 func TestPrivateTempDirRemoved(t *testing.T) {
 	for _, m := range modes {
 		t.Run(string(m), func(t *testing.T) {
-			s, _ := newSet(t, m, Config{Tools: []ToolConfig{argvTool("tmp", "sh", "-c", `echo x > "$TMPDIR/left"; printf %s "$TMPDIR"`)}})
-			r, err := call(t, tool(t, s, "tmp"), map[string]any{}, 10*time.Second)
+			sh := sandboxed(t, m, Config{}, Sandbox{})
+			r, err := runFor(t, sh, 10*time.Second, "sh", "-c", `echo x > "$TMPDIR/left"; printf %s "$TMPDIR"`)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if dir := strings.TrimSpace(r.Stdout); !strings.HasPrefix(dir, "/") || r.ExitCode != 0 {
 				t.Fatalf("the command could not use its TMPDIR %q: %+v", dir, r)
 			}
-			// The host side of every run's directory lives under the set's
-			// base, whatever path the sandbox shows the command.
-			if left, _ := os.ReadDir(s.tmpBase); len(left) != 0 {
-				t.Errorf("%d run directories left under %s", len(left), s.tmpBase)
+			// The host side of every run's directory lives under the
+			// launcher's base, whatever path the sandbox shows the command.
+			if left, _ := os.ReadDir(sh.l.tmpBase); len(left) != 0 {
+				t.Errorf("%d run directories left under %s", len(left), sh.l.tmpBase)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package command
+package launch
 
 import (
 	"bufio"
@@ -17,11 +17,11 @@ func TestProcessSpeaksAndStops(t *testing.T) {
 	t.Setenv("TOOLD_TEST_SECRET", "do-not-pass")
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			s, _ := newSet(t, mode, Config{})
+			l := testLauncher(t, mode, Config{})
 			marker := fmt.Sprintf("toold-process-test-%s-%d", mode, time.Now().UnixNano())
 			script := `trap '' TERM; echo started >&2; sleep 600 & ` +
 				`while read line; do echo "got:$line:${TOOLD_TEST_SECRET:-none}:$MARK"; done`
-			p, err := s.Start(ProcessSpec{Argv: []string{"sh", "-c", script},
+			p, err := l.Start(ProcessSpec{Argv: []string{"sh", "-c", script},
 				Sandbox: Sandbox{Env: map[string]string{"MARK": marker}}})
 			if err != nil && unavailable(err) {
 				t.Skipf("containment %s is not available on this machine: %v", mode, err)
@@ -64,7 +64,7 @@ func TestProcessSpeaksAndStops(t *testing.T) {
 }
 
 func TestProcessRefusesWhatToolsRefuse(t *testing.T) {
-	s, _ := newSet(t, ModeNone, Config{})
+	l := testLauncher(t, ModeNone, Config{})
 	for _, tc := range []struct {
 		name string
 		spec ProcessSpec
@@ -76,7 +76,7 @@ func TestProcessRefusesWhatToolsRefuse(t *testing.T) {
 		{"bad containment", ProcessSpec{Argv: []string{"true"}, Sandbox: Sandbox{Containment: "chroot"}}, "containment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.Start(tc.spec)
+			_, err := l.Start(tc.spec)
 			if err == nil || !strings.Contains(err.Error(), tc.say) {
 				t.Fatalf("err = %v, want one saying %q", err, tc.say)
 			}
@@ -87,11 +87,11 @@ func TestProcessRefusesWhatToolsRefuse(t *testing.T) {
 // TestStartConcurrently: servers start and restart while toold serves, so
 // sandboxes are resolved from many goroutines at once (under -race).
 func TestStartConcurrently(t *testing.T) {
-	s, _ := newSet(t, ModeNone, Config{})
+	l := testLauncher(t, ModeNone, Config{})
 	done := make(chan error, 8)
 	for range 8 {
 		go func() {
-			p, err := s.Start(ProcessSpec{Argv: []string{"true"}, Sandbox: Sandbox{Containment: string(ModeAuto)}})
+			p, err := l.Start(ProcessSpec{Argv: []string{"true"}, Sandbox: Sandbox{Containment: string(ModeAuto)}})
 			if err == nil {
 				p.Stop(time.Second)
 			}

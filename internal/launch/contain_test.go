@@ -1,4 +1,4 @@
-package command
+package launch
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/toold/toold/internal/tools"
 )
 
 // Issue 15, findings 2–4: containment that holds, per call. Each test runs
@@ -37,20 +34,19 @@ func TestAutoNeverFallsBackToNone(t *testing.T) {
 	}
 	for _, m := range []Mode{ModeAuto, ModeNone} {
 		t.Run(string(m), func(t *testing.T) {
-			s, _ := newSet(t, m, Config{Tools: []ToolConfig{argvTool("t", "true")}})
-			r, err := call(t, tool(t, s, "t"), map[string]any{}, 10*time.Second)
+			sh := sandboxed(t, m, Config{}, Sandbox{})
+			r, err := runFor(t, sh, 10*time.Second, "true")
 			if err != nil {
 				t.Fatal(err)
 			}
-			sb := s.tools[0].(*declared).sb
-			if sb.mode == ModeNone && m == ModeAuto {
+			if sh.sb.mode == ModeNone && m == ModeAuto {
 				t.Errorf("auto resolved to none")
 			}
 			if (r.Containment == notIsolated) != (m == ModeNone) || r.Containment == "" {
 				t.Errorf("containment %q in the result of %s", r.Containment, m)
 			}
-			if m == ModeNone && !strings.HasPrefix(tool(t, s, "t").Spec().Containment, notIsolated) {
-				t.Errorf("discovery says %q", tool(t, s, "t").Spec().Containment)
+			if m == ModeNone && !strings.HasPrefix(sh.Containment(), notIsolated) {
+				t.Errorf("discovery says %q", sh.Containment())
 			}
 			if r.Limits["descendants"] == "" || r.Limits["memory"] == "" {
 				t.Errorf("limits not reported: %v", r.Limits)
@@ -67,12 +63,11 @@ func TestDescendantsGoneWhenRunEnds(t *testing.T) {
 		t.Run(string(m), func(t *testing.T) {
 			secs := 900000 + time.Now().UnixNano()%90000
 			script := fmt.Sprintf(`setsid env -i sleep %d </dev/null >/dev/null 2>&1 & echo started`, secs)
-			s, _ := newSet(t, m, Config{Tools: []ToolConfig{argvTool("d", "sh", "-c", script)}})
-			sb := s.tools[0].(*declared).sb
-			if m == ModeNone && !sb.cg.usable() {
-				t.Skipf("containment none without cgroups (not root, no delegated subtree): a process that clears its environment and calls setsid escapes; documented (%s)", sb.cg.reason)
+			sh := sandboxed(t, m, Config{}, Sandbox{})
+			if m == ModeNone && !sh.sb.cg.usable() {
+				t.Skipf("containment none without cgroups (not root, no delegated subtree): a process that clears its environment and calls setsid escapes; documented (%s)", sh.sb.cg.reason)
 			}
-			r, err := call(t, tool(t, s, "d"), map[string]any{}, 10*time.Second)
+			r, err := runFor(t, sh, 10*time.Second, "sh", "-c", script)
 			if err != nil || !r.OK {
 				t.Fatalf("%+v %v", r, err)
 			}
@@ -126,9 +121,8 @@ func TestMinimalRoot(t *testing.T) {
 				`perl -MSocket -e 'socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die; connect($s, pack_sockaddr_un("%s")) or die "connect: $!\n"; print "connected\n"'; `+
 				`for d in /tmp /var/tmp /dev/shm; do echo x > $d/%s && echo "wrote $d"; done; ls /run /home /root 2>&1 | head -3; true`,
 				cfgFile, sock, mark)
-			tc := argvTool("root", "sh", "-c", script)
-			s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}})
-			r, err := call(t, tool(t, s, "root"), map[string]any{}, 10*time.Second)
+			sh := sandboxed(t, m, Config{}, Sandbox{})
+			r, err := runFor(t, sh, 10*time.Second, "sh", "-c", script)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,11 +158,9 @@ func TestLimitsPerRun(t *testing.T) {
 		script := `for i in 1 2 3 4; do perl -e '$x = "x" x (120<<20); sleep 2; print "alive\n"' & done; wait`
 		for _, m := range modes {
 			t.Run(string(m), func(t *testing.T) {
-				tc := argvTool("mem", "sh", "-c", script)
-				tc.Rlimits.Memory = 300 << 20
-				s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}})
-				needCgroup(t, s, "memory")
-				r, err := call(t, tool(t, s, "mem"), map[string]any{}, 20*time.Second)
+				sh := sandboxed(t, m, Config{}, Sandbox{Rlimits: Rlimits{Memory: 300 << 20}})
+				needCgroup(t, sh, "memory")
+				r, err := runFor(t, sh, 20*time.Second, "sh", "-c", script)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -187,23 +179,19 @@ func TestLimitsPerRun(t *testing.T) {
 		// unavailable" in the other caller's command).
 		for _, m := range modes {
 			t.Run(string(m), func(t *testing.T) {
-				hog := argvTool("hog", "bash", "-c", `i=0; while [ $i -lt 60 ]; do sleep 5 & i=$((i+1)); done 2>/dev/null; echo full; wait`)
-				hog.Rlimits.Processes = 20
-				other := argvTool("other", "sh", "-c", `for i in 1 2 3 4 5; do /bin/true || exit 1; done; echo forked`)
-				other.Rlimits.Processes = 20
 				uid := 64997
-				s, _ := newSet(t, m, Config{Tools: []ToolConfig{hog, other}, RunAs: RunAs{UID: &uid, GID: &uid}})
-				if sb := s.tools[0].(*declared).sb; !sb.pidsByCgroup() {
+				sh := sandboxed(t, m, Config{RunAs: RunAs{UID: &uid, GID: &uid}}, Sandbox{Rlimits: Rlimits{Processes: 20}})
+				if sb := sh.sb; !sb.pidsByCgroup() {
 					t.Skipf("containment %s: no pids cgroup toold can make here (%s), so the process limit, where there is one, is the uid's RLIMIT_NPROC, shared by concurrent runs (documented)", m, sb.cg.reason)
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				var wg sync.WaitGroup
 				wg.Go(func() {
-					_, _ = tool(t, s, "hog").Execute(ctx, tools.NewCall([]byte(`{}`), "test", "test", nil))
+					_, _ = sh.Run(ctx, RunSpec{Argv: []string{"bash", "-c", `i=0; while [ $i -lt 60 ]; do sleep 5 & i=$((i+1)); done 2>/dev/null; echo full; wait`}})
 				})
 				time.Sleep(1500 * time.Millisecond) // the hog is at its limit
-				r, err := call(t, tool(t, s, "other"), map[string]any{}, 10*time.Second)
+				r, err := runFor(t, sh, 10*time.Second, "sh", "-c", `for i in 1 2 3 4 5; do /bin/true || exit 1; done; echo forked`)
 				cancel()
 				wg.Wait()
 				if err != nil || !strings.Contains(r.Stdout, "forked") {
@@ -215,14 +203,11 @@ func TestLimitsPerRun(t *testing.T) {
 	t.Run("tmp", func(t *testing.T) {
 		for _, m := range modes {
 			t.Run(string(m), func(t *testing.T) {
-				tc := argvTool("tmp", "sh", "-c", `head -c 100m /dev/zero > "$TMPDIR/big"; echo "rc=$?"; wc -c < "$TMPDIR/big"`)
-				tc.Rlimits.FileSize = -1
-				tc.Rlimits.TmpSize = 32 << 20
-				s, _ := newSet(t, m, Config{Tools: []ToolConfig{tc}})
-				if !s.tools[0].(*declared).sb.tmpfsTmp() {
+				sh := sandboxed(t, m, Config{}, Sandbox{Rlimits: Rlimits{FileSize: -1, TmpSize: 32 << 20}})
+				if !sh.sb.tmpfsTmp() {
 					t.Skipf("containment %s: TMPDIR is a host directory, not size-capped (documented; file size is limited per process)", m)
 				}
-				r, err := call(t, tool(t, s, "tmp"), map[string]any{}, 20*time.Second)
+				r, err := runFor(t, sh, 20*time.Second, "sh", "-c", `head -c 100m /dev/zero > "$TMPDIR/big"; echo "rc=$?"; wc -c < "$TMPDIR/big"`)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -234,85 +219,32 @@ func TestLimitsPerRun(t *testing.T) {
 	})
 }
 
-func needCgroup(t *testing.T, s *Set, ctl string) {
+func needCgroup(t *testing.T, r *Runner, ctl string) {
 	t.Helper()
-	sb := s.tools[0].(*declared).sb
+	sb := r.sb
 	if _, ok := sb.cg.has(ctl); !ok {
 		t.Skipf("no %s cgroup toold can create here (%s): the limit is per process only", ctl, sb.cg.reason)
 	}
 }
 
-// TestUnprivileged runs the containment tests again as uid 65534 (through
-// setpriv, with this test binary), where auto means bwrap or an
-// unprivileged user namespace and toold can create no cgroup.
-func TestUnprivileged(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("already unprivileged: the other tests are the unprivileged run")
-	}
-	if testing.Short() {
-		t.Skip("-short: the unprivileged run takes a while")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv is not installed: cannot run the tests as a non-root uid")
-	}
-	bin, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The build cache is root's alone: a copy uid 65534 can execute.
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyBin := filepath.Join(dir, "command.test")
-	if err := os.WriteFile(copyBin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run := "^(TestAutoNeverFallsBackToNone|TestDescendantsGoneWhenRunEnds|TestMinimalRoot|TestLimitsPerRun|" +
-		"TestTimeoutKillsTheTree|TestSecretEnvironmentIsInvisible|TestNetworkOff|TestPrivateTempDirRemoved|TestProcessSpeaksAndStops|TestShellMetacharactersStayLiteral)$"
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups",
-		copyBin, "-test.run", run, "-test.v", "-test.count", "1")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=/tmp", "HOME=" + dir}
-	out, err := cmd.CombinedOutput()
-	var lines []string
-	for line := range strings.Lines(string(out)) {
-		if l := strings.TrimSpace(line); strings.HasPrefix(l, "---") || strings.Contains(l, "_test.go:") {
-			lines = append(lines, l)
-		}
-	}
-	t.Logf("as uid 65534:\n%s", strings.Join(lines, "\n"))
-	if err != nil {
-		t.Errorf("the unprivileged run failed: %v\n%s", err, out)
-	}
-}
-
-// TestSetsKeepTheirOwnCgroups: two Sets in one process (toold builds the
-// command tools, the stdio MCP servers' and the consult CLIs' runners
-// apart) each have a cgroup parent of their own, so closing one leaves the
-// other's runs their cgroups. They used to share toold-<pid>, which the
-// first to close removed; and a stale toold-<pid> of a dead toold whose
-// pid came round again was taken for this one's.
-func TestSetsKeepTheirOwnCgroups(t *testing.T) {
-	cfg := Config{Tools: []ToolConfig{argvTool("t", "true")}}
-	a, _ := newSet(t, ModeNamespaces, cfg)
-	b, _ := newSet(t, ModeNamespaces, cfg)
+// TestLaunchersKeepTheirOwnCgroups: two Launchers in one process (tests
+// build many, and toold could build more than one) each have a cgroup
+// parent of their own, so closing one leaves the other's runs their
+// cgroups. They used to share toold-<pid>, which the first to close
+// removed; and a stale toold-<pid> of a dead toold whose pid came round
+// again was taken for this one's.
+func TestLaunchersKeepTheirOwnCgroups(t *testing.T) {
+	a := sandboxed(t, ModeNamespaces, Config{}, Sandbox{})
+	b := sandboxed(t, ModeNamespaces, Config{}, Sandbox{})
 	needCgroup(t, b, "memory")
-	if a.host.cg.v2 != "" && a.host.cg.v2 == b.host.cg.v2 {
-		t.Fatalf("both Sets use %s", a.host.cg.v2)
+	if a.l.host.cg.v2 != "" && a.l.host.cg.v2 == b.l.host.cg.v2 {
+		t.Fatalf("both Launchers use %s", a.l.host.cg.v2)
 	}
-	if err := a.Close(); err != nil {
+	if err := a.l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := call(t, tool(t, b, "t"), map[string]any{}, 10*time.Second)
+	r, err := runFor(t, b, 10*time.Second, "true")
 	if err != nil || !strings.Contains(r.Limits["memory"], "cgroup") {
-		t.Fatalf("after the other Set closed: %+v, %v", r, err)
+		t.Fatalf("after the other Launcher closed: %+v, %v", r, err)
 	}
 }

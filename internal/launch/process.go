@@ -1,4 +1,4 @@
-package command
+package launch
 
 import (
 	"errors"
@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ProcessSpec is a long-lived program run in the command tools' sandbox —
-// an upstream MCP server speaking on its standard streams. It gets what a
+// ProcessSpec is a long-lived program run in a sandbox — an upstream MCP
+// server speaking on its standard streams. It gets what a
 // command gets (containment, the environment allow-list, rlimits, a private
 // TMPDIR, its own process group) but no output cap: stdout is its protocol.
 // Nor does it get a CPU-time or address-space limit unless its Sandbox sets
@@ -50,30 +50,30 @@ type Process struct {
 
 // Start runs spec in its sandbox. The program is checked like a command
 // tool's (found, executable); the sandbox is resolved like a tool's.
-func (s *Set) Start(spec ProcessSpec) (*Process, error) {
+func (l *Launcher) Start(spec ProcessSpec) (*Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("no program to start")
 	}
-	sb, err := s.programSandbox(spec.Sandbox)
+	r, err := l.Runner(spec.Sandbox)
 	if err != nil {
 		return nil, err
 	}
-	program, err := findProgram(spec.Argv[0], envPath(sb.env))
+	program, err := r.LookPath(spec.Argv[0])
 	if err != nil {
 		return nil, err
 	}
-	dir, err := resolveDir(s.host.workspace, spec.Dir)
+	dir, err := l.ResolveDir(spec.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("cwd: %w", err)
 	}
-	l, err := s.launch(sb, append([]string{program}, spec.Argv[1:]...), dir, true)
+	p, err := l.start(r.sb, append([]string{program}, spec.Argv[1:]...), dir, true)
 	if err != nil {
 		return nil, err
 	}
-	pr := &Process{Stdin: l.pipes.inW, Stdout: l.pipes.outR, k: l.k, cg: l.cg, tmp: l.tmp, sb: sb, done: make(chan struct{})}
-	go pr.collectStderr(l.pipes.errR)
+	pr := &Process{Stdin: p.pipes.inW, Stdout: p.pipes.outR, k: p.k, cg: p.cg, tmp: p.tmp, sb: r.sb, done: make(chan struct{})}
+	go pr.collectStderr(p.pipes.errR)
 	go func() {
-		pr.err = l.cmd.Wait()
+		pr.err = p.cmd.Wait()
 		close(pr.done)
 	}()
 	return pr, nil

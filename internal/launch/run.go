@@ -1,20 +1,16 @@
-package command
+package launch
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,16 +19,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
 
-	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
 )
 
-// Result is what every command tool returns. A command that ran to its end
-// is a result whatever its exit code: "ok" says whether the code is one of
-// the tool's success codes, and stdout/stderr carry what the model needs to
-// act on a failure. Only what prevents an answer is an error: a refused or
-// invalid call (user/permission/security error) and the call's own deadline
-// or cancellation (the envelope's "timeout").
+// Result is how a run ended. A program that ran to its end is a result
+// whatever its exit code: OK says whether the code is one of the run's
+// success codes, and Stdout/Stderr carry what the caller needs to act on a
+// failure. Only what prevents an answer is an error: a program that could
+// not start, and the run's context ending.
 type Result struct {
 	// OK is true when the command exited with a success code.
 	OK bool `json:"ok"`
@@ -53,10 +47,6 @@ type Result struct {
 	// InvalidUTF8 is set when bytes that are not UTF-8 were replaced by U+FFFD.
 	InvalidUTF8 bool    `json:"invalid_utf8,omitempty"`
 	DurationMS  float64 `json:"duration_ms"`
-	// Parsed is stdout parsed as the tool declares (json: the value; lines:
-	// an array of strings); ParseError says why it could not be.
-	Parsed     any    `json:"parsed,omitempty"`
-	ParseError string `json:"parse_error,omitempty"`
 	// Containment is how the command was isolated: namespaces, bwrap, or
 	// "none (not isolated)" when the operator chose none.
 	Containment string `json:"containment"`
@@ -64,18 +54,6 @@ type Result struct {
 	// address_space, file_size, open_files, tmp, descendants), what
 	// enforced it for this run, or that nothing did.
 	Limits map[string]string `json:"limits"`
-}
-
-// runReq is one command to run in a sandbox.
-type runReq struct {
-	argv      []string // argv[0] absolute
-	dir       string   // absolute, inside the workspace
-	stdin     *string
-	timeout   time.Duration // the command's own timeout; 0: the call's deadline only
-	successes []int
-	// emit receives the output as it arrives (stream "stdout" or
-	// "stderr"); nil: the call's Emit when someone streams.
-	emit func(stream, data string)
 }
 
 // runStats are facts about a run that tests assert and callers ignore.
@@ -91,33 +69,29 @@ type runStats struct {
 // pipes closed: it bounds the call whatever the command left behind.
 const drainWait = 100 * time.Millisecond
 
-// run runs one command and collects its result. A ctx deadline or
-// cancellation stops the whole tree (SIGTERM, SIGKILL after the grace) and
-// is returned as an error wrapping ctx.Err().
-func (s *Set) run(ctx context.Context, call *tools.Call, sb *sandbox, req runReq) (*Result, runStats, error) {
+// run runs spec (Argv[0] absolute) in dir and collects its result. A ctx
+// deadline or cancellation stops the whole tree (SIGTERM, SIGKILL after the
+// grace) and is returned as an error wrapping ctx.Err().
+func (l *Launcher) run(ctx context.Context, sb *sandbox, spec RunSpec, dir string) (*Result, runStats, error) {
 	start := time.Now()
 	var st runStats
 	// With tracing on, the process is a span and learns it as TRACEPARENT:
 	// an instrumented CLI's own spans join the call's trace.
-	ctx, span := tracing.StartClient(ctx, "exec "+filepath.Base(req.argv[0]), semconv.ProcessExecutableName(filepath.Base(req.argv[0])))
-	l, err := s.launch(sb, req.argv, req.dir, req.stdin != nil, tracing.Env(ctx)...)
+	ctx, span := tracing.StartClient(ctx, "exec "+filepath.Base(spec.Argv[0]), semconv.ProcessExecutableName(filepath.Base(spec.Argv[0])))
+	p, err := l.start(sb, spec.Argv, dir, spec.Stdin != nil, tracing.Env(ctx)...)
 	if err != nil {
 		tracing.End(span, true, "start")
 		return nil, st, err
 	}
-	defer os.RemoveAll(l.tmp)
-	defer l.pipes.closeAll()
-	st.runID, st.pid = l.k.runID, l.k.pgid
-	if req.stdin != nil {
-		go func() { _, _ = io.WriteString(l.pipes.inW, *req.stdin); _ = l.pipes.inW.Close() }()
+	defer os.RemoveAll(p.tmp)
+	defer p.pipes.closeAll()
+	st.runID, st.pid = p.k.runID, p.k.pgid
+	if spec.Stdin != nil {
+		go func() { _, _ = io.WriteString(p.pipes.inW, *spec.Stdin); _ = p.pipes.inW.Close() }()
 	}
-	emit := req.emit
-	if emit == nil && call != nil && call.Streaming() {
-		emit = call.Emit
-	}
-	res, err := supervise(ctx, l.cmd, l.pipes, sb, req, emit, l.k, &st)
+	res, err := supervise(ctx, p.cmd, p.pipes, sb, spec, p.k, &st)
 	// Whatever the command left running ends with the run.
-	l.cg.remove()
+	p.cg.remove()
 	endProcessSpan(span, res)
 	if res != nil {
 		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
@@ -137,12 +111,12 @@ type launched struct {
 	cg    *runCgroup // its cgroups, nil when there are none; the caller removes them
 }
 
-// launch starts argv (argv[0] absolute) in dir under sb, as a command tool
-// and every other program toold runs are started: a private TMPDIR (HOME
-// too unless the sandbox sets it), TOOLD_RUN_ID marking its processes, the
-// default PATH unless set, its own pipes (stdin: a pipe, else /dev/null),
-// and the sandbox's launcher. On failure nothing is left behind.
-func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEnv ...string) (l *launched, err error) {
+// start starts argv (argv[0] absolute) in dir under sb, as every program
+// toold runs is started: a private TMPDIR (HOME too unless the sandbox sets
+// it), TOOLD_RUN_ID marking its processes, the default PATH unless set, its
+// own pipes (stdin: a pipe, else /dev/null), and the sandbox's launcher
+// thread. On failure nothing is left behind.
+func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, extraEnv ...string) (_ *launched, err error) {
 	runID := newRunID()
 	var tmp string
 	undo := []func(){}
@@ -156,14 +130,14 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 	var mounts *callMounts
 	if sb.tmpfsTmp() {
 		tmp = "/tmp" // the run's own tmpfs
-		if mounts, err = sb.runMounts(argv[0], s.host.workspace); err != nil {
+		if mounts, err = sb.runMounts(argv[0], l.host.workspace); err != nil {
 			return nil, fmt.Errorf("preparing the run's file system: %w", err)
 		}
 		if mounts != nil {
 			defer closeTrees(mounts.trees) // attached or not, the descriptors go
 		}
 	} else {
-		if tmp, err = s.tempDir(sb); err != nil {
+		if tmp, err = l.tempDir(sb); err != nil {
 			return nil, fmt.Errorf("creating the private temporary directory: %w", err)
 		}
 		undo = append(undo, func() { _ = os.RemoveAll(tmp) })
@@ -185,9 +159,9 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 		env = append(env, "HOME="+tmp)
 	}
 	if !hasVar(env, "PATH") {
-		env = append(env, "PATH="+defaultPath)
+		env = append(env, "PATH="+DefaultPath)
 	}
-	cmd := sb.command(argv, dir, s.host.workspace, tmp, env)
+	cmd := sb.command(argv, dir, l.host.workspace, tmp, env)
 	p, err := openPipes(cmd, stdin)
 	if err != nil {
 		return nil, err
@@ -208,10 +182,10 @@ func (s *Set) launch(sb *sandbox, argv []string, dir string, stdin bool, extraEn
 }
 
 // supervise waits for the command, its output and its deadlines.
-func supervise(ctx context.Context, cmd *exec.Cmd, p *pipes, sb *sandbox, req runReq,
-	emit func(string, string), k *killer, st *runStats) (*Result, error) {
-	out := &stream{name: "stdout", max: sb.maxOut, emit: emit}
-	errs := &stream{name: "stderr", max: sb.maxOut, emit: emit}
+func supervise(ctx context.Context, cmd *exec.Cmd, p *pipes, sb *sandbox, spec RunSpec,
+	k *killer, st *runStats) (*Result, error) {
+	out := &stream{name: "stdout", max: sb.maxOut, emit: spec.Emit}
+	errs := &stream{name: "stderr", max: sb.maxOut, emit: spec.Emit}
 	full := make(chan string, 2)
 	var wg sync.WaitGroup
 	for _, x := range []struct {
@@ -224,8 +198,8 @@ func supervise(ctx context.Context, cmd *exec.Cmd, p *pipes, sb *sandbox, req ru
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var timeout, grace, hard <-chan time.Time
-	if req.timeout > 0 {
-		t := time.NewTimer(req.timeout)
+	if spec.Timeout > 0 {
+		t := time.NewTimer(spec.Timeout)
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -260,9 +234,9 @@ wait:
 	}
 	st.exited = time.Now()
 	drain(&wg, p, k)
-	res.fill(ps, out, errs, req.successes)
+	res.fill(ps, out, errs, spec.SuccessCodes)
 	if cause != nil {
-		return nil, fmt.Errorf("command %s stopped: %w", req.argv[0], cause)
+		return nil, fmt.Errorf("command %s stopped: %w", spec.Argv[0], cause)
 	}
 	return res, nil
 }
@@ -310,60 +284,6 @@ func (r *Result) fill(ps *os.ProcessState, out, errs *stream, successes []int) {
 	if r.Truncated {
 		r.OK = false
 	}
-}
-
-// outcome is the call's answer for a finished run: the result when the
-// command succeeded; otherwise a user_error (the model can read why and
-// act) that carries the result as the envelope's data, so a failing
-// command is never reported as a success, and its output is not lost.
-// The message names what went wrong and ends with the last lines of
-// stderr (of stdout when stderr is empty), for a reader who sees only
-// the error.
-func (r *Result) outcome(program string) (any, error) {
-	if r.OK {
-		return r, nil
-	}
-	name := filepath.Base(program)
-	var te *tools.Error
-	switch {
-	case r.TimedOut:
-		te = tools.NewUserError("%s outlived its timeout and was stopped", name).WithCode("timed_out").
-			WithSuggestion("give it a longer timeout, or a command that does less")
-	case r.Truncated:
-		te = tools.NewUserError("%s wrote more than its output cap to %s and was stopped", name, strings.Join(r.TruncatedStreams, " and ")).
-			WithCode("output_truncated").WithSuggestion("narrow the command's output (fewer files, a filter, a quieter flag)")
-	case r.Signal != "":
-		te = tools.NewUserError("%s was killed by %s", name, r.Signal).WithCode("killed").
-			WithSuggestion("read stderr in data; a memory, process or CPU limit may have stopped it (see limits in data)")
-	default:
-		te = tools.NewUserError("%s exited with code %d", name, r.ExitCode).WithCode("exit_status").
-			WithSuggestion("read stdout and stderr in data, fix the arguments or the workspace, and call again")
-	}
-	if tail := lastLines(cmp.Or(r.Stderr, r.Stdout), 5, 512); tail != "" {
-		te.Message += "; its output ends:\n" + tail
-	}
-	return nil, te.WithResult(r)
-}
-
-// lastLines is the end of s: at most n lines and about max bytes, cut at a
-// line (or, for one long line, a rune) boundary, without the final line
-// break.
-func lastLines(s string, n, max int) string {
-	s = strings.TrimRight(s, "\n")
-	if len(s) > max {
-		s = tools.TailUTF8(s, max)
-		if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
-			s = s[i+1:]
-		}
-	}
-	for i, k := len(s), 0; i > 0; i-- {
-		if s[i-1] == '\n' {
-			if k++; k == n {
-				return s[i:]
-			}
-		}
-	}
-	return s
 }
 
 func contains(codes []int, c int) bool {
@@ -521,8 +441,8 @@ func (k *killer) sweepMarked() {
 
 // tempDir makes the run's private temporary directory, owned by the uid
 // the command runs as.
-func (s *Set) tempDir(sb *sandbox) (string, error) {
-	dir, err := os.MkdirTemp(s.tmpBase, "run-")
+func (l *Launcher) tempDir(sb *sandbox) (string, error) {
+	dir, err := os.MkdirTemp(l.tmpBase, "run-")
 	if err != nil {
 		return "", err
 	}
@@ -533,25 +453,6 @@ func (s *Set) tempDir(sb *sandbox) (string, error) {
 		}
 	}
 	return dir, nil
-}
-
-func startError(program string, err error) error {
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return tools.NewUserError("program %s was not found", program).Wrap(err).
-			WithSuggestion("ask the operator to install it or fix the tool's configuration")
-	case errors.Is(err, fs.ErrPermission):
-		// The kernel says EACCES both for the program and for the working
-		// directory; under a dropped uid the directory is the usual cause.
-		return tools.NewPermissionError("program %s could not be started: permission denied", program).Wrap(err).
-			WithSuggestion("the operator must make the program and the workspace (every directory down to it) readable and searchable by the uid commands run as (commands.run_as, default 65534)")
-	case errors.Is(err, errClosed):
-		return tools.Errorf(tools.OverloadError, "toold is shutting down").Wrap(err).WithSuggestion("retry shortly")
-	case errors.Is(err, errRetired):
-		return tools.Errorf(tools.SystemError, "the command sandbox failed and was stopped; command tools need toold restarted").
-			Wrap(err).WithCode("sandbox_failed").WithSuggestion("tell the operator: toold's log says why")
-	}
-	return fmt.Errorf("starting %s: %w", program, err)
 }
 
 func hasVar(env []string, name string) bool {

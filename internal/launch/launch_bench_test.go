@@ -1,4 +1,4 @@
-package command
+package launch
 
 import (
 	"context"
@@ -6,17 +6,15 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/toold/toold/internal/tools"
 )
 
-// BenchmarkLaunchP50 is the per-call cost of containment: /bin/true through
-// a tool's Execute in each mode (per-run cgroups, the minimal root's mount
-// namespace and /tmp, rlimits, pipes), each call alternated with a bare
-// os/exec run of the same binary, so both see the same machine. It
+// BenchmarkLaunchP50 is the per-run cost of containment: /bin/true through
+// a command tool's Runner in each mode (per-run cgroups, the minimal root's
+// mount namespace and /tmp, rlimits, pipes), each run alternated with a
+// bare os/exec run of the same binary, so both see the same machine. It
 // reports the medians and their ratio:
 //
-//	go test ./internal/tools/command/ -run '^$' -bench LaunchP50 -benchtime 400x
+//	go test ./internal/launch/ -run '^$' -bench LaunchP50 -benchtime 400x
 func BenchmarkLaunchP50(b *testing.B) {
 	truePath, err := exec.LookPath("true")
 	if err != nil {
@@ -24,9 +22,8 @@ func BenchmarkLaunchP50(b *testing.B) {
 	}
 	for _, m := range modes {
 		b.Run(string(m), func(b *testing.B) {
-			s, _ := newSet(b, m, Config{Tools: []ToolConfig{argvTool("true", truePath)}, Rlimits: Rlimits{Processes: -1}})
-			tl := tool(b, s, "true")
-			call := tools.NewCall([]byte(`{}`), "bench", "bench", nil)
+			r := sandboxed(b, m, Config{Rlimits: Rlimits{Processes: -1}}, Sandbox{})
+			spec := RunSpec{Argv: []string{truePath}}
 			var bare, contained []time.Duration
 			for b.Loop() {
 				t0 := time.Now()
@@ -34,9 +31,9 @@ func BenchmarkLaunchP50(b *testing.B) {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
-				out, err := tl.Execute(context.Background(), call)
-				if err != nil || !out.(*Result).OK {
-					b.Fatal(out, err)
+				res, err := r.Run(context.Background(), spec)
+				if err != nil || !res.OK {
+					b.Fatal(res, err)
 				}
 				bare, contained = append(bare, t1.Sub(t0)), append(contained, time.Since(t1))
 			}

@@ -1,0 +1,141 @@
+package launch
+
+import (
+	"cmp"
+	"time"
+)
+
+// Config is what the launcher learns once for every program it starts: the
+// host-wide keys of toold's `commands:` section (its tools aside). Zero
+// values take the documented defaults.
+type Config struct {
+	// Containment is the default isolation of every program: auto
+	// (default), none, namespaces or bwrap. See the package doc.
+	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
+	// RunAs is the unprivileged identity programs run as when toold is
+	// root (default 65534:65534, "nobody"). Ignored when toold is not root:
+	// a process cannot change its uid then.
+	RunAs RunAs `yaml:"run_as"`
+	// Rlimits are the defaults of every program; a sandbox's own rlimits
+	// override them field by field.
+	Rlimits Rlimits `yaml:"rlimits"`
+	// MaxOutputBytes caps stdout and stderr each (default 1 MiB); a run
+	// that writes more is stopped.
+	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
+	// KillGrace is how long a program has between SIGTERM and SIGKILL when
+	// its run times out or is cancelled (default 500ms).
+	KillGrace time.Duration `yaml:"kill_grace" validate:"gte=0,lte=30s"`
+	// Bwrap is the bubblewrap binary (default: "bwrap" on PATH).
+	Bwrap string `yaml:"bwrap"`
+}
+
+// RunAs is a uid/gid pair; nil fields take 65534.
+type RunAs struct {
+	UID *int `yaml:"uid" validate:"omitempty,gte=0,lte=4294967294"`
+	GID *int `yaml:"gid" validate:"omitempty,gte=0,lte=4294967294"`
+}
+
+// Rlimits bound what one program may consume. Zero fields inherit (a
+// sandbox's from the Config's, the Config's from the defaults); -1 means
+// unlimited.
+type Rlimits struct {
+	// CPU is CPU time (default 30s): SIGXCPU at the limit, SIGKILL 1s later.
+	CPU time.Duration `yaml:"cpu" validate:"gte=-1"`
+	// AddressSpace is virtual memory in bytes (default 512 MiB).
+	AddressSpace int64 `yaml:"address_space" validate:"gte=-1"`
+	// FileSize is the largest file a command may write, in bytes
+	// (default 10 MiB): SIGXFSZ beyond it.
+	FileSize int64 `yaml:"file_size" validate:"gte=-1"`
+	// OpenFiles bounds file descriptors (default 1024).
+	OpenFiles int `yaml:"open_files" validate:"gte=-1,lte=1048576"`
+	// Processes bounds the processes of the uid commands run as (default
+	// 256). It holds only where commands run under a uid of their own:
+	// toold root with run_as (none, namespaces), or bwrap's user namespace.
+	Processes int `yaml:"processes" validate:"gte=-1,lte=1048576"`
+
+	// Per run (every process of one call together), enforced by the run's
+	// cgroups where toold can create them (root, or a delegated cgroup v2
+	// subtree); each result's "limits" says what held. With cgroups,
+	// Processes above is the run's pids.max rather than a per-uid rlimit.
+
+	// Memory bounds the run's memory, its /tmp included (default 1 GiB).
+	Memory int64 `yaml:"memory" validate:"gte=-1"`
+	// CPUs bounds the run's CPU bandwidth, in CPUs (default 1).
+	CPUs float64 `yaml:"cpus" validate:"gte=-1"`
+	// TmpSize caps the run's private /tmp, a tmpfs under namespaces as
+	// root (default 64 MiB).
+	TmpSize int64 `yaml:"tmp_size" validate:"gte=-1"`
+}
+
+// Sandbox is how one program is contained: what the launcher needs on top
+// of its Config to start it.
+type Sandbox struct {
+	// Containment overrides the Config's default.
+	Containment string
+	// Network lets the program reach the network.
+	Network bool
+	// WorkspaceWritable lets the program change the workspace.
+	WorkspaceWritable bool
+	// ReadOnlyPaths are extra absolute host paths the program may read.
+	ReadOnlyPaths []string
+	// EnvAllow names variables copied from toold's environment; nothing
+	// else is inherited.
+	EnvAllow []string
+	// Env sets fixed variables (they win over EnvAllow).
+	Env map[string]string
+	// Rlimits override the Config's.
+	Rlimits Rlimits
+	// MaxOutputBytes overrides the Config's cap per stream.
+	MaxOutputBytes int
+}
+
+// Defaults of the package, documented on the fields above.
+const (
+	DefaultMaxOutputBytes = 1 << 20
+	DefaultKillGrace      = 500 * time.Millisecond
+	DefaultUID            = 65534
+	defaultCPU            = 30 * time.Second
+	defaultAddressSpace   = 512 << 20
+	defaultFileSize       = 10 << 20
+	defaultOpenFiles      = 1024
+	defaultProcesses      = 256
+	defaultMemory         = 1 << 30
+	defaultCPUs           = 1
+	defaultTmpSize        = 64 << 20
+	// DefaultPath is a program's PATH unless its sandbox sets one.
+	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// merge returns r with every zero field taken from d.
+func (r Rlimits) merge(d Rlimits) Rlimits {
+	r.CPU = cmp.Or(r.CPU, d.CPU)
+	r.AddressSpace = cmp.Or(r.AddressSpace, d.AddressSpace)
+	r.FileSize = cmp.Or(r.FileSize, d.FileSize)
+	r.OpenFiles = cmp.Or(r.OpenFiles, d.OpenFiles)
+	r.Processes = cmp.Or(r.Processes, d.Processes)
+	r.Memory = cmp.Or(r.Memory, d.Memory)
+	r.CPUs = cmp.Or(r.CPUs, d.CPUs)
+	r.TmpSize = cmp.Or(r.TmpSize, d.TmpSize)
+	return r
+}
+
+// unboundedUnlessSet is the rlimits of a program that is not a command
+// tool (Runner, Start): no CPU-time or address-space limit unless set
+// here (the Config's defaults do not apply to these two). A long-lived
+// server accumulates CPU time; node and python reserve far more address
+// space than they use; a run's timeout or Stop bounds the program.
+func (r Rlimits) unboundedUnlessSet() Rlimits {
+	if r.CPU == 0 {
+		r.CPU = -1
+	}
+	if r.AddressSpace == 0 {
+		r.AddressSpace = -1
+	}
+	return r
+}
+
+func defaultRlimits() Rlimits {
+	return Rlimits{CPU: defaultCPU, AddressSpace: defaultAddressSpace, FileSize: defaultFileSize,
+		OpenFiles: defaultOpenFiles, Processes: defaultProcesses,
+		Memory: defaultMemory, CPUs: defaultCPUs, TmpSize: defaultTmpSize}
+}

@@ -1,0 +1,67 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+)
+
+// ErrorKind says what went wrong with a start, so that a caller can tell
+// its own users what to do (a command tool answers a typed tool error).
+type ErrorKind int
+
+// The kinds of Error.
+const (
+	// NotFound: the program is not there (not on the sandbox's PATH, or
+	// gone since it was found).
+	NotFound ErrorKind = iota + 1
+	// Permission: the program, or the working directory, cannot be reached
+	// by the uid programs run as.
+	Permission
+	// Closed: the Launcher is closed (toold is shutting down).
+	Closed
+	// Retired: a launcher thread failed and was stopped; programs of its
+	// containment need toold restarted.
+	Retired
+	// Outside: a working directory is not inside the workspace.
+	Outside
+	// NoDirectory: a working directory does not exist or is not one.
+	NoDirectory
+)
+
+// Error is a failure to start a program that its caller can explain.
+type Error struct {
+	Kind ErrorKind
+	// Msg says what happened, in words fit for the one who asked.
+	Msg string
+	// Hint, when set, says what the one who asked can change.
+	Hint string
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Msg }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is lets errors.Is(err, ErrNotFound) hold for a NotFound Error.
+func (e *Error) Is(target error) bool { return target == ErrNotFound && e.Kind == NotFound }
+
+// ErrNotFound is what an Error of kind NotFound is (errors.Is); its message
+// says where the program was looked for.
+var ErrNotFound = errors.New("program not found")
+
+// startError classifies a failed start.
+func startError(program string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &Error{Kind: NotFound, Msg: fmt.Sprintf("program %s was not found", program), Err: err}
+	case errors.Is(err, fs.ErrPermission):
+		// The kernel says EACCES both for the program and for the working
+		// directory; under a dropped uid the directory is the usual cause.
+		return &Error{Kind: Permission, Msg: fmt.Sprintf("program %s could not be started: permission denied", program), Err: err}
+	case errors.Is(err, errClosed):
+		return &Error{Kind: Closed, Msg: "toold is shutting down", Err: err}
+	case errors.Is(err, errRetired):
+		return &Error{Kind: Retired, Msg: "the command sandbox failed and was stopped; command tools need toold restarted", Err: err}
+	}
+	return fmt.Errorf("starting %s: %w", program, err)
+}

@@ -1,0 +1,124 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// modes are the containment modes the tests of every mode run under.
+var modes = []Mode{ModeNone, ModeNamespaces, ModeBwrap}
+
+// testLauncher builds a Launcher whose default is mode over a fresh
+// workspace the run-as uid can reach. prep, when given, may adjust cfg
+// once the workspace exists.
+func testLauncher(t testing.TB, mode Mode, cfg Config, prep ...func(ws string, cfg *Config)) *Launcher {
+	t.Helper()
+	ws := t.TempDir()
+	// The run-as uid must reach the workspace (t.TempDir is 0700).
+	if err := os.Chmod(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(ws), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range prep {
+		p(ws, &cfg)
+	}
+	cfg.Containment = string(mode)
+	l, err := New(cfg, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// sandboxed resolves sb as a command tool's on a new Launcher in mode,
+// skipping the test with the reason when this machine cannot provide the
+// mode.
+func sandboxed(t testing.TB, mode Mode, cfg Config, sb Sandbox) *Runner {
+	t.Helper()
+	return commandRunner(t, testLauncher(t, mode, cfg), sb)
+}
+
+// commandRunner resolves sb as a command tool's on l, skipping the test
+// when this machine cannot provide its mode.
+func commandRunner(t testing.TB, l *Launcher, sb Sandbox) *Runner {
+	t.Helper()
+	r, err := l.CommandRunner(sb)
+	if err != nil {
+		if unavailable(err) {
+			t.Skipf("containment %s is not available on this machine: %v", l.cfg.Containment, err)
+		}
+		t.Fatal(err)
+	}
+	return r
+}
+
+// unavailable tells a machine that lacks a mode from a broken config.
+func unavailable(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "does not work here") || strings.Contains(msg, "need root") ||
+		strings.Contains(msg, "not installed") || strings.Contains(msg, "unsharing")
+}
+
+// runFor runs argv under a deadline.
+func runFor(t testing.TB, r *Runner, timeout time.Duration, argv ...string) (*Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return r.Run(ctx, RunSpec{Argv: argv})
+}
+
+// procsWith lists the pids whose environment or command line holds marker.
+func procsWith(marker string) []string {
+	var pids []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		for _, f := range []string{"environ", "cmdline"} {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/" + f)
+			if err == nil && strings.Contains(string(b), marker) {
+				pids = append(pids, e.Name())
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// eventually polls cond every 10ms until it holds or d passes.
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cond()
+}
+
+// procsOfUID lists the processes (zombies included) whose real uid is uid.
+func procsOfUID(uid int) []string {
+	var pids []string
+	want := fmt.Sprintf("Uid:\t%d\t", uid)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err == nil && strings.Contains(string(b), want) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
