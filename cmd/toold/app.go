@@ -488,7 +488,7 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 // through (command tools, stdio MCP servers, consultation CLIs) and the
 // command tools on it.
 func (a *app) commandTools() (*command.Set, error) {
-	l, err := launch.New(a.cfg.Commands.LaunchConfig(), a.cfg.Workspace)
+	l, err := launch.New(a.cfg.Commands.Config, a.cfg.Workspace)
 	if err != nil {
 		return nil, err
 	}

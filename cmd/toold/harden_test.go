@@ -53,7 +53,7 @@ func TestHardenHelper(t *testing.T) {
 		var s *command.Set
 		if err == nil {
 			defer l.Close()
-			s, err = command.New(command.Config{Containment: "none", Tools: []command.ToolConfig{tc}}, l, zap.NewNop())
+			s, err = command.New(command.Config{Config: launch.Config{Containment: "none"}, Tools: []command.ToolConfig{tc}}, l, zap.NewNop())
 		}
 		if err != nil {
 			rep.CommandErr = err.Error()

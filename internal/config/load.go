@@ -163,8 +163,7 @@ func walkMapping(n *yaml.Node, t reflect.Type, path string, probs *Error, lines 
 }
 
 func fieldByTag(t reflect.Type, key string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range keyFields(t) {
 		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == key {
 			return f, true
 		}
@@ -172,11 +171,27 @@ func fieldByTag(t reflect.Type, key string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
+// keyFields are the fields of a struct that are keys of its mapping: its
+// own, and those of the structs it embeds with `yaml:",inline"` (one
+// declaration of keys several sections share, as launch.Sandbox).
+func keyFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
+			out = append(out, keyFields(f.Type)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // suggest names the closest known key, when one is close.
 func suggest(key string, t reflect.Type) string {
 	var known []string
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+	for _, f := range keyFields(t) {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		known = append(known, name)
 	}
 	if best := suggestpkg.Closest(key, known, 2); best != "" {

@@ -25,10 +25,7 @@ import (
 func (c *Config) Validate() error {
 	probs := &Error{}
 	v := validator.New(validator.WithRequiredStructEnabled())
-	v.RegisterTagNameFunc(func(f reflect.StructField) string {
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		return name
-	})
+	v.RegisterTagNameFunc(yamlName)
 	_ = v.RegisterValidation("listen_addr", func(fl validator.FieldLevel) bool {
 		_, port, err := net.SplitHostPort(fl.Field().String())
 		n, perr := strconv.Atoi(port)
@@ -160,10 +157,25 @@ func Loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// inlineName names, for the validator, a field embedded with
+// `yaml:",inline"`: its keys are its parent's, so it is no step of a path
+// (namespacePath drops it). No YAML key can be it.
+const inlineName = "\x00inline"
+
+// yamlName is a field's name in validator's namespaces: its YAML key.
+func yamlName(f reflect.StructField) string {
+	name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "" && opts == "inline" {
+		return inlineName
+	}
+	return name
+}
+
 // namespacePath turns validator's "Config.tools[read_file].limits.timeout"
 // into "tools.read_file.limits.timeout".
 func namespacePath(ns string) string {
 	_, rest, _ := strings.Cut(ns, ".")
+	rest = strings.ReplaceAll(rest, "."+inlineName, "")
 	rest = strings.ReplaceAll(rest, "[", ".")
 	rest = strings.ReplaceAll(rest, "]", "")
 	return rest

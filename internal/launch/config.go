@@ -2,6 +2,8 @@ package launch
 
 import (
 	"cmp"
+	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -67,27 +69,60 @@ type Rlimits struct {
 	TmpSize int64 `yaml:"tmp_size" validate:"gte=-1"`
 }
 
-// Sandbox is how one program is contained: what the launcher needs on top
-// of its Config to start it.
+// Sandbox is how one program is contained: the `sandbox:` of a command
+// tool, of execute_command, of a stdio MCP server and of a consultation
+// CLI. Each embeds it (yaml ",inline") with what only it has; this type is
+// the one declaration of these keys, their rules and their meaning.
 type Sandbox struct {
-	// Containment overrides the Config's default.
-	Containment string
-	// Network lets the program reach the network.
-	Network bool
-	// WorkspaceWritable lets the program change the workspace.
-	WorkspaceWritable bool
-	// ReadOnlyPaths are extra absolute host paths the program may read.
-	ReadOnlyPaths []string
+	// Containment: auto, none, namespaces or bwrap (default: the commands
+	// section's containment, itself auto by default). See the package doc.
+	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
+	// Network lets the program reach the network. Off by default for
+	// command tools and MCP servers, on for consultation CLIs (they call
+	// their vendor). Without it, under namespaces and bwrap, the program
+	// has no interface but a down loopback; containment none cannot take
+	// the network away.
+	Network *bool `yaml:"network"`
+	// WorkspaceWritable lets the program change the workspace. Off by
+	// default: under namespaces and bwrap the workspace is mounted
+	// read-only. Containment none relies on file permissions.
+	WorkspaceWritable bool `yaml:"workspace_writable"`
+	// ReadOnlyPaths are extra absolute host paths the program may read, for
+	// a toolchain outside the system directories (/usr/local/go,
+	// ~/.local/share/cursor-agent): bound read-only under namespaces and
+	// bwrap. Containment none sees the host's file system anyway.
+	ReadOnlyPaths []string `yaml:"read_only_paths" validate:"dive,required"`
 	// EnvAllow names variables copied from toold's environment; nothing
-	// else is inherited.
-	EnvAllow []string
+	// else is inherited. (An MCP server says env_allow and env on the
+	// server itself, not in its sandbox.)
+	EnvAllow []string `yaml:"env_allow" validate:"dive,required,excludesall=="`
 	// Env sets fixed variables (they win over EnvAllow).
-	Env map[string]string
-	// Rlimits override the Config's.
-	Rlimits Rlimits
-	// MaxOutputBytes overrides the Config's cap per stream.
-	MaxOutputBytes int
+	Env map[string]string `yaml:"env" validate:"dive,keys,required,excludesall==,endkeys"`
+	// Rlimits override the commands section's, field by field. MCP servers
+	// and consultation CLIs get no CPU-time or address-space limit unless
+	// set here: node and python reserve far more address space than they
+	// use, a server lives as long as toold, and a CLI's timeout bounds it.
+	Rlimits Rlimits `yaml:"rlimits"`
+	// MaxOutputBytes caps stdout and stderr each (default: the commands
+	// section's max_output_bytes, else 1 MiB); a program that writes more is
+	// stopped. Not for MCP servers: their stdout is their protocol.
+	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
 }
+
+// Check reports what the struct tags cannot: every read_only_paths entry
+// must be absolute. The launcher checks it again when it resolves the
+// sandbox.
+func (s Sandbox) Check() error {
+	for _, p := range s.ReadOnlyPaths {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("read_only_paths: %q is not absolute", p)
+		}
+	}
+	return nil
+}
+
+// networkOn says whether the sandbox has the network: as set, else off.
+func (s Sandbox) networkOn() bool { return s.Network != nil && *s.Network }
 
 // Defaults of the package, documented on the fields above.
 const (

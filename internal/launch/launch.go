@@ -100,13 +100,16 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	default:
 		return nil, fmt.Errorf("containment %q is not one of auto, none, namespaces, bwrap", want)
 	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
 	mode, why, t, err := l.host.resolve(want)
 	if err != nil {
 		return nil, fmt.Errorf("containment %s: %w", want, err)
 	}
 	h := l.host
 	drop := h.root && h.uid != 0
-	sb := &sandbox{mode: mode, reason: why, launcher: t, bwrap: h.bwrap, network: c.Network,
+	sb := &sandbox{mode: mode, reason: why, launcher: t, bwrap: h.bwrap, network: c.networkOn(),
 		writable: c.WorkspaceWritable, roPaths: c.ReadOnlyPaths, drop: drop, uid: h.uid, gid: h.gid,
 		userns: mode == ModeNamespaces && !h.root,
 		procs:  drop || (mode == ModeBwrap && !h.root), maxOut: firstPositive(c.MaxOutputBytes, l.cfg.MaxOutputBytes, DefaultMaxOutputBytes),
@@ -117,11 +120,6 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	lim := c.Rlimits.merge(l.cfg.Rlimits).merge(defaultRlimits())
 	sb.finish(h, lim)
 	sb.limits = lim.list(sb.procs && !sb.pidsByCgroup())
-	for _, p := range c.ReadOnlyPaths {
-		if !filepath.IsAbs(p) {
-			return nil, fmt.Errorf("read_only_paths: %q is not absolute", p)
-		}
-	}
 	return sb, nil
 }
 

@@ -28,7 +28,7 @@ func BenchmarkTrue(b *testing.B) {
 		b.Run(string(m), func(b *testing.B) {
 			// No process-count limit: this VM's init reaps the zombie bwrap
 			// leaves behind (see README) too slowly for thousands of runs.
-			s, _ := newSet(b, m, Config{Tools: []ToolConfig{argvTool("true", truePath)}, Rlimits: launch.Rlimits{Processes: -1}})
+			s, _ := newSet(b, m, Config{Tools: []ToolConfig{argvTool("true", truePath)}, Config: launch.Config{Rlimits: launch.Rlimits{Processes: -1}}})
 			tl := tool(b, s, "true")
 			call := tools.NewCall([]byte(`{}`), "bench", "bench", nil)
 			for b.Loop() {

@@ -11,56 +11,21 @@ import (
 // take the documented defaults, so an empty Config serves no tool at all
 // (execute_command is off unless enabled).
 type Config struct {
-	// Containment is the default isolation of every command tool:
-	// auto (default), none, namespaces or bwrap. See the package doc.
-	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
-	// RunAs is the unprivileged identity commands run as when toold is
-	// root (default 65534:65534, "nobody"). Ignored when toold is not root:
-	// a process cannot change its uid then.
-	RunAs launch.RunAs `yaml:"run_as"`
-	// Rlimits are the defaults of every tool; a tool's own rlimits override
-	// them field by field.
-	Rlimits launch.Rlimits `yaml:"rlimits"`
-	// MaxOutputBytes caps stdout and stderr each (default 1 MiB); a command
-	// that writes more is stopped.
-	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
-	// KillGrace is how long a command has between SIGTERM and SIGKILL when
-	// its call times out or is cancelled (default 500ms).
-	KillGrace time.Duration `yaml:"kill_grace" validate:"gte=0,lte=30s"`
-	// Bwrap is the bubblewrap binary (default: "bwrap" on PATH).
-	Bwrap string `yaml:"bwrap"`
+	// Config holds the section's settings of every program toold starts
+	// (containment, run_as, rlimits, max_output_bytes, kill_grace, bwrap):
+	// the launcher's, which the stdio MCP servers and consultation CLIs
+	// share with the command tools.
+	launch.Config `yaml:",inline"`
 	// Tools are the declarative command tools.
 	Tools []ToolConfig `yaml:"tools" validate:"dive"`
 	// ExecuteCommand configures the general execute_command tool.
 	ExecuteCommand ExecConfig `yaml:"execute_command"`
 }
 
-// Sandbox is the isolation settings a declarative tool and
-// execute_command share.
+// Sandbox is a command tool's sandbox (launch.Sandbox, the one declaration
+// of its keys) and the tool's limits.
 type Sandbox struct {
-	// Containment overrides the section's default for this tool.
-	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
-	// Network lets the command reach the network. Off by default: under
-	// namespaces and bwrap the command then has no interface but a down
-	// loopback. Containment none cannot take the network away.
-	Network bool `yaml:"network"`
-	// WorkspaceWritable lets the command change the workspace. Off by
-	// default: under namespaces and bwrap the workspace is mounted
-	// read-only. Containment none relies on file permissions.
-	WorkspaceWritable bool `yaml:"workspace_writable"`
-	// ReadOnlyPaths are extra host paths bwrap binds read-only, for
-	// toolchains outside /usr (say /usr/local/go). Other modes see the
-	// host's file system anyway.
-	ReadOnlyPaths []string `yaml:"read_only_paths" validate:"dive,required"`
-	// EnvAllow names variables copied from toold's environment; nothing
-	// else is inherited.
-	EnvAllow []string `yaml:"env_allow" validate:"dive,required,excludesall=="`
-	// Env sets fixed variables (they win over EnvAllow).
-	Env map[string]string `yaml:"env" validate:"dive,keys,required,excludesall==,endkeys"`
-	// Rlimits override the section's.
-	Rlimits launch.Rlimits `yaml:"rlimits"`
-	// MaxOutputBytes overrides the section's cap per stream.
-	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
+	launch.Sandbox `yaml:",inline"`
 	// Limits override the system_command category's limits (timeout 30s,
 	// target 1s, max 2s, 10 in flight, 100 queued); zero fields inherit,
 	// and max_queue: 0 means no queue.
@@ -160,17 +125,4 @@ type ProgramRule struct {
 	// can never be read as an option. Without it an operand starting with
 	// "-" is refused.
 	EndOfOptions bool `yaml:"end_of_options"`
-}
-
-// LaunchConfig is the section's settings of every program toold starts,
-// for the launcher toold builds once (launch.New).
-func (c Config) LaunchConfig() launch.Config {
-	return launch.Config{Containment: c.Containment, RunAs: c.RunAs, Rlimits: c.Rlimits,
-		MaxOutputBytes: c.MaxOutputBytes, KillGrace: c.KillGrace, Bwrap: c.Bwrap}
-}
-
-// launchSandbox is the launcher's view of a tool's sandbox.
-func (s Sandbox) launchSandbox() launch.Sandbox {
-	return launch.Sandbox{Containment: s.Containment, Network: s.Network, WorkspaceWritable: s.WorkspaceWritable,
-		ReadOnlyPaths: s.ReadOnlyPaths, EnvAllow: s.EnvAllow, Env: s.Env, Rlimits: s.Rlimits, MaxOutputBytes: s.MaxOutputBytes}
 }

@@ -53,14 +53,14 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 	if err := checkNames(tc, known); err != nil {
 		return nil, err
 	}
-	if av.program, err = launch.FindProgram(av.program, launch.PathOf(tc.launchSandbox())); err != nil {
+	if av.program, err = launch.FindProgram(av.program, launch.PathOf(tc.Sandbox.Sandbox)); err != nil {
 		return nil, err
 	}
 	git := isGit(av.program)
 	if git {
 		tc.Env = gitEnv(s.l.Workspace(), tc.Env)
 	}
-	r, err := s.l.CommandRunner(tc.launchSandbox())
+	r, err := s.l.CommandRunner(tc.Sandbox.Sandbox)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/registry"
 )
 
@@ -99,7 +100,7 @@ func TestExampleConfig(t *testing.T) {
 
 func TestNewReportsEveryProblem(t *testing.T) {
 	ws := t.TempDir()
-	cfg := Config{Containment: "none", Tools: []ToolConfig{
+	cfg := Config{Config: launch.Config{Containment: "none"}, Tools: []ToolConfig{
 		argvTool("bad name!", "true"),
 		argvTool("missing", "no-such-program-x"),
 		{Name: "tmpl", Description: "d", Argv: []Arg{{Arg: "true"}, {Arg: "{{.x"}}},

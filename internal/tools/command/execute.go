@@ -85,7 +85,7 @@ func (s *Set) executeTool(c ExecConfig) (tools.Tool, error) {
 			break
 		}
 	}
-	r, err := s.l.CommandRunner(sbc.launchSandbox())
+	r, err := s.l.CommandRunner(sbc.Sandbox)
 	if err != nil {
 		return nil, err
 	}

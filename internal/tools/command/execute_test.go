@@ -100,9 +100,9 @@ func TestExecuteCommandConfig(t *testing.T) {
 		"empty allow-list": {Enabled: true},
 		"missing program":  {Enabled: true, Programs: map[string]ProgramRule{"no-such-program-x": {}}},
 		"path in the name": {Enabled: true, Programs: map[string]ProgramRule{"/bin/ls": {}}},
-		"bad containment":  {Enabled: true, Programs: map[string]ProgramRule{"ls": {}}, Sandbox: Sandbox{Containment: "chroot"}},
+		"bad containment":  {Enabled: true, Programs: map[string]ProgramRule{"ls": {}}, Sandbox: Sandbox{Sandbox: launch.Sandbox{Containment: "chroot"}}},
 	} {
-		if _, err := build(t, Config{ExecuteCommand: cfg, Containment: "none"}, ws); err == nil {
+		if _, err := build(t, Config{ExecuteCommand: cfg, Config: launch.Config{Containment: "none"}}, ws); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

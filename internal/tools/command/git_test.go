@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/internal/launch"
 )
 
 // plantedRepo makes ws a git repository whose .git/config, as a hostile
@@ -76,7 +78,7 @@ func TestGitToolsIgnoreRepositoryPrograms(t *testing.T) {
 			diff.Env = exampleEnv
 			cfg := Config{Tools: []ToolConfig{status, plain, logp, diff},
 				ExecuteCommand: ExecConfig{Enabled: true, Programs: map[string]ProgramRule{"git": {Subcommands: []string{"status", "diff", "st"}, Options: []string{"--short"}}},
-					Sandbox: Sandbox{Env: exampleEnv}}}
+					Sandbox: Sandbox{Sandbox: launch.Sandbox{Env: exampleEnv}}}}
 			s, _ := newSet(t, mode, cfg, func(ws string, _ *Config) { marks = plantedRepo(t, ws) })
 			calls := []struct {
 				tool string

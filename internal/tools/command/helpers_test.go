@@ -50,7 +50,7 @@ func newSet(t testing.TB, mode launch.Mode, cfg Config, prep ...func(ws string, 
 // test closes.
 func build(t testing.TB, cfg Config, ws string) (*Set, error) {
 	t.Helper()
-	l, err := launch.New(cfg.LaunchConfig(), ws)
+	l, err := launch.New(cfg.Config, ws)
 	if err != nil {
 		t.Fatal(err)
 	}

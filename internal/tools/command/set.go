@@ -28,7 +28,7 @@ type Set struct {
 // does not parse, a program that does not exist, a working directory
 // outside the workspace, a containment mode this machine cannot provide, a
 // duplicate name) is reported, each naming its tool. l is the launcher
-// built from cfg.LaunchConfig().
+// built from cfg.Config.
 func New(cfg Config, l *launch.Launcher, log *zap.Logger) (*Set, error) {
 	if log == nil {
 		log = zap.NewNop()
@@ -80,15 +80,20 @@ func (s *Set) Describe() []string { return slices.Clone(s.describe) }
 // so New alone refuses what the loader would.
 func validateConfig(cfg Config) error {
 	v := validator.New(validator.WithRequiredStructEnabled())
+	// A field embedded inline (launch.Config, launch.Sandbox) has no key
+	// of its own: it is named so that its step can be dropped.
+	const inline = "\x00inline"
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		return name
+		if name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" || opts != "inline" {
+			return name
+		}
+		return inline
 	})
 	var verrs validator.ValidationErrors
 	if err := v.Struct(cfg); errors.As(err, &verrs) {
 		msgs := make([]string, len(verrs))
 		for i, fe := range verrs {
-			ns := fe.Namespace()
+			ns := strings.ReplaceAll(fe.Namespace(), "."+inline, "")
 			_, ns, _ = strings.Cut(ns, ".")
 			msgs[i] = fmt.Sprintf("commands.%s: fails the %q rule", ns, fe.Tag())
 			if p := fe.Param(); p != "" {

@@ -146,6 +146,9 @@ func resolveCLI(at string, pc ProviderConfig, probs *ConfigError, s *spec) {
 			probs.Add(at+"."+key, "is for api providers; this one is a cli (kind: api, with base_url, makes it an API)")
 		}
 	}
+	if err := pc.Sandbox.Check(); err != nil {
+		probs.Add(at+".sandbox", "%v", err)
+	}
 	var err error
 	if pc.Output == "json" {
 		if pc.AnswerPath == "" {

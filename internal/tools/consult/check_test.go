@@ -2,11 +2,14 @@ package consult
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toold/toold/internal/launch"
 )
 
 // decode reads a consult section as toold's loader does (unknown keys
@@ -67,6 +70,8 @@ providers:
 max_prompt_bytes: 200000
 providers: {codex: {}, gemini: {}}`, []string{
 			"consult.providers.codex.prompt: a prompt of max_prompt_bytes (200000) cannot be passed as one argument"}},
+		{"a relative read-only path", `providers: {mine: {command: x, sandbox: {read_only_paths: [opt/cli]}}}`,
+			[]string{`consult.providers.mine.sandbox: read_only_paths: "opt/cli" is not absolute`}},
 		{"an api with a preset", `providers: {gemini: {base_url: "http://h/v1", model: m}}`, nil},
 		{"a preset under another name", `providers: {g2: {preset: gemini, command: /opt/gemini/bin/gemini}}`, nil},
 	} {
@@ -175,5 +180,32 @@ func TestBudget(t *testing.T) {
 	}
 	if b := budget(t.Context(), time.Minute); b != time.Minute {
 		t.Errorf("no deadline: %v", b)
+	}
+}
+
+// TestSandboxOf: a CLI's sandbox is the command tools' keys as written,
+// with the network on unless it says network: false, and its path as
+// PATH unless env sets one; the configuration is not changed.
+func TestSandboxOf(t *testing.T) {
+	off := false
+	for _, tc := range []struct {
+		name    string
+		sb      Sandbox
+		network bool
+		path    string
+	}{
+		{"defaults", Sandbox{}, true, ""},
+		{"network off", Sandbox{Sandbox: launch.Sandbox{Network: &off}}, false, ""},
+		{"path", Sandbox{Path: []string{"/opt/cli/bin", "/usr/bin"}}, true, "/opt/cli/bin:/usr/bin"},
+		{"env's PATH wins", Sandbox{Sandbox: launch.Sandbox{Env: map[string]string{"PATH": "/x"}}, Path: []string{"/y"}}, true, "/x"},
+	} {
+		before := fmt.Sprint(tc.sb.Env)
+		got := sandboxOf(tc.sb)
+		if got.Network == nil || *got.Network != tc.network || got.Env["PATH"] != tc.path {
+			t.Errorf("%s: network %v, PATH %q; want %v, %q", tc.name, got.Network, got.Env["PATH"], tc.network, tc.path)
+		}
+		if fmt.Sprint(tc.sb.Env) != before {
+			t.Errorf("%s: the configuration's env changed to %v", tc.name, tc.sb.Env)
+		}
 	}
 }

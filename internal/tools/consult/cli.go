@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -21,20 +22,24 @@ type cliProvider struct {
 // stderrTail is how much of a CLI's stderr a response keeps.
 const stderrTail = 2000
 
-// sandboxOf is the command sandbox of a CLI provider: the network on (it
-// calls its vendor), the workspace read-only, only its own credentials
-// from toold's environment, and (as for every launch.Launcher.Runner) no
-// address-space or CPU-time limit unless set.
+// sandboxOf is the sandbox a CLI provider runs in: as configured, with the
+// network on unless it says otherwise (a CLI calls its vendor) and its
+// path as PATH unless env sets one; (as for every launch.Launcher.Runner)
+// no address-space or CPU-time limit unless set.
 func sandboxOf(sb Sandbox) launch.Sandbox {
-	env := map[string]string{}
-	for k, v := range sb.Env {
-		env[k] = v
+	out := sb.Sandbox
+	if out.Network == nil {
+		on := true
+		out.Network = &on
 	}
-	if len(sb.Path) > 0 && env["PATH"] == "" {
-		env["PATH"] = strings.Join(sb.Path, ":")
+	out.Env = maps.Clone(sb.Env)
+	if len(sb.Path) > 0 && out.Env["PATH"] == "" {
+		if out.Env == nil {
+			out.Env = map[string]string{}
+		}
+		out.Env["PATH"] = strings.Join(sb.Path, ":")
 	}
-	return launch.Sandbox{Containment: sb.Containment, Network: true, EnvAllow: sb.EnvAllow, Env: env,
-		ReadOnlyPaths: sb.ReadOnlyPaths, Rlimits: sb.Rlimits, MaxOutputBytes: sb.MaxOutputBytes}
+	return out
 }
 
 // argv builds the command line: the program, the fixed arguments, the

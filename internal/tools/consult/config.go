@@ -102,8 +102,8 @@ type ProviderConfig struct {
 	ErrorPath string `yaml:"error_path"`
 	// VersionArgs check that the CLI works (default ["--version"]).
 	VersionArgs []string `yaml:"version_args"`
-	// Sandbox is the CLI's sandbox: the command tools' with the network
-	// on and the workspace read-only.
+	// Sandbox is the CLI's sandbox: the command tools' keys, with the
+	// network on unless it says otherwise.
 	Sandbox Sandbox `yaml:"sandbox"`
 
 	// BaseURL is an OpenAI-compatible API's base, such as
@@ -128,30 +128,17 @@ type ProviderConfig struct {
 	MaxResponseBytes int `yaml:"max_response_bytes" validate:"gte=0,lte=268435456"`
 }
 
-// Sandbox is the part of the command sandbox an operator sets for a CLI.
+// Sandbox is a CLI's sandbox (launch.Sandbox, the one declaration of its
+// keys: the network on unless it says network: false, the workspace
+// read-only unless workspace_writable, only its own credentials from
+// toold's environment, no address-space or CPU-time limit unless set) and
+// the directories the CLI is found in.
 type Sandbox struct {
-	// Containment: auto (the commands section's default), none,
-	// namespaces or bwrap.
-	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
+	launch.Sandbox `yaml:",inline"`
 	// Path lists the directories the CLI (and the node or python it
-	// runs on) is found in; default /usr/local/bin:/usr/bin:/bin.
+	// runs on) is found in; default /usr/local/bin:/usr/bin:/bin. It is
+	// the CLI's PATH unless env sets one.
 	Path []string `yaml:"path" validate:"dive,required"`
-	// EnvAllow names variables passed from toold's environment: the
-	// provider's own credentials. A list here replaces the preset's.
-	EnvAllow []string `yaml:"env_allow" validate:"dive,required,excludesall=="`
-	// Env sets fixed variables.
-	Env map[string]string `yaml:"env" validate:"dive,keys,required,excludesall==,endkeys"`
-	// ReadOnlyPaths are bound read-only under bwrap (a toolchain outside
-	// /usr, such as ~/.local/share/cursor-agent).
-	ReadOnlyPaths []string `yaml:"read_only_paths" validate:"dive,required"`
-	// Rlimits default to the command tools', except address space and
-	// CPU time, unlimited unless set: node and python reserve far more
-	// than they use, and the timeout bounds the run.
-	Rlimits launch.Rlimits `yaml:"rlimits"`
-	// MaxOutputBytes caps stdout and stderr each (default the commands
-	// section's max_output_bytes, else 1 MiB); a CLI that writes more is
-	// stopped and answered invalid_output.
-	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
 }
 
 // Defaults of the settings above.

@@ -73,8 +73,8 @@ func sharedDir(t *testing.T, mode os.FileMode) string {
 // preset (json output, prompt on stdin, -m) with only the command, its
 // PATH and its behaviour set.
 func (e *env) cli(name, mode string) ProviderConfig {
-	return ProviderConfig{Preset: "gemini", Command: "fake-ai", Sandbox: Sandbox{Containment: e.containment,
-		Path: []string{e.fakes, "/usr/bin", "/bin"}, Env: map[string]string{"FAKE_MODE": mode, "FAKE_NAME": name, "FAKE_RECORD": e.record}}}
+	return ProviderConfig{Preset: "gemini", Command: "fake-ai", Sandbox: Sandbox{Sandbox: launch.Sandbox{Containment: e.containment,
+		Env: map[string]string{"FAKE_MODE": mode, "FAKE_NAME": name, "FAKE_RECORD": e.record}}, Path: []string{e.fakes, "/usr/bin", "/bin"}}}
 }
 
 // text is a provider whose output is plain text, its prompt an argument.

@@ -1,6 +1,10 @@
 package consult
 
-import "cmp"
+import (
+	"cmp"
+
+	"github.com/toold/toold/internal/launch"
+)
 
 // presets are the built-in settings of the CLIs the source document
 // consults, plus claude. Each runs the CLI once per consultation without a
@@ -27,24 +31,29 @@ var presets = map[string]ProviderConfig{
 	"gemini": {
 		Command: "gemini", Args: []string{"--output-format", "json"}, Prompt: "stdin", ModelFlag: "-m",
 		Output: "json", AnswerPath: "response", ErrorPath: "error",
-		Sandbox: Sandbox{EnvAllow: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI",
-			"GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS"}},
+		Sandbox: envAllow("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI",
+			"GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS"),
 	},
 	"codex": {
 		Command: "codex", Args: []string{"exec", "--skip-git-repo-check"}, Prompt: "arg", ModelFlag: "-m", Output: "text",
-		Sandbox: Sandbox{EnvAllow: []string{"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"}},
+		Sandbox: envAllow("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"),
 	},
 	"cursor-agent": {
 		Command: "cursor-agent", Args: []string{"-p", "--output-format", "json"}, Prompt: "arg",
 		ModelFlag: "--model", Output: "json", AnswerPath: "result", ErrorPath: "is_error",
-		Sandbox: Sandbox{EnvAllow: []string{"CURSOR_API_KEY"}},
+		Sandbox: envAllow("CURSOR_API_KEY"),
 	},
 	"claude": {
 		Command: "claude", Args: []string{"-p", "--output-format", "json"}, Prompt: "stdin",
 		ModelFlag: "--model", Output: "json", AnswerPath: "result", ErrorPath: "is_error",
-		Sandbox: Sandbox{EnvAllow: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK",
-			"CLAUDE_CODE_USE_VERTEX"}},
+		Sandbox: envAllow("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK",
+			"CLAUDE_CODE_USE_VERTEX"),
 	},
+}
+
+// envAllow is a preset's sandbox: the CLI's own variables passed on.
+func envAllow(names ...string) Sandbox {
+	return Sandbox{Sandbox: launch.Sandbox{EnvAllow: names}}
 }
 
 // overPreset returns pc with every field it leaves unset taken from the

@@ -22,15 +22,17 @@ type Config struct {
 	Name string `yaml:"name" validate:"required"`
 
 	// Command and Args start the server as a process speaking on its
-	// standard streams, in the command tools' sandbox. Cwd is relative to
-	// the workspace. Env sets fixed variables and EnvAllow names variables
-	// passed on from toold's environment; nothing else is inherited.
+	// standard streams, in its Sandbox (launch.Sandbox: containment,
+	// network, workspace_writable, read_only_paths, rlimits). Cwd is
+	// relative to the workspace. Env sets fixed variables and EnvAllow
+	// names variables passed on from toold's environment; nothing else is
+	// inherited.
 	Command  string            `yaml:"command"`
 	Args     []string          `yaml:"args"`
 	Cwd      string            `yaml:"cwd"`
 	Env      map[string]string `yaml:"env" validate:"dive,keys,required,excludesall==,endkeys"`
 	EnvAllow []string          `yaml:"env_allow" validate:"dive,required,excludesall=="`
-	Sandbox  Sandbox           `yaml:"sandbox"`
+	Sandbox  launch.Sandbox    `yaml:"sandbox"`
 
 	// URL reaches the server over Streamable HTTP; Headers are sent with
 	// every request (credentials as ${ENV}: never logged). Every connection
@@ -68,19 +70,6 @@ type Config struct {
 	ConfirmDestructive string `yaml:"confirm_destructive" validate:"omitempty,oneof=none token human"`
 	// Required makes /readyz fail while the server is not connected.
 	Required bool `yaml:"required"`
-}
-
-// Sandbox is the containment of a stdio server: the command tools'
-// settings, without the environment (Env and EnvAllow sit on the server).
-// Runtimes reserve far more address space than they use, and a server
-// lives as long as toold: address space and CPU time are unlimited unless
-// set here.
-type Sandbox struct {
-	Containment       string         `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
-	Network           bool           `yaml:"network"`
-	WorkspaceWritable bool           `yaml:"workspace_writable"`
-	ReadOnlyPaths     []string       `yaml:"read_only_paths" validate:"dive,required"`
-	Rlimits           launch.Rlimits `yaml:"rlimits"`
 }
 
 // Filter selects tools by upstream name: those matching an Allow pattern
@@ -151,6 +140,7 @@ func (c Config) Check() error {
 	case len(c.Headers) > 0 || len(c.Allow) > 0 || c.AllowHTTP:
 		fail("headers, allow, allow_http: only for a server reached by url")
 	}
+	c.checkSandbox(fail)
 	for _, pats := range [][]string{c.Tools.Allow, c.Tools.Deny, c.Confirm} {
 		for _, p := range pats {
 			if _, err := path.Match(p, ""); err != nil {
@@ -181,12 +171,27 @@ func (c Config) guard() (*netguard.Guard, error) {
 	return g, nil
 }
 
+// checkSandbox refuses the sandbox keys a server does not take: its
+// environment is declared on the server, and its stdout is its protocol
+// (max_message_bytes bounds a message).
+func (c Config) checkSandbox(fail func(string, ...any)) {
+	sb := c.Sandbox
+	if len(sb.Env) > 0 || len(sb.EnvAllow) > 0 {
+		fail("sandbox.env, sandbox.env_allow: a server's environment is set on the server itself (env, env_allow), not in its sandbox")
+	}
+	if sb.MaxOutputBytes != 0 {
+		fail("sandbox.max_output_bytes: a server's stdout is its protocol and is not capped; max_message_bytes bounds one message")
+	}
+	if err := sb.Check(); err != nil {
+		fail("sandbox.%v", err)
+	}
+}
+
 // processSpec is the sandboxed process of a stdio server (as every
 // launch.ProcessSpec, without a CPU-time or address-space limit unless
-// set).
+// set), with the server's environment.
 func (c Config) processSpec() launch.ProcessSpec {
-	return launch.ProcessSpec{Argv: append([]string{c.Command}, c.Args...), Dir: c.Cwd,
-		Sandbox: launch.Sandbox{Containment: c.Sandbox.Containment, Network: c.Sandbox.Network,
-			WorkspaceWritable: c.Sandbox.WorkspaceWritable, ReadOnlyPaths: c.Sandbox.ReadOnlyPaths,
-			EnvAllow: c.EnvAllow, Env: c.Env, Rlimits: c.Sandbox.Rlimits}}
+	sb := c.Sandbox
+	sb.EnvAllow, sb.Env = c.EnvAllow, c.Env
+	return launch.ProcessSpec{Argv: append([]string{c.Command}, c.Args...), Dir: c.Cwd, Sandbox: sb}
 }

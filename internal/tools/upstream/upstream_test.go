@@ -90,7 +90,7 @@ func peer(t *testing.T, name, mode string) Config {
 	// (MCP's default): these tests are about calls, not approvals
 	// (TestEffectiveAnnotations is), so none waits for a person.
 	return Config{Name: name, Command: exe, Args: []string{"-test.run=^$"}, Env: map[string]string{peerEnv: mode},
-		Sandbox: Sandbox{Containment: "none"}, ConnectTimeout: 5 * time.Second, ConfirmDestructive: "none"}
+		Sandbox: launch.Sandbox{Containment: "none"}, ConnectTimeout: 5 * time.Second, ConfirmDestructive: "none"}
 }
 
 func (r *rig) call(tool, args string) *dispatch.Envelope {
@@ -513,6 +513,10 @@ func TestConfigRefused(t *testing.T) {
 		{"http not allowed", Config{Name: "a", URL: "http://mcp.example.com/mcp"}, "refused"},
 		{"metadata", Config{Name: "a", URL: "https://169.254.169.254/mcp", Allow: []string{"169.254.0.0/16"}}, "refused"},
 		{"bad pattern", Config{Name: "a", Command: "x", Tools: Filter{Allow: []string{"["}}}, "malformed"},
+		{"env in the sandbox", Config{Name: "a", Command: "x", Sandbox: launch.Sandbox{Env: map[string]string{"A": "b"}}}, "set on the server itself"},
+		{"output cap", Config{Name: "a", Command: "x", Sandbox: launch.Sandbox{MaxOutputBytes: 10}}, "max_message_bytes"},
+		{"relative read-only path", Config{Name: "a", Command: "x", Sandbox: launch.Sandbox{ReadOnlyPaths: []string{"opt"}}},
+			`sandbox.read_only_paths: "opt" is not absolute`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
