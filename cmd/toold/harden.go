@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Hardening at start, before anything else runs (an init of package main,
-// so it precedes flag parsing and configuration):
+// Hardening at start, before anything else of toold runs (main calls it
+// right after launch.Shim, before flag parsing and configuration):
 //
 //   - secrets leave the kernel-visible environment: /proc/PID/environ reads
 //     the block the process started with, which os.Unsetenv never changes,
@@ -26,7 +26,14 @@ import (
 //
 // Failures are ignored: on a kernel without /proc the rest of toold works,
 // and the containment of commands does not rely on this.
-func init() { harden() }
+//
+// It follows the sandbox shim, never precedes it: a shim process (toold's
+// binary re-run inside a user namespace for containment namespaces without
+// root) only builds the command's root and execs it, and is kept free of
+// toold's own start-up. That the parent is non-dumpable matters to the
+// shim's start all the same: the kernel makes the /proc files of a
+// non-dumpable process, its not yet exec'd child included, root's, so a
+// non-root toold cannot write that child's uid_map (issue 24, item 5).
 
 // secretName matches the names of variables whose values are secrets.
 var secretName = regexp.MustCompile(`(?i)(SECRET|TOKEN|PASSW(OR)?D|_KEY$|APIKEY|CREDENTIAL|PRIVATE|SEED)`)

@@ -31,8 +31,8 @@ type hardenReport struct {
 }
 
 // TestHardenHelper is the helper process of the tests below: it runs only
-// when they start the test binary with TOOLD_HARDEN_HELPER set. The init
-// of package main has hardened it by then, as it hardens toold.
+// when they start the test binary with TOOLD_HARDEN_HELPER set. TestMain
+// has hardened it by then, as main hardens toold.
 func TestHardenHelper(t *testing.T) {
 	if os.Getenv("TOOLD_HARDEN_HELPER") == "" {
 		t.Skip("helper process of TestHardened*; runs only when they start it")

@@ -11,9 +11,17 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/toold/toold/internal/launch"
 )
 
 func main() {
+	// First the sandbox shim: when this process is one (toold re-run in a
+	// user namespace to contain a command), it execs the command and never
+	// returns. Then toold's own hardening, before anything reads the
+	// environment or the configuration.
+	launch.Shim()
+	harden()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The audit key leaves the environment before anything else runs.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/state/statetest"
 )
 
@@ -26,7 +27,12 @@ import (
 // server process, on the official SDK, that toold hosts as an upstream.
 const tracePeerFlag = "-toold-trace-peer"
 
+// TestMain starts this test binary as main starts toold: the sandbox shim
+// first, then the hardening (harden_test.go's helper checks it), then, as
+// asked, the trace peer or the tests.
 func TestMain(m *testing.M) {
+	launch.Shim()
+	harden()
 	if len(os.Args) > 1 && os.Args[1] == tracePeerFlag {
 		s := mcp.NewServer(&mcp.Implementation{Name: "trace-peer", Version: "1"}, nil)
 		// Read-only, as it says: a tool that claims nothing is destructive

@@ -14,9 +14,10 @@ import (
 // thread of a multi-threaded process cannot enter a user namespace. So the
 // child of containment namespaces (not root) is cloned into new user,
 // mount, PID, IPC, UTS and network namespaces running toold's own binary
-// as a shim: the init below, which runs before anything else of toold,
-// builds the minimal root in the child's namespaces (the same code as the
-// root launcher's), mounts its /tmp and paths, and execs the command.
+// (/proc/self/exe) as a shim: Shim, which main calls before anything else
+// of toold, builds the minimal root in the child's namespaces (the same
+// code as the root launcher's), mounts its /tmp and paths, and execs the
+// command.
 // Rlimits were set on the shim while it was stopped after its execve, so
 // the command inherits them. This costs a start of toold's binary per run
 // (its runtime and package initialisation: 0.1–0.2 s on the loaded test
@@ -38,7 +39,17 @@ type shimSpec struct {
 	AddressSpace *unix.Rlimit `json:"address_space,omitempty"`
 }
 
-func init() {
+// Shim runs the sandbox shim, and never returns, when this process was
+// started as one (argv[0] is toold-sandbox-init); otherwise it returns at
+// once. A binary that starts programs through a Launcher calls it first
+// thing in main: cmd/toold does, before its own hardening (harden.go): a
+// shim holds nothing of toold's to protect and execs the command at once,
+// so it is kept as short and plain as it can be. A test binary calls it
+// from TestMain.
+// A binary that does not call it cannot use containment namespaces
+// without root: the launcher's probe of the mode then fails at start-up
+// with the binary's own output as the reason.
+func Shim() {
 	if len(os.Args) > 3 && os.Args[0] == shimArg0 && os.Args[2] == "--" {
 		err := runShim(os.Args[1], os.Args[3:])
 		fmt.Fprintf(os.Stderr, "toold sandbox: %v\n", err)

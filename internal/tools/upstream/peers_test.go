@@ -13,13 +13,18 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toold/toold/internal/launch"
 )
 
 // The upstream servers of these tests are real processes: this test
 // binary, started again with TOOLD_UPSTREAM_PEER naming how to behave.
 const peerEnv = "TOOLD_UPSTREAM_PEER"
 
+// TestMain runs the sandbox shim when this test binary is one, as toold's
+// main does; then, as asked, a peer or the tests.
 func TestMain(m *testing.M) {
+	launch.Shim()
 	if mode := os.Getenv(peerEnv); mode != "" {
 		runPeer(mode)
 		os.Exit(0)
