@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -398,7 +397,15 @@ func pidsWith(parts ...string) []int {
 	return pids
 }
 
-func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+// syscallKill sends SIGKILL to pid (os.Process.Kill, which ends a process
+// on every OS).
+func syscallKill(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
 
 func scrape(t *testing.T, admin string) string {
 	t.Helper()

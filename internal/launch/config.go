@@ -137,8 +137,6 @@ const (
 	defaultMemory         = 1 << 30
 	defaultCPUs           = 1
 	defaultTmpSize        = 64 << 20
-	// DefaultPath is a program's PATH unless its sandbox sets one.
-	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 )
 
 // merge returns r with every zero field taken from d.

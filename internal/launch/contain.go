@@ -1,22 +1,22 @@
 package launch
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
 // Mode is how a command is isolated from the host.
 type Mode string
 
-// The containment modes. ModeAuto is resolved when the Set is built.
+// The containment modes. ModeAuto is resolved when a sandbox is. Which
+// modes a platform provides is its resolve's to say (platform.go).
 const (
 	ModeAuto       Mode = "auto"
 	ModeNone       Mode = "none"
@@ -46,6 +46,21 @@ type sandbox struct {
 	tmpSize  int64      // the run's /tmp (namespaces as root)
 	// enforced is what each limit is enforced by, for every result.
 	enforced map[string]string
+}
+
+// rlimit is one resource limit to apply to a child (on a platform with
+// rlimits: Rlimits.list).
+type rlimit struct {
+	name     string
+	resource int
+	cur, max uint64
+}
+
+// callLimits are what a run's cgroups enforce; 0 or less: not limited.
+type callLimits struct {
+	memory int64
+	pids   int
+	cpus   float64
 }
 
 // notIsolated is how a result of containment none names it.
@@ -131,8 +146,11 @@ func (sb *sandbox) pidsByCgroup() bool {
 func (sb *sandbox) enforcement(r Rlimits) map[string]string {
 	e := map[string]string{}
 	per := func(name string, v int64, unit string) string {
-		if v < 0 {
+		switch {
+		case v < 0:
 			return "not limited"
+		case !hasRlimits:
+			return "not limited (no rlimits on " + runtime.GOOS + ")"
 		}
 		return fmt.Sprintf("%s %d%s per process (rlimit)", name, v, unit)
 	}
@@ -155,8 +173,10 @@ func (sb *sandbox) enforcement(r Rlimits) map[string]string {
 	}
 	if s, ok := cg("memory", "memory.max", strconv.FormatInt(r.Memory, 10), r.Memory > 0); ok {
 		e["memory"] = s
-	} else {
+	} else if hasRlimits {
 		e["memory"] = "not limited per run (address space per process only)"
+	} else {
+		e["memory"] = "not limited"
 	}
 	switch s, ok := cg("pids", "pids.max", strconv.Itoa(r.Processes), r.Processes > 0); {
 	case ok:
@@ -185,43 +205,14 @@ func (sb *sandbox) enforcement(r Rlimits) map[string]string {
 		e["tmp"] = "private TMPDIR removed after the run (size not capped; file size per process)"
 	}
 	switch {
-	case sb.cg != nil && sb.cg.v2 != "":
-		e["descendants"] = "cgroup v2 leaf, cgroup.kill when the run ends"
-	case sb.cg.usable():
-		e["descendants"] = "cgroup members killed when the run ends"
+	case sb.cg.descendants() != "":
+		e["descendants"] = sb.cg.descendants()
 	case sb.mode == ModeNamespaces || sb.mode == ModeBwrap:
 		e["descendants"] = "PID namespace, ended with its init"
 	default:
-		e["descendants"] = "process group, and processes marked with TOOLD_RUN_ID (best effort)"
+		e["descendants"] = groupOnly
 	}
 	return e
-}
-
-// command builds the exec.Cmd of one run; argv[0] is absolute.
-func (sb *sandbox) command(argv []string, dir, workspace, tmp string, env []string) *exec.Cmd {
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: dir, Env: env, SysProcAttr: attr}
-	switch sb.mode {
-	case ModeNamespaces:
-		// As root the mount namespace is the run's own already (root.go).
-		attr.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
-		if !sb.network {
-			attr.Cloneflags |= syscall.CLONE_NEWNET
-		}
-		if sb.userns {
-			uid, gid := os.Getuid(), os.Getgid()
-			attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
-			// uid 0 inside, so the shim keeps its capabilities through its
-			// execve; it drops them all before the command's (shim.go).
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
-			cmd.Path, cmd.Args, cmd.Dir = "/proc/self/exe", sb.shimArgs(argv, dir, workspace), ""
-		}
-	case ModeBwrap:
-		args := append([]string{sb.bwrap}, sb.bwrapArgs(argv[0], dir, workspace, tmp)...)
-		cmd.Path, cmd.Args, cmd.Dir = sb.bwrap, append(append(args, "--"), argv...), ""
-	}
-	return cmd
 }
 
 // runPaths are the host paths a run sees in the minimal root, and which
@@ -236,19 +227,6 @@ func (sb *sandbox) runPaths(program, workspace string) ([]string, []bool) {
 		paths, ro = append(paths, program), append(ro, true)
 	}
 	return paths, ro
-}
-
-// runMounts is what a run of the minimal root adds to it: its /tmp, the
-// workspace, the read-only paths and the program when it is elsewhere.
-func (sb *sandbox) runMounts(program, workspace string) (*callMounts, error) {
-	if !sb.minimalRoot() || sb.userns {
-		return nil, nil // the shim mounts them (shim.go)
-	}
-	trees, err := openTrees(sb.runPaths(program, workspace))
-	if err != nil {
-		return nil, err
-	}
-	return &callMounts{tmpSize: sb.tmpSize, trees: trees}, nil
 }
 
 // systemDirs are bound read-only into a bwrap sandbox when they exist; a
@@ -323,123 +301,6 @@ type host struct {
 func (h *host) cgroups() *cgroupHost {
 	h.cgOnce.Do(func() { h.cg = findCgroups() })
 	return h.cg
-}
-
-// launcher returns the started launcher for a mode, starting it (and
-// probing that a command really starts) on first use.
-func (h *host) launcher(mode Mode) (*launcher, error) {
-	if l, ok := h.launchers[mode]; ok {
-		return l, nil
-	}
-	l, err := newLauncher(profile{mode: mode, drop: h.root && h.uid != 0, uid: h.uid, gid: h.gid,
-		userns: mode == ModeNamespaces && !h.root})
-	if err != nil {
-		return nil, err
-	}
-	if err := h.probe(l, mode); err != nil {
-		l.close()
-		return nil, err
-	}
-	h.launchers[mode] = l
-	return l, nil
-}
-
-// probe starts /bin/true the way commands will start, so an unusable mode
-// fails at start-up with its reason rather than at the first call.
-func (h *host) probe(l *launcher, mode Mode) error {
-	truePath, err := exec.LookPath("true")
-	if err != nil {
-		return fmt.Errorf("probe: %w", err)
-	}
-	sb := &sandbox{mode: mode, bwrap: h.bwrap, userns: mode == ModeNamespaces && !h.root}
-	tmp, err := os.MkdirTemp("", "toold-probe-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	cmd := sb.command([]string{truePath}, "/", h.workspace, tmp, nil)
-	out := &strings.Builder{}
-	cmd.Stderr = out
-	if err := l.start(cmd, runSetup{}); err != nil {
-		if cmd.Process != nil {
-			_ = cmd.Wait()
-		}
-		return fmt.Errorf("%s does not work here: %w", mode, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		err = <-done
-	}
-	if err != nil {
-		return fmt.Errorf("%s does not work here: %v: %s", mode, err, strings.TrimSpace(out.String()))
-	}
-	return nil
-}
-
-// resolve picks the mode for a tool: an explicit mode must work; auto
-// takes namespaces when root and usable, else bwrap when usable, else (not
-// root) namespaces in an unprivileged user namespace. auto never settles
-// for none: without a sandbox a tool does not start, and the error says
-// that only an explicit `containment: none` runs commands unisolated.
-func (h *host) resolve(want Mode) (Mode, string, *launcher, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	try := func(m Mode) (*launcher, error) {
-		if m == ModeBwrap && h.bwrapErr != nil {
-			return nil, h.bwrapErr
-		}
-		if m == ModeNamespaces && h.nsErr != nil {
-			return nil, h.nsErr
-		}
-		l, err := h.launcher(m)
-		if err != nil && m == ModeNamespaces {
-			h.nsErr = err
-		} else if err != nil && m == ModeBwrap {
-			h.bwrapErr = err
-		}
-		return l, err
-	}
-	if want != ModeAuto {
-		l, err := try(want)
-		return want, "", l, err
-	}
-	var why []string
-	if h.root {
-		l, err := try(ModeNamespaces)
-		if err == nil {
-			return ModeNamespaces, "auto: toold is root", l, nil
-		}
-		why = append(why, "namespaces: "+err.Error())
-	}
-	if l, err := try(ModeBwrap); err == nil {
-		return ModeBwrap, "auto: " + strings.Join(append(why, "toold is not root"), "; "), l, nil
-	} else {
-		why = append(why, "bwrap: "+err.Error())
-	}
-	if !h.root {
-		l, err := try(ModeNamespaces)
-		if err == nil {
-			return ModeNamespaces, "auto: not root, no bubblewrap", l, nil
-		}
-		why = append(why, "user namespaces: "+err.Error())
-	}
-	return "", "", nil, &noSandboxError{why: why}
-}
-
-// noSandboxError is auto finding no sandbox on this machine.
-type noSandboxError struct{ why []string }
-
-func (e *noSandboxError) Error() string {
-	return "no sandbox works on this machine (" + strings.Join(e.why, "; ") + "): run toold as root, " +
-		"install bubblewrap, or allow unprivileged user namespaces (kernel.unprivileged_userns_clone, " +
-		"user.max_user_namespaces); to run commands without isolation write `containment: none` " +
-		"explicitly (every call then says \"containment: none (not isolated)\")"
 }
 
 // findBwrap locates bubblewrap; an error says why it cannot be used.

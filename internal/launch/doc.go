@@ -1,5 +1,7 @@
 // Package launch starts every program toold runs — command tools, stdio
-// MCP servers, consultation CLIs — in one sandbox. Linux only.
+// MCP servers, consultation CLIs — in one sandbox. Linux has every mode
+// below; on macOS and Windows only an explicit none runs for now, and auto
+// refuses (platform.go describes the seam their sandboxes plug into).
 //
 // A program is always an argv, never a shell string. Every program runs
 // in its own process group with a clean environment (an allow-list of

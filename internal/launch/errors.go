@@ -49,6 +49,12 @@ func (e *Error) Is(target error) bool { return target == ErrNotFound && e.Kind =
 // says where the program was looked for.
 var ErrNotFound = errors.New("program not found")
 
+// errClosed is what a closed launcher thread answers.
+var errClosed = errors.New("command tools are closed")
+
+// errRetired is what a launcher whose thread was retired answers.
+var errRetired = errors.New("the command launcher's thread was retired")
+
 // startError classifies a failed start.
 func startError(program string, err error) error {
 	switch {
@@ -64,4 +70,16 @@ func startError(program string, err error) error {
 		return &Error{Kind: Retired, Msg: "the command sandbox failed and was stopped; command tools need toold restarted", Err: err}
 	}
 	return fmt.Errorf("starting %s: %w", program, err)
+}
+
+// unsupported is the refusal, on the OS goos, of a mode it does not
+// provide: never a silent none, and the way out named.
+func unsupported(goos string, want Mode) error {
+	if want == ModeAuto {
+		return fmt.Errorf("no sandbox is available on %s yet: containment auto picks namespaces or bwrap, which are Linux's; "+
+			"write `containment: none` to run programs without isolation (every call then says \"containment: none (not isolated)\"), "+
+			"or run toold on Linux", goos)
+	}
+	return fmt.Errorf("containment %s is not available on %s (namespaces and bwrap are Linux's): write `containment: none` "+
+		"to run programs without isolation (every call then says \"containment: none (not isolated)\"), or run toold on Linux", want, goos)
 }

@@ -112,7 +112,7 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	sb := &sandbox{mode: mode, reason: why, launcher: t, bwrap: h.bwrap, network: c.networkOn(),
 		writable: c.WorkspaceWritable, roPaths: c.ReadOnlyPaths, drop: drop, uid: h.uid, gid: h.gid,
 		userns: mode == ModeNamespaces && !h.root,
-		procs:  drop || (mode == ModeBwrap && !h.root), maxOut: firstPositive(c.MaxOutputBytes, l.cfg.MaxOutputBytes, DefaultMaxOutputBytes),
+		procs:  hasRlimits && (drop || (mode == ModeBwrap && !h.root)), maxOut: firstPositive(c.MaxOutputBytes, l.cfg.MaxOutputBytes, DefaultMaxOutputBytes),
 		grace: l.cfg.KillGrace, env: buildEnv(c.EnvAllow, c.Env)}
 	if sb.grace <= 0 {
 		sb.grace = DefaultKillGrace
@@ -160,32 +160,24 @@ func envPath(env []string) string {
 }
 
 // FindProgram resolves a program to an absolute path through path (the
-// program's PATH), as execve will see it: an absolute path must be
-// executable; a bare name is looked up.
+// program's PATH), as the OS will start it: an absolute path must be
+// executable; a bare name is looked up (on Windows with the extensions of
+// PATHEXT, candidates).
 func FindProgram(name, path string) (string, error) {
-	if strings.Contains(name, "/") {
+	if filepath.Base(name) != name {
 		if !filepath.IsAbs(name) {
 			return "", fmt.Errorf("program %q: give an absolute path or a bare name", name)
 		}
 		return name, executable(name)
 	}
 	for _, dir := range filepath.SplitList(path) {
-		if p := filepath.Join(dir, name); filepath.IsAbs(p) && executable(p) == nil {
-			return p, nil
+		for _, p := range candidates(filepath.Join(dir, name)) {
+			if filepath.IsAbs(p) && executable(p) == nil {
+				return p, nil
+			}
 		}
 	}
 	return "", fmt.Errorf("program %q is not found on PATH %s", name, path)
-}
-
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return fmt.Errorf("program %s: %w", p, err)
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("program %s is not executable", p)
-	}
-	return nil
 }
 
 // resolveWorkspace returns the workspace's real absolute path.

@@ -7,8 +7,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ProcessSpec is a long-lived program run in a sandbox — an upstream MCP
@@ -133,7 +131,7 @@ func (p *Process) Stop(grace time.Duration) {
 		}
 		// Descendants may outlive the leader, and fork while the group is
 		// signalled: kill repeats until the group is empty, as for a run.
-		p.k.kill(unix.SIGKILL)
+		p.k.kill()
 		p.cg.remove()
 		_ = p.Stdout.Close()
 		_ = os.RemoveAll(p.tmp)

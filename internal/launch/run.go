@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,7 +16,6 @@ import (
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/internal/tracing"
 )
@@ -127,34 +125,25 @@ func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, ext
 			}
 		}
 	}()
-	var mounts *callMounts
 	if sb.tmpfsTmp() {
 		tmp = "/tmp" // the run's own tmpfs
-		if mounts, err = sb.runMounts(argv[0], l.host.workspace); err != nil {
-			return nil, fmt.Errorf("preparing the run's file system: %w", err)
-		}
-		if mounts != nil {
-			defer closeTrees(mounts.trees) // attached or not, the descriptors go
-		}
 	} else {
 		if tmp, err = l.tempDir(sb); err != nil {
 			return nil, fmt.Errorf("creating the private temporary directory: %w", err)
 		}
 		undo = append(undo, func() { _ = os.RemoveAll(tmp) })
 	}
-	var cg *runCgroup
-	var cgProcs []int
-	if sb.cg.usable() {
-		if cg, err = sb.cg.newRun(sb.call); err != nil {
-			return nil, err
-		}
-		undo = append(undo, cg.remove)
-		if cgProcs, err = cg.procsFiles(); err != nil {
-			return nil, err
-		}
-		defer closeFDs(cgProcs)
+	rs, cg, release, err := l.prepareRun(sb, argv[0])
+	if err != nil {
+		return nil, err
 	}
-	env := append(append(append([]string(nil), sb.env...), "TMPDIR="+tmp, "TOOLD_RUN_ID="+runID), extraEnv...)
+	defer release()
+	undo = append(undo, cg.remove)
+	env := append([]string(nil), sb.env...)
+	for _, v := range tmpVars {
+		env = append(env, v+"="+tmp)
+	}
+	env = append(append(env, "TOOLD_RUN_ID="+runID), extraEnv...)
 	if !hasVar(env, "HOME") {
 		env = append(env, "HOME="+tmp)
 	}
@@ -166,7 +155,7 @@ func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, ext
 	if err != nil {
 		return nil, err
 	}
-	if err := sb.launcher.start(cmd, runSetup{limits: sb.launcherLimits(), mounts: mounts, cgProcs: cgProcs}); err != nil {
+	if err := sb.launcher.start(cmd, rs); err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Wait()
 		}
@@ -178,7 +167,7 @@ func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, ext
 		tmp = ""
 	}
 	return &launched{cmd: cmd, pipes: p, tmp: tmp, cg: cg,
-		k: &killer{pgid: cmd.Process.Pid, sweep: sb.mode == ModeNone && cg == nil, runID: runID, cg: cg}}, nil
+		k: &killer{proc: cmd.Process, pgid: cmd.Process.Pid, sweep: sb.mode == ModeNone && cg == nil, runID: runID, cg: cg}}, nil
 }
 
 // supervise waits for the command, its output and its deadlines.
@@ -221,7 +210,7 @@ wait:
 			if st.capHit.IsZero() {
 				st.capHit = time.Now()
 			}
-			k.kill(unix.SIGKILL)
+			k.kill()
 		case <-done:
 			cause, done = ctx.Err(), nil
 			grace = k.term(sb.grace)
@@ -251,7 +240,7 @@ func drain(wg *sync.WaitGroup, p *pipes, k *killer) {
 	select {
 	case <-readers:
 	case <-t.C:
-		k.kill(unix.SIGKILL)
+		k.kill()
 		p.closeAll()
 		<-readers
 	}
@@ -265,7 +254,7 @@ func (r *Result) fill(ps *os.ProcessState, out, errs *stream, successes []int) {
 	if ps != nil {
 		ws, _ := ps.Sys().(syscall.WaitStatus)
 		if ws.Signaled() {
-			r.Signal = unix.SignalName(ws.Signal())
+			r.Signal = signalName(ws.Signal())
 		} else {
 			r.ExitCode = ws.ExitStatus()
 		}
@@ -348,9 +337,11 @@ func (p *pipes) closeAll() {
 // killer stops a command's process tree. Ending it escalates: term, then
 // escalate when term's grace passes, then giving up when escalate's wait
 // passes, each step skipped once the process has exited; supervise runs
-// the steps among a run's other events, stop runs them alone.
+// the steps among a run's other events, stop runs them alone. How a
+// signal reaches the tree is the platform's (terminate and killGroup).
 type killer struct {
 	cg        *runCgroup // when set, killing ends the whole cgroup
+	proc      *os.Process
 	pgid      int
 	sweep     bool // containment none: also find escaped processes by marker
 	runID     string
@@ -362,17 +353,16 @@ type killer struct {
 // without it; it is reaped whenever it dies.
 const killWait = 2 * time.Second
 
-// term sends SIGTERM to the group and returns when to follow with SIGKILL.
+// term asks the tree to end and returns when to follow with kill.
 func (k *killer) term(grace time.Duration) <-chan time.Time {
 	k.signalled = true
-	_ = unix.Kill(-k.pgid, unix.SIGTERM)
+	k.terminate()
 	return time.After(grace)
 }
 
-// escalate sends SIGKILL to the group and returns when to stop waiting for
-// it to go.
+// escalate kills the tree and returns when to stop waiting for it to go.
 func (k *killer) escalate() <-chan time.Time {
-	k.kill(unix.SIGKILL)
+	k.kill()
 	return time.After(killWait)
 }
 
@@ -391,51 +381,15 @@ func (k *killer) stop(grace time.Duration, exited <-chan struct{}) {
 	}
 }
 
-// kill sends sig to the whole process group until it is empty: a fork
-// bomb may add members while the first signal is delivered. Under
-// namespaces the group holds the namespace's init, whose death kills every
-// process in the namespace; under bwrap it holds bwrap, whose sandbox dies
-// with it (--die-with-parent).
-func (k *killer) kill(sig unix.Signal) {
+// kill ends the whole tree at once: the process group (killGroup), the
+// run's cgroups, and under none the processes that left the group but
+// carry the run's marker.
+func (k *killer) kill() {
 	k.signalled = true
-	for range 50 {
-		if err := unix.Kill(-k.pgid, sig); err != nil {
-			break // ESRCH: nobody left in the group
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if sig == unix.SIGKILL {
-		k.cg.kill()
-	}
+	k.killGroup()
+	k.cg.kill()
 	if k.sweep {
 		k.sweepMarked()
-	}
-}
-
-// sweepMarked kills processes that left the group (setsid) but still carry
-// the run's TOOLD_RUN_ID: containment none has no namespace to end them.
-// Best effort: a process that cleared its environment escapes it.
-func (k *killer) sweepMarked() {
-	marker := []byte("\x00TOOLD_RUN_ID=" + k.runID + "\x00")
-	for range 3 {
-		found := false
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() {
-				continue
-			}
-			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-			if err != nil || !bytes.Contains(append([]byte{0}, env...), marker) {
-				continue
-			}
-			found = true
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
-		if !found {
-			return
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultDir is where the embedded store lives unless state.dir says
@@ -187,7 +186,7 @@ func lockDir(dir string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: state.dir %s is not writable: %w (give a writable directory in state.dir or TOOLD_STATE_DIR)", dir, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		holder, _ := io.ReadAll(io.LimitReader(f, 200))
 		f.Close()
 		return nil, &InUseError{Dir: dir, Holder: holderOf(holder), Err: err}
@@ -195,7 +194,7 @@ func lockDir(dir string) (func(), error) {
 	_ = f.Truncate(0)
 	_, _ = f.WriteString(strconv.Itoa(os.Getpid()) + " " + time.Now().UTC().Format(time.RFC3339) + "\n")
 	return func() {
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		unlockFile(f)
 		f.Close()
 	}, nil
 }

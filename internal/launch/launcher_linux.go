@@ -65,11 +65,6 @@ type profile struct {
 // minimalRoot says whether the profile's thread pivots into a minimal root.
 func (p profile) minimalRoot() bool { return p.mode == ModeNamespaces && !p.userns }
 
-var errClosed = errors.New("command tools are closed")
-
-// errRetired is what a launcher whose thread was retired answers.
-var errRetired = errors.New("the command launcher's thread was retired")
-
 func newLauncher(p profile) (*launcher, error) {
 	l := &launcher{reqs: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), baseNS: -1}
 	ready := make(chan error, 1)
@@ -221,7 +216,7 @@ func startStopped(cmd *exec.Cmd, rs runSetup) error {
 		return err
 	}
 	for _, r := range rs.limits {
-		v := r.value
+		v := unix.Rlimit{Cur: r.cur, Max: r.max}
 		if err := unix.Prlimit(pid, r.resource, &v, nil); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			_ = unix.PtraceDetach(pid)
@@ -309,13 +304,6 @@ func dropCredentials(uid, gid int, keepSysAdmin bool) error {
 	return nil
 }
 
-// rlimit is one resource limit to apply to a child.
-type rlimit struct {
-	name     string
-	resource int
-	value    unix.Rlimit
-}
-
 // list turns the limits into prlimit calls; -1 (unlimited) keeps toold's
 // own limit, which an unprivileged toold could not raise anyway. procs says
 // whether the process-count limit means anything (see Rlimits.Processes).
@@ -323,7 +311,7 @@ func (r Rlimits) list(procs bool) []rlimit {
 	var out []rlimit
 	add := func(name string, res int, soft, hard int64) {
 		if soft >= 0 {
-			out = append(out, rlimit{name, res, unix.Rlimit{Cur: uint64(soft), Max: uint64(hard)}})
+			out = append(out, rlimit{name, res, uint64(soft), uint64(hard)})
 		}
 	}
 	cpu := int64(-1)

@@ -144,6 +144,18 @@ func (ch *cgroupHost) setupV2(dir, name string) (string, error) {
 // usable says whether a run can get a cgroup at all.
 func (ch *cgroupHost) usable() bool { return ch != nil && (ch.v2 != "" || len(ch.v1) > 0) }
 
+// descendants says how a run's cgroups end what it leaves running, for
+// its limits report; "" when there are no cgroups.
+func (ch *cgroupHost) descendants() string {
+	switch {
+	case ch != nil && ch.v2 != "":
+		return "cgroup v2 leaf, cgroup.kill when the run ends"
+	case ch.usable():
+		return "cgroup members killed when the run ends"
+	}
+	return ""
+}
+
 // has says whether controller c limits a run, and where.
 func (ch *cgroupHost) has(c string) (string, bool) {
 	if ch == nil {
@@ -176,13 +188,6 @@ func (ch *cgroupHost) close() {
 	for _, d := range ch.v1 {
 		_ = unix.Rmdir(d)
 	}
-}
-
-// callLimits are what a run's cgroups enforce; 0 or less: not limited.
-type callLimits struct {
-	memory int64
-	pids   int
-	cpus   float64
 }
 
 // runCgroup is one run's leaves.

@@ -132,7 +132,7 @@ func (sb *sandbox) shimArgs(argv []string, dir, workspace string) []string {
 	sp := shimSpec{TmpSize: sb.tmpSize, Paths: paths, RO: ro, Dir: dir}
 	for _, r := range sb.limits {
 		if r.resource == unix.RLIMIT_AS {
-			sp.AddressSpace = &r.value
+			sp.AddressSpace = &unix.Rlimit{Cur: r.cur, Max: r.max}
 		}
 	}
 	spec, _ := json.Marshal(sp)
