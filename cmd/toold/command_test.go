@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/config"
+	"github.com/toold/toold/internal/launch/launchtest"
 	"github.com/toold/toold/internal/tools/command"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestForkBombWhileServing(t *testing.T) {
 	const bombUID = 64999
 	if os.Getuid() != 0 {
-		t.Skip("needs root: the process limit holds only under a dedicated uid, which only root can switch to")
+		launchtest.NeedsRoot(t, "needs root: the process limit holds only under a dedicated uid, which only root can switch to")
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bomb.yaml")
@@ -145,7 +146,7 @@ func trueServer(b *testing.B, mode string) string {
 	cfg.Commands.Tools = append(cfg.Commands.Tools, trueTool())
 	a, err := build(cfg, zap.NewNop(), func(string) (string, bool) { return "", false }, false)
 	if err != nil {
-		b.Skipf("containment %s is not available here: %v", mode, err)
+		launchtest.Unavailable(b, "containment %s is not available here: %v", mode, err)
 	}
 	b.Cleanup(a.close)
 	srv := httptest.NewServer(a.srv.Handler())

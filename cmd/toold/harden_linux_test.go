@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/internal/launch"
+	"github.com/toold/toold/internal/launch/launchtest"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tools/command"
 )
@@ -88,7 +89,7 @@ func runHelper(t *testing.T, secret string, asNobody, withCommand bool) hardenRe
 	if asNobody {
 		setpriv, err := exec.LookPath("setpriv")
 		if err != nil {
-			t.Skip("setpriv is not installed: cannot run toold as a non-root uid here")
+			launchtest.Unavailable(t, "setpriv is not installed: cannot run toold as a non-root uid here")
 		}
 		// The build cache is root's alone: a copy the uid can execute.
 		dir := t.TempDir()
@@ -162,7 +163,7 @@ func TestHardenedCommandCannotReadToold(t *testing.T) {
 	secret := fmt.Sprintf("sk-i15-%d", time.Now().UnixNano())
 	rep := runHelper(t, secret, os.Getuid() == 0, true)
 	if rep.UID == 0 {
-		t.Skip("could not run the helper as a non-root uid")
+		launchtest.NeedsRoot(t, "could not run the helper as a non-root uid")
 	}
 	if rep.CommandErr != "" {
 		t.Fatalf("the command tool did not run: %s", rep.CommandErr)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toold/toold/internal/launch/launchtest"
 )
 
 // The adversarial suite: real commands, each asserting the figure the
@@ -54,7 +55,7 @@ func TestForkBombIsContained(t *testing.T) {
 			r := sandboxed(t, m, Config{RunAs: RunAs{UID: &uid, GID: &uid}}, sbc)
 			sb := r.sb
 			if !sb.procs || !sb.drop {
-				t.Skipf("containment %s has no dedicated uid here: a process-count limit cannot hold", m)
+				launchtest.NeedsRoot(t, "containment %s has no dedicated uid here: a process-count limit cannot hold", m)
 			}
 			// Killed processes stay zombies until the host's init reaps them,
 			// and count against the limit till then: start from none.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/internal/launch/launchtest"
 )
 
 // Issue 15, findings 2–4: containment that holds, per call. Each test runs
@@ -65,7 +67,7 @@ func TestDescendantsGoneWhenRunEnds(t *testing.T) {
 			script := fmt.Sprintf(`setsid env -i sleep %d </dev/null >/dev/null 2>&1 & echo started`, secs)
 			sh := sandboxed(t, m, Config{}, Sandbox{})
 			if m == ModeNone && !sh.sb.cg.usable() {
-				t.Skipf("containment none without cgroups (not root, no delegated subtree): a process that clears its environment and calls setsid escapes; documented (%s)", sh.sb.cg.reason)
+				launchtest.NeedsRoot(t, "containment none without cgroups (not root, no delegated subtree): a process that clears its environment and calls setsid escapes; documented (%s)", sh.sb.cg.reason)
 			}
 			r, err := runFor(t, sh, 10*time.Second, "sh", "-c", script)
 			if err != nil || !r.OK {
@@ -182,7 +184,7 @@ func TestLimitsPerRun(t *testing.T) {
 				uid := 64997
 				sh := sandboxed(t, m, Config{RunAs: RunAs{UID: &uid, GID: &uid}}, Sandbox{Rlimits: Rlimits{Processes: 20}})
 				if sb := sh.sb; !sb.pidsByCgroup() {
-					t.Skipf("containment %s: no pids cgroup toold can make here (%s), so the process limit, where there is one, is the uid's RLIMIT_NPROC, shared by concurrent runs (documented)", m, sb.cg.reason)
+					launchtest.NeedsRoot(t, "containment %s: no pids cgroup toold can make here (%s), so the process limit, where there is one, is the uid's RLIMIT_NPROC, shared by concurrent runs (documented)", m, sb.cg.reason)
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
@@ -223,7 +225,7 @@ func needCgroup(t *testing.T, r *Runner, ctl string) {
 	t.Helper()
 	sb := r.sb
 	if _, ok := sb.cg.has(ctl); !ok {
-		t.Skipf("no %s cgroup toold can create here (%s): the limit is per process only", ctl, sb.cg.reason)
+		launchtest.NeedsRoot(t, "no %s cgroup toold can create here (%s): the limit is per process only", ctl, sb.cg.reason)
 	}
 }
 
@@ -246,5 +248,27 @@ func TestLaunchersKeepTheirOwnCgroups(t *testing.T) {
 	r, err := runFor(t, b, 10*time.Second, "true")
 	if err != nil || !strings.Contains(r.Limits["memory"], "cgroup") {
 		t.Fatalf("after the other Launcher closed: %+v, %v", r, err)
+	}
+}
+
+// TestUnavailableIsTyped: a mode this machine cannot provide is
+// ErrUnavailable, which tests skip on (and CI, with TOOLD_REQUIRE_SANDBOX,
+// fails on); a configuration mistake is not, so it can never pass as a
+// missing sandbox.
+func TestUnavailableIsTyped(t *testing.T) {
+	l := testLauncher(t, ModeNone, Config{Bwrap: "/nonexistent/bwrap"})
+	for _, tc := range []struct {
+		name        string
+		sb          Sandbox
+		unavailable bool
+	}{
+		{"bwrap not installed", Sandbox{Containment: string(ModeBwrap)}, true},
+		{"unknown mode", Sandbox{Containment: "chroot"}, false},
+		{"relative read-only path", Sandbox{Containment: string(ModeNone), ReadOnlyPaths: []string{"opt"}}, false},
+	} {
+		_, err := l.CommandRunner(tc.sb)
+		if err == nil || errors.Is(err, ErrUnavailable) != tc.unavailable {
+			t.Errorf("%s: %v, want unavailable %v", tc.name, err, tc.unavailable)
+		}
 	}
 }

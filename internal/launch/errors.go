@@ -49,6 +49,23 @@ func (e *Error) Is(target error) bool { return target == ErrNotFound && e.Kind =
 // says where the program was looked for.
 var ErrNotFound = errors.New("program not found")
 
+// ErrUnavailable is what a sandbox's error is (errors.Is) when this machine
+// cannot provide its containment mode: not built for this OS, not
+// installed (bwrap), refused by the kernel (namespaces), or auto finding
+// none. A configuration mistake (an unknown mode, a relative path) is not.
+var ErrUnavailable = errors.New("containment not available here")
+
+// unavailableError is a containment mode this machine cannot provide.
+type unavailableError struct {
+	mode Mode
+	err  error
+}
+
+func (e *unavailableError) Error() string {
+	return "containment " + string(e.mode) + ": " + e.err.Error()
+}
+func (e *unavailableError) Unwrap() []error { return []error{e.err, ErrUnavailable} }
+
 // errClosed is what a closed launcher thread answers.
 var errClosed = errors.New("command tools are closed")
 

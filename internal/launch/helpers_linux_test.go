@@ -2,12 +2,15 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/internal/launch/launchtest"
 )
 
 // modes are the containment modes the tests of every mode run under.
@@ -47,24 +50,25 @@ func sandboxed(t testing.TB, mode Mode, cfg Config, sb Sandbox) *Runner {
 }
 
 // commandRunner resolves sb as a command tool's on l, skipping the test
-// when this machine cannot provide its mode.
+// when this machine cannot provide its mode (failing it where a sandbox is
+// required: launchtest.Unavailable).
 func commandRunner(t testing.TB, l *Launcher, sb Sandbox) *Runner {
 	t.Helper()
 	r, err := l.CommandRunner(sb)
 	if err != nil {
-		if unavailable(err) {
-			t.Skipf("containment %s is not available on this machine: %v", l.cfg.Containment, err)
-		}
+		skipUnavailable(t, err)
 		t.Fatal(err)
 	}
 	return r
 }
 
-// unavailable tells a machine that lacks a mode from a broken config.
-func unavailable(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "does not work here") || strings.Contains(msg, "need root") ||
-		strings.Contains(msg, "not installed") || strings.Contains(msg, "unsharing")
+// skipUnavailable skips t (or fails it, where a sandbox is required) when
+// err says this machine lacks a containment mode; other errors return.
+func skipUnavailable(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrUnavailable) {
+		launchtest.Unavailable(t, "this machine lacks the sandbox: %v", err)
+	}
 }
 
 // runFor runs argv under a deadline.

@@ -105,7 +105,7 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	}
 	mode, why, t, err := l.host.resolve(want)
 	if err != nil {
-		return nil, fmt.Errorf("containment %s: %w", want, err)
+		return nil, &unavailableError{mode: want, err: err}
 	}
 	h := l.host
 	drop := h.root && h.uid != 0

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/internal/launch/launchtest"
 )
 
 // TestLauncherRetiresItsThread: when the launcher's thread cannot return
@@ -14,7 +16,7 @@ import (
 func TestLauncherRetiresItsThread(t *testing.T) {
 	r := sandboxed(t, ModeNamespaces, Config{}, Sandbox{})
 	if !r.sb.minimalRoot() || r.sb.userns {
-		t.Skip("SKIPPED: the minimal root needs toold to be root")
+		launchtest.NeedsRoot(t, "the minimal root on the launcher thread needs toold to be root")
 	}
 	if _, err := runFor(t, r, 10*time.Second, "true"); err != nil {
 		t.Fatalf("before: %v", err)

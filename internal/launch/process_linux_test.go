@@ -23,10 +23,8 @@ func TestProcessSpeaksAndStops(t *testing.T) {
 				`while read line; do echo "got:$line:${TOOLD_TEST_SECRET:-none}:$MARK"; done`
 			p, err := l.Start(ProcessSpec{Argv: []string{"sh", "-c", script},
 				Sandbox: Sandbox{Env: map[string]string{"MARK": marker}}})
-			if err != nil && unavailable(err) {
-				t.Skipf("containment %s is not available on this machine: %v", mode, err)
-			}
 			if err != nil {
+				skipUnavailable(t, err)
 				t.Fatal(err)
 			}
 			if _, err := io.WriteString(p.Stdin, "hello\n"); err != nil {

@@ -22,9 +22,7 @@ func TestRunnerRuns(t *testing.T) {
 			l := testLauncher(t, mode, Config{})
 			r, err := l.Runner(Sandbox{EnvAllow: []string{"TOOLD_TEST_ALLOWED"}})
 			if err != nil {
-				if unavailable(err) {
-					t.Skipf("containment %s is not available on this machine: %v", mode, err)
-				}
+				skipUnavailable(t, err)
 				t.Fatal(err)
 			}
 			if !strings.HasPrefix(r.Containment(), string(mode)) {

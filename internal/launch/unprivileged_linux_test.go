@@ -10,6 +10,6 @@ import (
 // setpriv, with this test binary), where auto means bwrap or an
 // unprivileged user namespace and toold can create no cgroup.
 func TestUnprivileged(t *testing.T) {
-	launchtest.RunUnprivileged(t, "^(TestAutoNeverFallsBackToNone|TestDescendantsGoneWhenRunEnds|TestMinimalRoot|TestLimitsPerRun|"+
+	launchtest.RunUnprivileged(t, 65534, "^(TestAutoNeverFallsBackToNone|TestDescendantsGoneWhenRunEnds|TestMinimalRoot|TestLimitsPerRun|"+
 		"TestTimeoutKillsTheTree|TestSecretEnvironmentIsInvisible|TestNetworkOff|TestPrivateTempDirRemoved|TestProcessSpeaksAndStops)$")
 }

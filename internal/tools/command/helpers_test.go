@@ -3,9 +3,9 @@ package command
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/toold/toold/internal/launch"
+	"github.com/toold/toold/internal/launch/launchtest"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -38,8 +39,8 @@ func newSet(t testing.TB, mode launch.Mode, cfg Config, prep ...func(ws string, 
 	cfg.Containment = string(mode)
 	s, err := build(t, cfg, ws)
 	if err != nil {
-		if unavailable(err) {
-			t.Skipf("containment %s is not available on this machine: %v", mode, err)
+		if errors.Is(err, launch.ErrUnavailable) {
+			launchtest.Unavailable(t, "containment %s is not available on this machine: %v", mode, err)
 		}
 		t.Fatal(err)
 	}
@@ -56,13 +57,6 @@ func build(t testing.TB, cfg Config, ws string) (*Set, error) {
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	return New(cfg, l, zaptest.NewLogger(t))
-}
-
-// unavailable tells a machine that lacks a mode from a broken config.
-func unavailable(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "does not work here") || strings.Contains(msg, "need root") ||
-		strings.Contains(msg, "not installed") || strings.Contains(msg, "unsharing")
 }
 
 // tool returns the Set's tool of that name.

@@ -74,8 +74,9 @@ func writeScript(t *testing.T, path, text string) {
 	}
 }
 
-// TestUnprivileged runs the tests of every mode again as uid 65534, where
-// auto means bwrap or an unprivileged user namespace.
+// TestUnprivileged runs the tests of every mode again as a non-root uid
+// (not launch's 65534: go test runs both at once), where auto means bwrap
+// or an unprivileged user namespace.
 func TestUnprivileged(t *testing.T) {
-	launchtest.RunUnprivileged(t, "^(TestShellMetacharactersStayLiteral)$")
+	launchtest.RunUnprivileged(t, 65533, "^(TestShellMetacharactersStayLiteral)$")
 }
