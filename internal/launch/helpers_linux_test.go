@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,23 +16,11 @@ import (
 var modes = []Mode{ModeNone, ModeNamespaces, ModeBwrap}
 
 // testLauncher builds a Launcher whose default is mode over a fresh
-// workspace the run-as uid can reach. prep, when given, may adjust cfg
-// once the workspace exists.
-func testLauncher(t testing.TB, mode Mode, cfg Config, prep ...func(ws string, cfg *Config)) *Launcher {
+// workspace the run-as uid can reach.
+func testLauncher(t testing.TB, mode Mode, cfg Config) *Launcher {
 	t.Helper()
-	ws := t.TempDir()
-	// The run-as uid must reach the workspace (t.TempDir is 0700).
-	if err := os.Chmod(ws, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(filepath.Dir(ws), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range prep {
-		p(ws, &cfg)
-	}
 	cfg.Containment = string(mode)
-	l, err := New(cfg, ws)
+	l, err := New(cfg, launchtest.Workspace(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,20 @@ func NeedsRoot(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// Workspace is a fresh workspace the run-as uid (65534, or another
+// uid's unprivileged re-run) can reach: t.TempDir is 0700.
+func Workspace(t testing.TB) string {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.Chmod(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(ws), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
 // RunUnprivileged runs the tests of this test binary that match run again
 // as uid (through setpriv), where auto containment means bwrap or an
 // unprivileged user namespace and toold can create no cgroup; the child

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,14 +23,7 @@ var modes = []launch.Mode{launch.ModeNone, launch.ModeNamespaces, launch.ModeBwr
 // prep, when given, may adjust cfg once the workspace exists.
 func newSet(t testing.TB, mode launch.Mode, cfg Config, prep ...func(ws string, cfg *Config)) (*Set, string) {
 	t.Helper()
-	ws := t.TempDir()
-	// The run-as uid must reach the workspace (t.TempDir is 0700).
-	if err := os.Chmod(ws, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(filepath.Dir(ws), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	ws := launchtest.Workspace(t)
 	for _, p := range prep {
 		p(ws, &cfg)
 	}
