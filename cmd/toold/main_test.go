@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,23 +32,6 @@ type instance struct {
 	client *http.Client
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 var listenLine = regexp.MustCompile(`listening on (http://\S+),`)
 var adminLine = regexp.MustCompile(`metrics on (http://\S+)/metrics`)
 
@@ -68,24 +50,13 @@ func startArgs(t *testing.T, env map[string]string, args ...string) *instance {
 	args = append([]string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0"}, args...)
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	go func() { in.done <- run(ctx, args, lookup, strings.NewReader(""), in.stdout, in.stderr) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := listenLine.FindStringSubmatch(in.stdout.String()); m != nil {
-			in.url = m[1]
-			if a := adminLine.FindStringSubmatch(in.stdout.String()); a != nil {
-				in.admin = a[1]
-			}
-			break
-		}
-		select {
-		case err := <-in.done:
-			t.Fatalf("toold exited: %v\nstdout: %s\nstderr: %s", err, in.stdout, in.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toold did not start: %s %s", in.stdout, in.stderr)
-		}
-		time.Sleep(2 * time.Millisecond)
+	m, err := in.stdout.await(listenLine, 10*time.Second, in.done)
+	if m == nil {
+		t.Fatalf("toold did not start (exit: %v)\nstdout: %s\nstderr: %s", err, in.stdout, in.stderr)
+	}
+	in.url = m[1]
+	if a := adminLine.FindStringSubmatch(in.stdout.String()); a != nil {
+		in.admin = a[1]
 	}
 	t.Cleanup(func() { in.shutdown() })
 	return in
@@ -245,13 +216,9 @@ func TestRefusesNonLoopbackWithoutAuth(t *testing.T) {
 
 func TestInsecureNoAuthWarns(t *testing.T) {
 	in := start(t, nil, "-workspace", workspace(t), "-listen", "0.0.0.0:0", "-insecure-no-auth")
-	// The warning follows the lines start waits for: give it a moment.
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(in.stdout.String(), "WARNING") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no warning: %s", in.stdout)
-		}
-		time.Sleep(2 * time.Millisecond)
+	// The warning follows the lines start waits for.
+	if m, _ := in.stdout.await(regexp.MustCompile("WARNING"), 5*time.Second, nil); m == nil {
+		t.Fatalf("no warning: %s", in.stdout)
 	}
 }
 
@@ -334,10 +301,11 @@ func BenchmarkStartup(b *testing.B) {
 			done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-admin-listen", "off", "-workspace", ws, "-log-level", "error", "-state-dir", b.TempDir()},
 				noEnv, nil, out, io.Discard)
 		}()
-		for listenLine.FindStringSubmatch(out.String()) == nil {
-			time.Sleep(100 * time.Microsecond)
+		m, _ := out.await(listenLine, 10*time.Second, done)
+		if m == nil {
+			b.Fatal("toold did not start")
 		}
-		resp, err := http.Get(listenLine.FindStringSubmatch(out.String())[1] + "/healthz")
+		resp, err := http.Get(m[1] + "/healthz")
 		if err != nil || resp.StatusCode != 200 {
 			b.Fatal(err)
 		}
