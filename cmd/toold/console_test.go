@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -115,12 +117,19 @@ func newBrowser(t *testing.T, base string) *browser {
 	return b
 }
 
-// listen keeps the page's exceptions, console errors and CSP violations.
-// A refused request (a 403 the test provokes) is the network's report, not
-// the page's, and is left out.
+// listen keeps the page's exceptions, console errors and CSP violations,
+// and any 404 from toold for something the page loads itself (a script, a
+// style, the icon): each is an error in the browser's console. A refused
+// API call (a 403 the test provokes) is the network's report, not the
+// page's, and is left out; so are the pages of other sites (an IdP's).
 func (b *browser) listen(ev any) {
 	var msg string
 	switch ev := ev.(type) {
+	case *network.EventResponseReceived:
+		if ev.Response.Status == 404 && ev.Type != network.ResourceTypeFetch && ev.Type != network.ResourceTypeXHR &&
+			strings.HasPrefix(ev.Response.URL, b.base+"/") {
+			msg = "404 for the " + string(ev.Type) + " " + ev.Response.URL
+		}
 	case *runtime.EventExceptionThrown:
 		msg = "exception: " + ev.ExceptionDetails.Text
 		if ev.ExceptionDetails.Exception != nil {
@@ -296,12 +305,34 @@ func TestConsoleWithoutApproveRole(t *testing.T) {
 	if !strings.Contains(string(a.body), id) {
 		t.Errorf("the call is no longer waiting: %s", a.body)
 	}
-	// Each refusal of a role is an audit record: the open page asked once,
-	// not every half second.
-	time.Sleep(2 * time.Second)
-	a = send(t, "GET", in.url+"/audit?limit=100", "", bearer(consoleAdminKey)...)
-	if n := strings.Count(string(a.body), `"caller":"watcher","action":"refused"`); n != 2 { // the page's listing, the test's POST
-		t.Errorf("the page's key was refused %d times in the audit log, want 2:\n%s", n, a.body)
+	// Each refusal of a role is an audit record: over 3 s of the page's
+	// time (six of its polls) it asked once, not every half second. A
+	// second POST marks the end: once its record is in the log, any the
+	// page caused before it are too.
+	b.pass(3000)
+	send(t, "POST", in.url+"/approvals/"+id, `{"approve":true}`, bearer(consoleWatcherKey)...)
+	posted := `"caller":"watcher","action":"refused",[^}]*"target":"POST /approvals/` + id
+	body := waitAudit(t, in, regexp.MustCompile(`(?s)`+posted+`.*`+posted))
+	if n := strings.Count(body, `"caller":"watcher","action":"refused"`); n != 3 { // the page's listing, the test's two POSTs
+		t.Errorf("the page's key was refused %d times in the audit log, want 3:\n%s", n, body)
+	}
+}
+
+// waitAudit waits (10 s at most) until the audit log, read by the admin
+// key, matches re, and returns it: the recorder appends in batches, off
+// the call's path.
+func waitAudit(t *testing.T, in *instance, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a := send(t, "GET", in.url+"/audit?limit=100", "", bearer(consoleAdminKey)...)
+		if re.Match(a.body) {
+			return string(a.body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the audit log never matched %s:\n%s", re, a.body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -454,7 +485,7 @@ func TestConsoleActivityToolsAudit(t *testing.T) {
 	b.waitText(tool+" .result", "tried")
 	b.shot("tools")
 
-	time.Sleep(300 * time.Millisecond) // the recorder flushes in batches
+	a.waitAudited(t, 3) // the recorder appends in batches: A's three calls are in the log
 	b.open("audit", consoleAdminKey)
 	b.do(chromedp.Click(chromedp.CSS("#audit-load")))
 	b.waitText("#audit-status", "The chain holds")

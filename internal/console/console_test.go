@@ -30,6 +30,7 @@ func TestHandler(t *testing.T) {
 		{"GET", "/console/", 200, "text/html"},
 		{"GET", "/console/app.js", 200, "text/javascript"},
 		{"GET", "/console/console.css", 200, "text/css"},
+		{"GET", "/console/favicon.svg", 200, "image/svg+xml"},
 		{"HEAD", "/console/api.js", 200, "text/javascript"},
 		{"GET", "/console", 301, ""},
 		{"GET", "/console/nope.js", 404, "text/plain"},
@@ -48,6 +49,22 @@ func TestHandler(t *testing.T) {
 	}
 	if loc := serve(t, "GET", "/console").Header.Get("Location"); loc != "/console/" {
 		t.Errorf("/console redirects to %q", loc)
+	}
+}
+
+// TestFavicon: the page names its icon, and the icon is embedded, so a
+// browser does not ask for /favicon.ico and log the 404 at every load.
+func TestFavicon(t *testing.T) {
+	page, err := fs.ReadFile(assets, "assets/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<link rel="icon" href="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatal("index.html links no icon")
+	}
+	if resp := serve(t, "GET", Prefix+string(m[1])); resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
+		t.Errorf("the icon %s: %d %q", m[1], resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }
 

@@ -42,7 +42,7 @@ async function load() {
     el('dt', {}, 'Signed up to'), el('dd', {}, lastSigned ? 'seq ' + lastSigned.seq + ' (key ' + lastSigned.kid + ')' : 'no signature yet'),
     el('dt', {}, 'Export'), el('dd', {}, el('button', { type: 'button', onclick: exportLog }, 'Download as JSON Lines')));
   document.getElementById('audit-records').replaceChildren(...recs.slice(-50).reverse().map((r) =>
-    el('li', {}, [r.seq, r.time, r.replica, r.caller, r.action, r.tool, r.status, r.target].filter((x) => x !== undefined && x !== '').join(' · '))));
+    el('li', {}, ['seq ' + r.seq, r.time, r.replica, r.caller, r.action, r.tool, r.status, r.target].filter((x) => x !== undefined && x !== '').join(' · '))));
 }
 
 function exportLog() {

@@ -45,6 +45,7 @@ async function poll() {
     }
   }
   document.getElementById('questions-count').textContent = waiting.length ? String(waiting.length) : '';
+  if (waiting.length) delete list.dataset.empty; else list.dataset.empty = 'true'; // the CSS shows #questions-empty
 }
 
 function card(env) {
