@@ -86,7 +86,7 @@ func storeFlags(fs *flag.FlagSet, o *options) {
 func envDefaults(fs *flag.FlagSet, o *options, lookupEnv func(string) (string, bool)) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		name := "TOOLD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := envVar(f.Name)
 		if v, ok := lookupEnv(name); ok && v != "" && isSetting(f.Name) {
 			if err := f.Value.Set(v); err != nil && envErr == nil {
 				envErr = fmt.Errorf("%s=%q: %v", name, v, err)
@@ -95,6 +95,12 @@ func envDefaults(fs *flag.FlagSet, o *options, lookupEnv func(string) (string, b
 		}
 	})
 	return envErr
+}
+
+// envVar is the environment variable of the flag name: TOOLD_ADMIN_LISTEN
+// for admin-listen.
+func envVar(name string) string {
+	return "TOOLD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // isSetting tells the flags that configure a server from those that are

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/config"
+	"github.com/toold/toold/internal/console"
 )
 
 // run is the whole program; main only turns its error into an exit code.
@@ -183,18 +184,18 @@ func absPath(dir string) string {
 
 // serve runs the listeners until ctx ends, then drains.
 func (a *app) serve(ctx context.Context, stdout io.Writer) error {
-	ln, err := net.Listen("tcp", a.cfg.Listen)
+	ln, err := apiEndpoint.listen(a.cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", a.cfg.Listen, err)
+		return err
 	}
 	if a.conns != nil {
 		ln = a.conns.Listener(ln)
 	}
 	var adminLn net.Listener
 	if a.cfg.AdminListen != "" {
-		if adminLn, err = net.Listen("tcp", a.cfg.AdminListen); err != nil {
+		if adminLn, err = adminEndpoint.listen(a.cfg.AdminListen); err != nil {
 			ln.Close()
-			return fmt.Errorf("admin listen %s: %w", a.cfg.AdminListen, err)
+			return err
 		}
 	}
 	if err := a.exec.Start(ctx); err != nil {
@@ -231,9 +232,9 @@ func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer)
 	defer a.stopExecutions()
 	a.upstream.Start()
 	if a.cfg.AdminListen != "" {
-		adminLn, err := net.Listen("tcp", a.cfg.AdminListen)
+		adminLn, err := adminEndpoint.listen(a.cfg.AdminListen)
 		if err != nil {
-			return fmt.Errorf("admin listen %s: %w", a.cfg.AdminListen, err)
+			return err
 		}
 		go func() { _ = a.admin.Serve(adminLn) }()
 		defer a.admin.Close()
@@ -274,6 +275,7 @@ func (a *app) announce(stdout io.Writer, ln, adminLn net.Listener) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "toold %s listening on %s, serving %d tools from workspace %s\n",
 		versionString(), listenURL(ln.Addr()), a.reg.Load().Len(), absPath(a.cfg.Workspace))
+	fmt.Fprintf(&b, "console on %s%s\n", listenURL(ln.Addr()), console.Prefix)
 	if adminLn != nil {
 		pprof := ""
 		if a.pprof() {
