@@ -24,9 +24,12 @@ type connectEntry struct {
 }
 
 // TestConnectConfigs runs every host configuration in examples/connect as
-// its host would: a command entry is launched (with the built toold as
-// "toold" and a workspace for the placeholder), a URL entry is connected to
-// a toold started on loopback; each must list the file tools over MCP.
+// its host would: a command entry is launched (with the built toold for
+// the placeholder of its absolute path, and a workspace for the
+// workspace's), a URL entry is connected to a toold started on loopback;
+// each must list the file tools over MCP. A command names toold by its
+// absolute path, which the README and examples/connect say how to find: a
+// desktop host does not see $(go env GOPATH)/bin on its PATH.
 func TestConnectConfigs(t *testing.T) {
 	bin, err := buildToold()
 	if err != nil {
@@ -64,8 +67,9 @@ func TestConnectConfigs(t *testing.T) {
 				var transport mcp.Transport
 				switch {
 				case e.Command != "":
-					if e.Command != "toold" {
-						t.Fatalf("command %q: the README installs toold on PATH", e.Command)
+					if e.Command != tooldPlaceholder {
+						t.Fatalf("command %q: a desktop host may not see toold's directory on its PATH; name it %s, whose "+
+							"absolute path the README says how to find", e.Command, tooldPlaceholder)
 					}
 					args := slices.Clone(e.Args)
 					for i, a := range args {
@@ -108,6 +112,33 @@ func TestConnectConfigs(t *testing.T) {
 					t.Fatalf("read_file: %v %+v", err, call)
 				}
 			})
+		}
+	}
+}
+
+// tooldPlaceholder stands for toold's absolute path in the host
+// configurations.
+const tooldPlaceholder = "/path/to/toold"
+
+// TestConnectSaysAbsolutePath: the README's "Connect an agent" and
+// examples/connect/README.md tell the reader to put the absolute path of
+// toold for the placeholder, why, and how to find it.
+func TestConnectSaysAbsolutePath(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, _, _ := strings.Cut(string(readme[strings.Index(string(readme), "## Connect an agent"):]), "\n## Tests")
+	connect, err := os.ReadFile("../../examples/connect/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"README.md, Connect an agent": section, "examples/connect/README.md": string(connect)} {
+		text = strings.Join(strings.Fields(text), " ")
+		for _, want := range []string{"absolute path", tooldPlaceholder, "$(go env GOPATH)/bin", "command -v toold"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s does not say %q", name, want)
+			}
 		}
 	}
 }
