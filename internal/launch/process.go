@@ -44,6 +44,9 @@ type Process struct {
 	mu   sync.Mutex
 	tail []byte
 	stop sync.Once
+	// stderrRead is closed once stderr reached its end: every process
+	// that held it is gone.
+	stderrRead chan struct{}
 }
 
 // Start runs spec in its sandbox. The program is checked like a command
@@ -68,7 +71,8 @@ func (l *Launcher) Start(spec ProcessSpec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := &Process{Stdin: p.pipes.inW, Stdout: p.pipes.outR, k: p.k, cg: p.cg, tmp: p.tmp, sb: r.sb, done: make(chan struct{})}
+	pr := &Process{Stdin: p.pipes.inW, Stdout: p.pipes.outR, k: p.k, cg: p.cg, tmp: p.tmp, sb: r.sb, done: make(chan struct{}),
+		stderrRead: make(chan struct{})}
 	go pr.collectStderr(p.pipes.errR)
 	go func() {
 		pr.err = p.cmd.Wait()
@@ -91,7 +95,8 @@ func (p *Process) Err() error {
 }
 
 // Stderr returns the end of what the process wrote to stderr, for logs and
-// error messages.
+// error messages. After Stop it holds everything the process wrote: why a
+// server died is often the last thing it said.
 func (p *Process) Stderr() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -99,6 +104,7 @@ func (p *Process) Stderr() string {
 }
 
 func (p *Process) collectStderr(r *os.File) {
+	defer close(p.stderrRead)
 	defer r.Close()
 	buf := make([]byte, 4096)
 	for {
@@ -135,5 +141,11 @@ func (p *Process) Stop(grace time.Duration) {
 		p.cg.remove()
 		_ = p.Stdout.Close()
 		_ = os.RemoveAll(p.tmp)
+		// The tree is gone, so stderr ends: wait for its last bytes to be
+		// read (bounded, should something outside the tree hold it).
+		select {
+		case <-p.stderrRead:
+		case <-time.After(time.Second):
+		}
 	})
 }

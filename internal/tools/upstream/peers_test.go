@@ -81,6 +81,7 @@ func peerServer() *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Dies mid-call."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			os.Stderr.WriteString(crashSays)
 			os.Exit(3)
 			return nil, nil, nil
 		})

@@ -266,6 +266,17 @@ func (c *conn) close() {
 	}
 }
 
+// exit stops a stdio server's process, as close does, so that all it
+// wrote to stderr has been read, and says how it ended and why: a server
+// that dies is seen first as its session ending.
+func (c *conn) exit() []zap.Field {
+	if c.proc == nil {
+		return nil
+	}
+	c.proc.Stop(2 * time.Second)
+	return []zap.Field{zap.Error(c.proc.Err()), zap.String("stderr", stderrReason(c.proc.Stderr()))}
+}
+
 // connect starts or reaches the server, initializes a session and lists
 // its tools, all within the connect timeout, and serves the tools.
 func (s *server) connect(ctx context.Context) (*conn, error) {
@@ -298,8 +309,8 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		if c.proc != nil {
 			c.proc.Stop(0)
-			if tail := strings.TrimSpace(c.proc.Stderr()); tail != "" {
-				err = fmt.Errorf("%w (stderr: %s)", err, lastLine(tail))
+			if why := stderrReason(c.proc.Stderr()); why != "" {
+				err = fmt.Errorf("%w (stderr: %s)", err, why)
 			}
 		}
 		return nil, fmt.Errorf("initialize: %w", err)
@@ -361,10 +372,10 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-ended:
-			s.log.Warn("MCP server disconnected")
+			s.log.Warn("MCP server disconnected", c.exit()...)
 			break loop
 		case <-procDone:
-			s.log.Warn("MCP server process exited", zap.Error(c.proc.Err()), zap.String("stderr", lastLine(c.proc.Stderr())))
+			s.log.Warn("MCP server process exited", c.exit()...)
 			break loop
 		case <-s.relist:
 			lctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
@@ -462,15 +473,4 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set(k, t.h[k])
 	}
 	return t.base.RoundTrip(r)
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 300 {
-		s = s[:300]
-	}
-	return s
 }
