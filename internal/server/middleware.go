@@ -80,7 +80,7 @@ func (s *Server) frame(next http.Handler) http.Handler {
 		ri, sw := &st.ri, &st.sw
 		ctx := context.WithValue(r.Context(), keyInfo, ri)
 		var span trace.Span
-		if s.opts.Tracer != nil {
+		if s.opts.Tracer != nil && !probe(r) {
 			ctx, span = s.startSpan(ctx, r)
 		}
 		r = r.WithContext(ctx)

@@ -21,6 +21,14 @@ func (s *Server) startSpan(ctx context.Context, r *http.Request) (context.Contex
 			semconv.NetworkProtocolVersion(protoVersion(r))))
 }
 
+// probe tells a health probe (/healthz, /readyz) from a request: a
+// kubelet or a load balancer asks every few seconds, and a trace each
+// would bury the calls under traces of nothing. Probes are still counted
+// and logged.
+func probe(r *http.Request) bool {
+	return r.URL.Path == "/healthz" || r.URL.Path == "/readyz"
+}
+
 // endSpan closes the server span with the HTTP conventions' attributes:
 // the route (never the raw path: it may carry what a caller typed), the
 // status (5xx marks the span failed, as the conventions say for a server),

@@ -140,3 +140,23 @@ func TestTracingOff(t *testing.T) {
 }
 
 func attributeKey(k string) attribute.Key { return attribute.Key(k) }
+
+// TestProbesMakeNoSpans: /healthz and /readyz, asked every few seconds by
+// a kubelet or a load balancer, make no trace (even when the probe
+// carries a traceparent); the request after them does.
+func TestProbesMakeNoSpans(t *testing.T) {
+	rec := tracingtest.New(t, nil)
+	h := newHarness(t, harnessOpts{tracer: rec.Tracer()})
+	for _, path := range []string{"/healthz", "/readyz", "/healthz"} {
+		if r := h.do("GET", path, nil, map[string]string{"traceparent": callerParent}); r.status != 200 {
+			t.Fatalf("%s: %d %s", path, r.status, r.body)
+		}
+	}
+	h.do("GET", "/tools", nil, nil)
+	rec.Await(t, "GET /tools")
+	for _, s := range rec.Spans() {
+		if s.Name != "GET /tools" {
+			t.Errorf("a span %q besides the request's", s.Name)
+		}
+	}
+}
