@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestAuditCommands: every call of a run leaves an audit record; `toold
@@ -18,11 +17,11 @@ func TestAuditCommands(t *testing.T) {
 	dir := t.TempDir()
 	in := start(t, nil, "-workspace", workspace(t), "-state-dir", dir)
 	const calls = 5
-	for range calls {
+	for i := range calls {
 		if code, _ := in.exec("read_file", `{"paths":["hello.txt"]}`); code != 200 {
 			t.Fatalf("read_file: %d", code)
 		}
-		time.Sleep(80 * time.Millisecond) // past a flush: records in messages of their own
+		in.waitAudited(t, i+1) // appended before the next: records in messages of their own
 	}
 	in.exec("read_file", `{"paths":"not a list"}`)
 	if err := in.shutdown(); err != nil {

@@ -312,27 +312,9 @@ func TestConsoleWithoutApproveRole(t *testing.T) {
 	b.pass(3000)
 	send(t, "POST", in.url+"/approvals/"+id, `{"approve":true}`, bearer(consoleWatcherKey)...)
 	posted := `"caller":"watcher","action":"refused",[^}]*"target":"POST /approvals/` + id
-	body := waitAudit(t, in, regexp.MustCompile(`(?s)`+posted+`.*`+posted))
+	body := in.waitAudit(t, consoleAdminKey, regexp.MustCompile(`(?s)`+posted+`.*`+posted))
 	if n := strings.Count(body, `"caller":"watcher","action":"refused"`); n != 3 { // the page's listing, the test's two POSTs
 		t.Errorf("the page's key was refused %d times in the audit log, want 3:\n%s", n, body)
-	}
-}
-
-// waitAudit waits (10 s at most) until the audit log, read by the admin
-// key, matches re, and returns it: the recorder appends in batches, off
-// the call's path.
-func waitAudit(t *testing.T, in *instance, re *regexp.Regexp) string {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		a := send(t, "GET", in.url+"/audit?limit=100", "", bearer(consoleAdminKey)...)
-		if re.Match(a.body) {
-			return string(a.body)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the audit log never matched %s:\n%s", re, a.body)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -103,7 +103,7 @@ func TestConnectionCapEvictsIdle(t *testing.T) {
 		busy[i] = dialRaw(t, in.url)
 		busy[i].send(t, "POST", "/tools/sleep/execute", `{"ms":3000}`)
 	}
-	time.Sleep(300 * time.Millisecond) // the four are read and running
+	in.waitMetric(t, `toold_tool_in_flight{tool="sleep"}`, func(v float64) bool { return v == 4 }, "the four sleeps running")
 	start = time.Now()
 	resp, body = do(t, in.url, "GET", "/healthz", "", 5*time.Second)
 	if resp == nil || resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !resp.Close ||

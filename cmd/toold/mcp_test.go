@@ -338,12 +338,8 @@ func startEverythingHTTP(t *testing.T, script string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), "listening on port") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the everything server did not start: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if m, _ := stderr.await(regexp.MustCompile("listening on port"), 20*time.Second, nil); m == nil {
+		t.Fatalf("the everything server did not start: %s", stderr.String())
 	}
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
 }

@@ -171,12 +171,21 @@ func TestTwoReplicasOneNATS(t *testing.T) {
 			t.Fatalf("read on B: %d %s", got.status, got.body)
 		}
 		var names []string
-		done := make(chan struct{})
+		done, started := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			names = sseEvents(t, b.url+loc+"/events", func(name, _ string) bool { return name == "end" || name == "error" })
+			names = sseEvents(t, b.url+loc+"/events", func(name, _ string) bool {
+				if name == "start" {
+					close(started)
+				}
+				return name == "end" || name == "error"
+			})
 		}()
-		time.Sleep(300 * time.Millisecond)
+		select { // cancelled once it runs, as B's stream shows
+		case <-started:
+		case <-done:
+			t.Fatalf("B's stream ended before the execution started: %v", names)
+		}
 		if c := send(t, "DELETE", b.url+loc, ""); c.status != 200 || c.env.Status != "cancelled" {
 			t.Fatalf("cancel on B: %d %s", c.status, c.body)
 		}
@@ -228,17 +237,20 @@ func TestTwoReplicasOneNATS(t *testing.T) {
 	})
 
 	t.Run("B's activity stream shows A's calls", func(t *testing.T) {
+		// The stream is read from its start (after event 1.0), so the call
+		// is found whether it ends before B's subscription opens or after;
+		// its request id tells it from every other.
 		seen := make(chan bool, 1)
 		go func() {
 			found := false
-			sseEvents(t, b.url+"/events?tool=echo", func(_, data string) bool {
-				found = strings.Contains(data, `"replica":"replica-a2"`) && strings.Contains(data, `"type":"end"`)
+			sseEvents(t, b.url+"/events?tool=echo&last_event_id=1.0", func(_, data string) bool {
+				found = strings.Contains(data, `"request_id":"watched-on-b"`) && strings.Contains(data, `"replica":"replica-a2"`) &&
+					strings.Contains(data, `"type":"end"`)
 				return found
 			})
 			seen <- found
 		}()
-		time.Sleep(300 * time.Millisecond) // the subscription is open
-		send(t, "POST", a.url+"/tools/echo/execute", `{"message":"watched"}`)
+		send(t, "POST", a.url+"/tools/echo/execute", `{"message":"watched"}`, "X-Request-ID", "watched-on-b")
 		if !<-seen {
 			t.Error("A's call never reached B's /events")
 		}
@@ -247,6 +259,7 @@ func TestTwoReplicasOneNATS(t *testing.T) {
 	t.Run("NATS restarts under load; nothing accepted is lost", func(t *testing.T) {
 		var accepted sync.Map // location -> replica url
 		var refused atomic.Int64
+		submits := newProgress()
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for _, p := range []*proc{a, b, a, b, a, b} { // three clients per replica
@@ -268,10 +281,11 @@ func TestTwoReplicasOneNATS(t *testing.T) {
 					default:
 						t.Errorf("submit: %d %s", r.status, r.body)
 					}
+					submits.add()
 				}
 			}()
 		}
-		time.Sleep(500 * time.Millisecond)
+		submits.await(t, 30, "submits before NATS stops")
 		ns.Stop()
 		deadline := time.Now().Add(10 * time.Second)
 		for send(t, "GET", a.url+"/readyz", "").status != 503 {
@@ -280,7 +294,7 @@ func TestTwoReplicasOneNATS(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(300 * time.Millisecond)
+		submits.await(t, 12, "submits while NATS is down")
 		ns.Start()
 		deadline = time.Now().Add(20 * time.Second)
 		for send(t, "GET", a.url+"/readyz", "").status != 200 || send(t, "GET", b.url+"/readyz", "").status != 200 {
@@ -289,7 +303,7 @@ func TestTwoReplicasOneNATS(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(500 * time.Millisecond)
+		submits.await(t, 30, "submits after NATS is back")
 		close(stop)
 		wg.Wait()
 		n, notDone := 0, 0
@@ -309,4 +323,36 @@ func TestTwoReplicasOneNATS(t *testing.T) {
 			t.Errorf("toold_store_reconnects_total on A is %q", v)
 		}
 	})
+}
+
+// progress counts what concurrent clients have done, and wakes a waiter
+// at each step: a test waits for work to happen, not for time to pass.
+type progress struct {
+	n    atomic.Int64
+	tick chan struct{}
+}
+
+func newProgress() *progress { return &progress{tick: make(chan struct{}, 1)} }
+
+func (p *progress) add() {
+	p.n.Add(1)
+	select {
+	case p.tick <- struct{}{}:
+	default:
+	}
+}
+
+// await waits (30 s at most) until n more steps are done.
+func (p *progress) await(t *testing.T, n int64, what string) {
+	t.Helper()
+	want := p.n.Load() + n
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for p.n.Load() < want {
+		select {
+		case <-p.tick:
+		case <-timeout.C:
+			t.Fatalf("%d %s in 30 s, want %d", n-(want-p.n.Load()), what, n)
+		}
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/state"
@@ -22,11 +21,11 @@ import (
 func auditRun(t *testing.T, dir string, calls int, args ...string) {
 	t.Helper()
 	in := start(t, nil, append([]string{"-workspace", workspace(t), "-state-dir", dir}, args...)...)
-	for range calls {
+	for i := range calls {
 		if code, _ := in.exec("read_file", `{"paths":["hello.txt"]}`); code != 200 {
 			t.Fatalf("read_file: %d", code)
 		}
-		time.Sleep(80 * time.Millisecond) // past a flush: records in messages of their own
+		in.waitAudited(t, i+1) // appended before the next: records in messages of their own
 	}
 	if err := in.shutdown(); err != nil {
 		t.Fatal(err)
@@ -134,9 +133,10 @@ func TestVerifyAgainstCheckpoints(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "toold.yaml")
 	os.WriteFile(cfg, []byte("state: {audit: {checkpoint_interval: 20ms, checkpoint_file: "+cpFile+"}}\n"), 0o600)
 	in := start(t, nil, "-workspace", workspace(t), "-state-dir", dir, "-config", cfg)
-	for range 4 {
+	for i := range 4 {
 		in.exec("read_file", `{"paths":["hello.txt"]}`)
-		time.Sleep(80 * time.Millisecond)
+		// Appended (and so under a checkpoint, every 20ms) before the next.
+		in.waitAudited(t, i+1)
 	}
 	if err := in.shutdown(); err != nil {
 		t.Fatal(err)

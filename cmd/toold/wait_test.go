@@ -104,6 +104,25 @@ func (in *instance) waitMetric(t *testing.T, series string, ok func(float64) boo
 	}
 }
 
+// waitAudit waits (10 s at most) until the audit log, read with key,
+// matches re, and returns it: the recorder appends in batches, off the
+// call's path, and in order, so a record found means those before it are
+// there too.
+func (in *instance) waitAudit(t *testing.T, key string, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a := send(t, "GET", in.url+"/audit?limit=100", "", bearer(key)...)
+		if re.Match(a.body) {
+			return string(a.body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the audit log never matched %s:\n%s", re, a.body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitAudited waits until toold has appended at least n audit records to
 // its log (the recorder writes them in batches, off the call's path).
 func (in *instance) waitAudited(t *testing.T, n int) {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,16 +239,19 @@ func TestWaitExpires(t *testing.T) {
 	if approval.Waiting == nil || approval.Waiting.For != "approval" {
 		t.Fatalf("a call waiting for approval: %+v", approval)
 	}
-	time.Sleep(1500 * time.Millisecond)
-	if a := send(t, "POST", in.url+"/approvals/"+approval.ExecutionID, `{"approve":true}`, bearer(approverKey)...); a.status != 409 ||
-		!strings.Contains(string(a.body), "wait_expired") {
-		t.Errorf("approving a call that timed out: %d %s", a.status, a.body)
-	}
+	// Once its stream says it ended (the wait's second is up), it is read,
+	// and approved too late.
+	awaitEnd(t, in, approval.ExecutionID)
 	a = send(t, "GET", in.url+"/executions/"+approval.ExecutionID, "", bearer(agentKey)...)
 	if got := decodeWaiting(t, a); got.Status != "timeout" || got.Error == nil || got.Error.Code != "wait_expired" {
 		t.Errorf("the approval that timed out: %d %s", a.status, a.body)
 	}
-	a = send(t, "GET", in.url+"/executions/"+env.ExecutionID+"?wait=5s", "", bearer(agentKey)...)
+	if a := send(t, "POST", in.url+"/approvals/"+approval.ExecutionID, `{"approve":true}`, bearer(approverKey)...); a.status != 409 ||
+		!strings.Contains(string(a.body), "wait_expired") {
+		t.Errorf("approving a call that timed out: %d %s", a.status, a.body)
+	}
+	awaitEnd(t, in, env.ExecutionID)
+	a = send(t, "GET", in.url+"/executions/"+env.ExecutionID, "", bearer(agentKey)...)
 	if got := decodeWaiting(t, a); got.Status != "timeout" || got.Error == nil || got.Error.Code != "wait_expired" {
 		t.Fatalf("an expired wait: %d %s", a.status, a.body)
 	}
@@ -255,6 +259,18 @@ func TestWaitExpires(t *testing.T) {
 		t.Errorf("a late answer: %d %s", a.status, a.body)
 	} else if !strings.Contains(string(a.body), "wait_expired") {
 		t.Errorf("a late answer is not told its wait expired: %s", a.body)
+	}
+}
+
+// awaitEnd waits until the agent's execution id ends, as its event
+// stream says (?wait= answers at a wait as well as at the end).
+func awaitEnd(t *testing.T, in *instance, id string) {
+	t.Helper()
+	events := sseEvents(t, in.url+"/executions/"+id+"/events", func(name, _ string) bool {
+		return name != "pending" && name != "start" && name != "waiting" && name != "resumed"
+	}, agentKey)
+	if len(events) == 0 || slices.Contains([]string{"pending", "start", "waiting", "resumed"}, events[len(events)-1]) {
+		t.Fatalf("execution %s did not end: its events %v", id, events)
 	}
 }
 
@@ -332,9 +348,9 @@ func TestHumanApproval(t *testing.T) {
 	if strings.Contains(string(a.body), approved.ExecutionID) || strings.Contains(string(a.body), denied.ExecutionID) {
 		t.Errorf("decided calls are still listed: %s", a.body)
 	}
-	// Every decision and every refused attempt is in the audit log.
-	time.Sleep(300 * time.Millisecond) // the recorder flushes in batches
-	a = send(t, "GET", in.url+"/audit?limit=100", "", bearer(auditorKey)...)
+	// Every decision and every refused attempt is in the audit log, once
+	// the last (the second decision, refused) is.
+	a.body = []byte(in.waitAudit(t, auditorKey, regexp.MustCompile(`"action":"decision_refused",[^}]*: already_decided"`)))
 	for _, want := range []string{
 		`"caller":"approver","action":"approve","duration_ms":0,"request_id":"[^"]+","target":"execution ` + approved.ExecutionID + `: echo called by agent; reason: planned"`,
 		`"caller":"approver","action":"deny",[^}]*"target":"execution ` + denied.ExecutionID + `: echo called by agent; reason: not today"`,

@@ -69,11 +69,12 @@ func TestApprovalWebhook(t *testing.T) {
 	if a := send(t, "POST", in.url+"/approvals/"+first, `{"approve":true}`, bearer(consoleApproverKey)...); a.status != 200 {
 		t.Fatalf("approve: %d %s", a.status, a.body)
 	}
+	// The decision sent nothing: the next message is the next approval's
+	// (the webhook's queue sends in order), and the third the third's.
 	second := callWaiting(t, in, "again")
-	msgs = received(2)
-	time.Sleep(200 * time.Millisecond)
-	if msgs = received(2); len(msgs) != 2 || !strings.Contains(msgs[1], second) {
-		t.Errorf("after a decision and a second approval, the webhook got: %v", msgs)
+	third := callWaiting(t, in, "and again")
+	if msgs = received(3); len(msgs) != 3 || !strings.Contains(msgs[1], second) || !strings.Contains(msgs[2], third) {
+		t.Errorf("after a decision and two more approvals, the webhook got: %v", msgs)
 	}
 	if strings.Contains(in.stdout.String()+in.stderr.String(), "/services/T0/B0/secret") {
 		t.Error("the webhook's secret URL is in the logs")
