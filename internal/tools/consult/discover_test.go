@@ -1,9 +1,12 @@
 package consult
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/toold/toold/internal/dispatch"
@@ -93,17 +96,42 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-// TestDiscoveryTTL: a remembered answer expires.
+// probes is a provider that counts its availability checks.
+type probes struct{ n atomic.Int32 }
+
+func (p *probes) ask(context.Context, query) outcome { return outcome{} }
+func (p *probes) where() map[string]any              { return nil }
+func (p *probes) probe(context.Context, time.Duration) availability {
+	p.n.Add(1)
+	return availability{Installed: true, Working: true}
+}
+
+// TestDiscoveryTTL: a remembered answer serves until the TTL has passed,
+// to the nanosecond, then the provider is checked again; refresh checks
+// at once. synctest's clock passes the TTL: the test does not wait for
+// it. (TestDiscovery counts the real CLI's version checks.)
 func TestDiscoveryTTL(t *testing.T) {
-	e := newEnv(t)
-	r := e.build(Config{Providers: map[string]ProviderConfig{"good": e.cli("good", "json")}, DetectionTTL: 200 * time.Millisecond})
-	r.providers(`{}`)
-	r.providers(`{}`)
-	time.Sleep(300 * time.Millisecond)
-	r.providers(`{}`)
-	if n := strings.Count(e.recorded("good", "versions"), "x"); n != 2 {
-		t.Errorf("%d version checks, want 2 (one, remembered, then one after the TTL)", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		d := newDiscovery(200*time.Millisecond, time.Second)
+		pr := &probes{}
+		p := &provider{spec: &spec{name: "good"}, impl: pr}
+		for _, step := range []struct {
+			wait    time.Duration
+			refresh bool
+			want    int32
+		}{
+			{0, false, 1}, {0, false, 1}, // checked, then remembered
+			{199 * time.Millisecond, false, 1}, // within the TTL
+			{time.Millisecond, false, 2},       // the TTL has passed
+			{0, false, 2}, {0, true, 3},        // remembered again; refresh asked
+		} {
+			time.Sleep(step.wait)
+			if a := d.check(ctx, p, step.refresh); !a.usable() || pr.n.Load() != step.want {
+				t.Fatalf("after %v (refresh %v): %d checks, want %d", step.wait, step.refresh, pr.n.Load(), step.want)
+			}
+		}
+	})
 }
 
 // TestTimeoutsPerOperation: consultation (the section's and a provider's

@@ -204,6 +204,9 @@ type fakeAPI struct {
 	bodies   []string
 	chats    int
 	modelsOK bool
+	// hold, when set, holds a chat asking for the model "barrier" until
+	// it returns (see barrier).
+	hold func(context.Context)
 }
 
 func newFakeAPI(t *testing.T) *fakeAPI {
@@ -244,6 +247,12 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"error":{"message":"bad request"}}`)
 		return
+	}
+	f.mu.Lock()
+	hold := f.hold
+	f.mu.Unlock()
+	if req.Model == "barrier" && hold != nil {
+		hold(r.Context())
 	}
 	pause := map[string]time.Duration{"slow": 2 * time.Second, "sleep1": time.Second}[req.Model]
 	select {
