@@ -139,14 +139,34 @@ func TestCallerCancelled(t *testing.T) {
 	}
 }
 
+// cancelsCaller cancels its caller's context, with cause, as it starts,
+// then holds its slot until released: the cancellation comes while it
+// runs, whatever the machine's speed.
+type cancelsCaller struct {
+	cancel  context.CancelCauseFunc
+	cause   error
+	release chan struct{}
+}
+
+func (c cancelsCaller) Spec() tools.Spec {
+	return tools.Spec{Name: "cancels", Description: "Cancels its caller.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object"}`), Limits: tools.Limits{Timeout: time.Minute}}
+}
+func (c cancelsCaller) Execute(context.Context, *tools.Call) (any, error) {
+	c.cancel(c.cause)
+	<-c.release
+	return "done", nil
+}
+
 // TestCancelCause: a context cancelled with a *tools.Error as its cause
 // (toold's drain) answers with that error, not "cancelled by its caller".
 func TestCancelCause(t *testing.T) {
-	d := newDispatcher(t, nil, ctxIgnorer{d: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cause := tools.Errorf(tools.OverloadError, "shutting down").WithCode("draining")
-	go func() { time.Sleep(5 * time.Millisecond); cancel(cause) }()
-	env := d.Execute(ctx, &Request{Tool: "ignorer", Timeout: time.Second})
+	tool := cancelsCaller{cancel: cancel, cause: cause, release: make(chan struct{})}
+	defer close(tool.release)
+	d := newDispatcher(t, nil, tool)
+	env := d.Execute(ctx, &Request{Tool: "cancels", Timeout: time.Minute})
 	if env.Error == nil || env.Error.Code != "draining" {
 		t.Fatalf("got %+v", env.Error)
 	}

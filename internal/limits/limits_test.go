@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,64 +49,71 @@ type result struct {
 	err     error
 }
 
+// TestExactlyNRunAndMWait runs on synctest's clock: each waiter is in the
+// queue once every goroutine is blocked (synctest.Wait), the refusal of
+// call N+M+1 takes no time at all (a wait would), and the second waiter
+// is seen still waiting while the first runs — no sleep, no guess.
 func TestExactlyNRunAndMWait(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	l := New(Options{Registerer: reg})
-	e := entry(t, 2, 3, time.Minute)
-	ctx := context.Background()
-	var running []func()
-	for range 2 {
-		rel, err := l.Admit(ctx, e)
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Registerer: prometheus.NewRegistry()})
+		e := entry(t, 2, 3, time.Minute)
+		ctx := context.Background()
+		var running []func()
+		for range 2 {
+			rel, err := l.Admit(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = append(running, rel)
 		}
-		running = append(running, rel)
-	}
-	var queued []chan result
-	for i := range 3 {
-		queued = append(queued, admitAsync(l, ctx, e))
-		waitGauge(t, reg, "toold_tool_queue_depth", float64(i+1))
-	}
-	start := time.Now()
-	_, err := l.Admit(ctx, e)
-	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != ReasonQueueFull || te.RetryAfter <= 0 {
-		t.Fatalf("call N+M+1: %v", err)
-	}
-	// No slot frees before this check: an answer within a second is a
-	// refusal, not a wait (a wait would last till a slot frees).
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("rejection took %v", d)
-	}
-	// FIFO: the oldest waiter gets the freed slot.
-	running[0]()
-	got := <-queued[0]
-	if got.err != nil {
-		t.Fatal(got.err)
-	}
-	select {
-	case r := <-queued[1]:
-		t.Fatalf("second waiter admitted out of turn: %v", r.err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	if v := testutil.ToFloat64(l.inFlight.WithLabelValues("t")); v != 2 {
-		t.Errorf("in flight = %v, want 2", v)
-	}
-	got.release()
-	running[1]()
-	for _, q := range queued[1:] {
-		r := <-q
-		if r.err != nil {
-			t.Fatal(r.err)
+		var queued []chan result
+		for i := range 3 {
+			queued = append(queued, admitAsync(l, ctx, e))
+			synctest.Wait()
+			if v := testutil.ToFloat64(l.queued.WithLabelValues("t")); v != float64(i+1) {
+				t.Fatalf("queue depth %v, want %d", v, i+1)
+			}
 		}
-		r.release()
-	}
-	if v := testutil.ToFloat64(l.inFlight.WithLabelValues("t")); v != 0 {
-		t.Errorf("in flight after all released = %v", v)
-	}
-	if v := testutil.ToFloat64(l.rejected.WithLabelValues("t", ReasonQueueFull)); v != 1 {
-		t.Errorf("queue_full rejections = %v", v)
-	}
+		start := time.Now()
+		_, err := l.Admit(ctx, e)
+		var te *tools.Error
+		if !errors.As(err, &te) || te.Code != ReasonQueueFull || te.RetryAfter <= 0 {
+			t.Fatalf("call N+M+1: %v", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("rejection took %v: it waited", d)
+		}
+		// FIFO: the oldest waiter gets the freed slot; the next still waits.
+		running[0]()
+		got := <-queued[0]
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		synctest.Wait()
+		select {
+		case r := <-queued[1]:
+			t.Fatalf("second waiter admitted out of turn: %v", r.err)
+		default:
+		}
+		if v := testutil.ToFloat64(l.inFlight.WithLabelValues("t")); v != 2 {
+			t.Errorf("in flight = %v, want 2", v)
+		}
+		got.release()
+		running[1]()
+		for _, q := range queued[1:] {
+			r := <-q
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			r.release()
+		}
+		if v := testutil.ToFloat64(l.inFlight.WithLabelValues("t")); v != 0 {
+			t.Errorf("in flight after all released = %v", v)
+		}
+		if v := testutil.ToFloat64(l.rejected.WithLabelValues("t", ReasonQueueFull)); v != 1 {
+			t.Errorf("queue_full rejections = %v", v)
+		}
+	})
 }
 
 func waitGauge(t *testing.T, reg *prometheus.Registry, name string, want float64) {
@@ -125,32 +133,39 @@ func waitGauge(t *testing.T, reg *prometheus.Registry, name string, want float64
 	}
 }
 
+// TestCancelledWaiterLeavesAtOnce runs on synctest's clock: the waiter
+// is queued once every goroutine is blocked (synctest.Wait), and it
+// leaves on the cancel with no time passed at all — leaving on the queue
+// wait (a minute) or a freed slot (held throughout) would take time.
 func TestCancelledWaiterLeavesAtOnce(t *testing.T) {
-	l := New(Options{})
-	e := entry(t, 1, 5, time.Minute)
-	rel, _ := l.Admit(context.Background(), e)
-	ctx, cancel := context.WithCancel(context.Background())
-	c := admitAsync(l, ctx, e)
-	time.Sleep(10 * time.Millisecond)
-	start := time.Now()
-	cancel()
-	r := <-c
-	// The slot is held for the whole test: leaving within a second is
-	// leaving on the cancel, not on a freed slot.
-	if !errors.Is(r.err, context.Canceled) || time.Since(start) > time.Second {
-		t.Fatalf("cancelled waiter: %v after %v", r.err, time.Since(start))
-	}
-	if v := testutil.ToFloat64(l.queued.WithLabelValues("t")); v != 0 {
-		t.Errorf("queue depth after cancel = %v", v)
-	}
-	// It never runs: the next caller gets the slot when it frees.
-	next := admitAsync(l, context.Background(), e)
-	rel()
-	if r := <-next; r.err != nil {
-		t.Fatal(r.err)
-	} else {
-		r.release()
-	}
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{})
+		e := entry(t, 1, 5, time.Minute)
+		rel, _ := l.Admit(context.Background(), e)
+		ctx, cancel := context.WithCancel(context.Background())
+		c := admitAsync(l, ctx, e)
+		synctest.Wait()
+		if v := testutil.ToFloat64(l.queued.WithLabelValues("t")); v != 1 {
+			t.Fatalf("queue depth = %v, want the waiter", v)
+		}
+		start := time.Now()
+		cancel()
+		r := <-c
+		if !errors.Is(r.err, context.Canceled) || time.Since(start) != 0 {
+			t.Fatalf("cancelled waiter: %v after %v", r.err, time.Since(start))
+		}
+		if v := testutil.ToFloat64(l.queued.WithLabelValues("t")); v != 0 {
+			t.Errorf("queue depth after cancel = %v", v)
+		}
+		// It never runs: the next caller gets the slot when it frees.
+		next := admitAsync(l, context.Background(), e)
+		rel()
+		if r := <-next; r.err != nil {
+			t.Fatal(r.err)
+		} else {
+			r.release()
+		}
+	})
 }
 
 func TestQueueWaitBound(t *testing.T) {
