@@ -79,16 +79,22 @@ var waiting = executions.PendingApproval{ID: "01a2141e0b6959ba13093696", Tool: "
 func TestWebhookDelivers(t *testing.T) {
 	h := newHook(t, 200)
 	w, logs := webhook(t, h.url, netguard.Policy{Allow: []string{"127.0.0.1"}, AllowHTTP: true})
+	// A second approval marks the end of the first's messages: they go
+	// out one at a time, in order, so the second message must be its.
+	next := waiting
+	next.ID = "01a2141e0b6959ba13093697"
 	w.Notify(waiting)
-	select {
-	case <-h.got:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("nothing was delivered; logs: %v", logs.All())
+	w.Notify(next)
+	for range 2 {
+		select {
+		case <-h.got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("not delivered; logs: %v", logs.All())
+		}
 	}
-	time.Sleep(100 * time.Millisecond) // nothing more comes
 	got := h.received()
-	if len(got) != 1 || h.types[0] != "POST application/json" {
-		t.Fatalf("delivered %d messages (%v): %v", len(got), h.types, got)
+	if len(got) != 2 || h.types[0] != "POST application/json" || !strings.Contains(got[1], next.ID) {
+		t.Fatalf("delivered %d messages (%v) for two approvals: %v", len(got), h.types, got)
 	}
 	var msg map[string]string
 	if err := json.Unmarshal([]byte(got[0]), &msg); err != nil || len(msg) != 1 {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/toold/toold/internal/apitest"
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
@@ -242,10 +244,11 @@ func TestIdempotencyKey(t *testing.T) {
 // TestIdempotencyInFlight409: with no wait configured, a duplicate of a
 // running request is refused with 409 and Retry-After.
 func TestIdempotencyInFlight409(t *testing.T) {
-	h, _ := storeHarness(t, harnessOpts{keys: roleKeys, exec: func(o *executions.Options) { o.IdempotencyWait = -1 }})
+	reg := prometheus.NewRegistry()
+	h, _ := storeHarness(t, harnessOpts{keys: roleKeys, metrics: reg, exec: func(o *executions.Options) { o.IdempotencyWait = -1 }})
 	done := make(chan *response)
 	go func() { done <- h.exec("counter", `{"ms":500}`, hdr("Idempotency-Key", "slow")) }()
-	time.Sleep(100 * time.Millisecond)
+	waitUntil(t, "the first call runs", func() bool { return toolGauge(t, reg, "toold_tool_in_flight", "counter") == 1 })
 	dup := h.exec("counter", `{"ms":500}`, hdr("Idempotency-Key", "slow"))
 	if dup.status != 409 || dup.env.Error.Code != "idempotency_in_flight" || dup.header.Get("Retry-After") == "" {
 		t.Errorf("duplicate in flight: %d %v %s", dup.status, dup.header, dup.body)

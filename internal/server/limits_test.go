@@ -55,6 +55,12 @@ func (g gateTool) Execute(ctx context.Context, c *tools.Call) (any, error) {
 
 func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	return toolGauge(t, reg, name, "gate")
+}
+
+// toolGauge is the sample of the gauge name for tool, -1 when none.
+func toolGauge(t *testing.T, reg *prometheus.Registry, name, tool string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +69,7 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		if mf.GetName() == name {
 			for _, m := range mf.Metric {
 				for _, l := range m.Label {
-					if l.GetName() == "tool" && l.GetValue() == "gate" {
+					if l.GetName() == "tool" && l.GetValue() == tool {
 						return m.GetGauge().GetValue()
 					}
 				}
