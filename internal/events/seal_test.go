@@ -178,7 +178,7 @@ func TestCheckpointFindsTruncation(t *testing.T) {
 	r := newReplica(t, st)
 	for i := range 5 {
 		r.call("k"+jsonNumber(uint64(i)), `{"message":"x"}`)
-		time.Sleep(20 * time.Millisecond) // several appends
+		r.waitAppended(t, i+1) // before the next call: several appends
 	}
 	r.rec.Close()
 	cp, ok := r.rec.AuditHead()
@@ -226,7 +226,23 @@ func TestCheckpointer(t *testing.T) {
 	}
 	go cp.Run()
 	r.call("a", `{"message":"x"}`)
-	time.Sleep(50 * time.Millisecond)
+	// A checkpoint of the first record before the second call: the last
+	// checkpoint, at Close, is not the only one.
+	first := func() bool {
+		for _, e := range logs.FilterMessage("audit checkpoint").All() {
+			if c, _ := e.ContextMap()["checkpoint"].(string); strings.HasPrefix(c, "1:") {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !first() {
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint logged after the first record")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	r.call("b", `{"message":"y"}`)
 	r.rec.Close()
 	cp.Close()
@@ -252,6 +268,28 @@ func TestCheckpointer(t *testing.T) {
 		if v, err := events.Verify(context.Background(), st, opts); err != nil || !v.OK() || v.Checkpoints != 1 {
 			t.Errorf("verify against the %s's checkpoint: %+v %v", name, v, err)
 		}
+	}
+}
+
+// waitAppended waits (10 s at most) until the replica's recorder has
+// appended n audit records (toold_audit_records_total).
+func (r *replica) waitAppended(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mfs, err := r.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "toold_audit_records_total" && mf.GetMetric()[0].GetCounter().GetValue() >= float64(n) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d audit records never appended", n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
