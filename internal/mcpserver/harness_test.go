@@ -181,7 +181,17 @@ func (h *harness) client(version, key string, opts *mcp.ClientOptions) *mcp.Clie
 // clientAt is client, connected to path (a toolset's /mcp/<toolset>).
 func (h *harness) clientAt(path, version, key string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	h.t.Helper()
-	hc := &http.Client{Transport: bearer{key, apitest.Checker(h.t, http.DefaultTransport)}}
+	return h.clientVia(path, version, key, opts, nil)
+}
+
+// clientVia is clientAt whose HTTP transport wrap wraps (when not nil).
+func (h *harness) clientVia(path, version, key string, opts *mcp.ClientOptions, wrap func(http.RoundTripper) http.RoundTripper) *mcp.ClientSession {
+	h.t.Helper()
+	var rt http.RoundTripper = bearer{key, apitest.Checker(h.t, http.DefaultTransport)}
+	if wrap != nil {
+		rt = wrap(rt)
+	}
+	hc := &http.Client{Transport: rt}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,10 +1,12 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -343,6 +345,42 @@ func TestConfirmation(t *testing.T) {
 	}
 }
 
+// ackWatch closes acked once a response says
+// notifications/subscriptions/acknowledged: the subscription is open.
+type ackWatch struct {
+	base  http.RoundTripper
+	acked chan struct{}
+	once  *sync.Once
+}
+
+func (a ackWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := a.base.RoundTrip(r)
+	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &ackReader{ReadCloser: resp.Body, w: a}
+	}
+	return resp, err
+}
+
+// ackReader passes a stream through, watching it for the acknowledgement.
+type ackReader struct {
+	io.ReadCloser
+	w    ackWatch
+	seen []byte // the end of what was read, for a word split between reads
+}
+
+func (r *ackReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	const word = "notifications/subscriptions/acknowledged"
+	r.seen = append(r.seen, p[:n]...)
+	if bytes.Contains(r.seen, []byte(word)) {
+		r.w.once.Do(func() { close(r.w.acked) })
+	}
+	if len(r.seen) > len(word) {
+		r.seen = r.seen[len(r.seen)-len(word):]
+	}
+	return n, err
+}
+
 // TestListChanged: a change of the registry reaches the clients that hold
 // a session — stdio, and a 2026-07-28 client's subscription — and every
 // client sees the new list.
@@ -354,12 +392,21 @@ func TestListChanged(t *testing.T) {
 			notified[name] <- struct{}{}
 		}}
 	}
+	// The 2026-07-28 client opens its subscription after it connects;
+	// toold says it listens with the stream's first message.
+	acked := make(chan struct{})
 	clients := map[string]*mcp.ClientSession{
-		"http 2026-07-28": h.client("2026-07-28", "", onChange("http 2026-07-28")),
+		"http 2026-07-28": h.clientVia("/mcp", "2026-07-28", "", onChange("http 2026-07-28"), func(rt http.RoundTripper) http.RoundTripper {
+			return ackWatch{rt, acked, &sync.Once{}}
+		}),
 		"stdio":           h.stdio(onChange("stdio")),
 		"http 2025-06-18": h.client("2025-06-18", "", nil),
 	}
-	time.Sleep(100 * time.Millisecond) // let the subscription open
+	select {
+	case <-acked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("toold never acknowledged the 2026-07-28 client's subscription")
+	}
 	if errs := h.live.SetSource("up", []tools.Tool{upTool{}}); errs != nil {
 		t.Fatal(errs)
 	}
