@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -55,7 +54,7 @@ func newBarrier(t *testing.T, e *env) *barrier {
 // can open.
 func (b *barrier) fifo(name string) string {
 	path := filepath.Join(b.dir, name)
-	if err := syscall.Mkfifo(path, 0o666); err != nil {
+	if err := mkfifo(path); err != nil {
 		b.t.Fatal(err)
 	}
 	if err := os.Chmod(path, 0o666); err != nil { // past the umask
