@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toold/toold/internal/launch/launchtest"
 )
 
 // TestSecondServerAsDocumented runs docs/examples.md's "second server on
@@ -40,22 +42,12 @@ func TestSecondServerAsDocumented(t *testing.T) {
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil && cmd.ProcessState == nil { // it never started: the clone was refused
-		needNamespaces(t, "the test cannot make a network namespace of its own: "+err.Error())
+		launchtest.Unavailable(t, "SKIPPED: the test cannot make a network namespace of its own: %v", err)
 	}
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Logf("in its own network namespace:\n%s", out)
-}
-
-// needNamespaces skips for want of namespaces; where they must be there
-// (TOOLD_REQUIRE_SANDBOX=1, as .ci/run sets), it fails instead.
-func needNamespaces(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("TOOLD_REQUIRE_SANDBOX") == "1" {
-		t.Fatal("TOOLD_REQUIRE_SANDBOX is set, and " + why)
-	}
-	t.Skip("SKIPPED: " + why)
 }
 
 // secondServerBlock is the shell block docs/examples.md gives for a
