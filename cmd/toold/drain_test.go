@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -61,14 +60,7 @@ func startProcess(t *testing.T, config string, extra ...string) *proc {
 	}
 	p := &proc{cmd: cmd, exit: make(chan error, 1)}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := linesOf(stdout)
 	re := regexp.MustCompile(`http://[0-9.:]+`)
 	timeout := time.After(20 * time.Second)
 	for p.url == "" || p.admin == "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"net/http"
 	"os"
 	"os/exec"
@@ -121,14 +120,7 @@ func startShell(t *testing.T, cmd *exec.Cmd, dir string, env []string) []string 
 	}
 	pgid := cmd.Process.Pid
 	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL); _ = cmd.Wait(); r.Close() })
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := linesOf(r)
 	var api, metrics, said string
 	timeout := time.After(30 * time.Second)
 	for api == "" || metrics == "" {

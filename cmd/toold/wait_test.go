@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"regexp"
 	"strconv"
 	"sync"
@@ -62,6 +64,19 @@ func (s *syncBuffer) await(re *regexp.Regexp, d time.Duration, exited <-chan err
 			return nil, nil
 		}
 	}
+}
+
+// linesOf sends r's lines as they come, and closes at its end.
+func linesOf(r io.Reader) <-chan string {
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
 }
 
 // awaitLog waits (10 s at most) until toold's stdout or stderr matches re.
