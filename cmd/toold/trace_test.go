@@ -253,7 +253,8 @@ mcp:
 }
 
 // jaeger finds the Jaeger binary .ci/run builds from test/jaeger: the
-// TOOLD_JAEGER variable, or jaeger on PATH.
+// TOOLD_JAEGER variable, or jaeger on PATH. Without one the test skips,
+// unless TOOLD_REQUIRE_JAEGER=1 (as .ci/run sets) makes that a failure.
 func jaeger(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("TOOLD_JAEGER"); p != "" {
@@ -262,9 +263,13 @@ func jaeger(t *testing.T) string {
 	if p, err := exec.LookPath("jaeger"); err == nil {
 		return p
 	}
-	t.Skip("SKIPPED: no Jaeger collector to export to. Build it with " +
+	why := "no Jaeger collector to export to. Build it with " +
 		"`(cd test/jaeger && go build -o \"$(go env GOPATH)/bin/jaeger\" github.com/jaegertracing/jaeger/cmd/jaeger)` " +
-		"(as .ci/run does), or set TOOLD_JAEGER to its path")
+		"(as .ci/run does), or set TOOLD_JAEGER to its path"
+	if os.Getenv("TOOLD_REQUIRE_JAEGER") == "1" {
+		t.Fatal("TOOLD_REQUIRE_JAEGER is set, and " + why)
+	}
+	t.Skip("SKIPPED: " + why)
 	return ""
 }
 
