@@ -31,6 +31,7 @@ type connectEntry struct {
 // absolute path, which the README and examples/connect say how to find: a
 // desktop host does not see $(go env GOPATH)/bin on its PATH.
 func TestConnectConfigs(t *testing.T) {
+	t.Parallel() // no chdir, no environment of its own: it may run beside others
 	bin, err := buildToold()
 	if err != nil {
 		t.Fatal(err)

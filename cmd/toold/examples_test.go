@@ -13,6 +13,43 @@ import (
 	"github.com/toold/toold/examples/standins/fakeapi"
 )
 
+// TestExampleCommandsRunOffline: examples/commands.yaml's git and go tools
+// on a repository of their own. Its go_test builds the standard library in
+// the sandbox's empty cache (about a minute on 2 cores), so it runs beside
+// the other parallel tests rather than before them.
+func TestExampleCommandsRunOffline(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("SKIPPED: git is not installed; examples/commands.yaml serves git tools")
+	}
+	ws := exampleRepo(t)
+	in := start(t, nil, "-config", "../../examples/commands.yaml", "-workspace", ws)
+	calls := []struct{ tool, args, want string }{
+		{"git_status", `{}`, "## "},
+		{"git_log", `{"max_count": 5}`, "first commit"},
+	}
+	if !testing.Short() { // go test builds the standard library afresh: minutes on a small machine
+		calls = append(calls, struct{ tool, args, want string }{"go_test", `{"packages": ["./..."]}`, "ok  \texample.com/demo"})
+	}
+	in.client.Timeout = 5 * time.Minute // go_test's own timeout, and more
+	for _, c := range calls {
+		status, env := in.exec(c.tool, c.args)
+		data, _ := env["data"].(map[string]any)
+		if status != 200 || env["status"] != "success" || data["ok"] != true || !strings.Contains(fmt.Sprint(data["stdout"]), c.want) {
+			t.Errorf("%s %s: %d %v", c.tool, c.args, status, env)
+		}
+	}
+	// A command that fails is never a success: the call fails as a
+	// user_error, and its data still holds what the command said.
+	status, env := in.exec("go_test", `{"packages": ["./missing"]}`)
+	data, _ := env["data"].(map[string]any)
+	e, _ := env["error"].(map[string]any)
+	if status != 200 || env["status"] != "error" || e["type"] != "user_error" || e["code"] != "exit_status" ||
+		data["ok"] != false || !strings.Contains(fmt.Sprint(data["stderr"]), "missing") {
+		t.Errorf("go_test of a missing package: %d %v", status, env)
+	}
+}
+
 // TestExamplesRunOffline starts example configurations as their headers
 // say and makes the calls they document, with nothing from the internet:
 // the workspace is a fresh local repository, the HTTP APIs are the shipped
@@ -20,37 +57,6 @@ import (
 // reference servers (make deps). A call's envelope must say
 // success and its result must say the command worked.
 func TestExamplesRunOffline(t *testing.T) {
-	t.Run("commands", func(t *testing.T) {
-		if _, err := exec.LookPath("git"); err != nil {
-			t.Skip("SKIPPED: git is not installed; examples/commands.yaml serves git tools")
-		}
-		ws := exampleRepo(t)
-		in := start(t, nil, "-config", "../../examples/commands.yaml", "-workspace", ws)
-		calls := []struct{ tool, args, want string }{
-			{"git_status", `{}`, "## "},
-			{"git_log", `{"max_count": 5}`, "first commit"},
-		}
-		if !testing.Short() { // go test builds the standard library afresh: minutes on a small machine
-			calls = append(calls, struct{ tool, args, want string }{"go_test", `{"packages": ["./..."]}`, "ok  \texample.com/demo"})
-		}
-		in.client.Timeout = 5 * time.Minute // go_test's own timeout, and more
-		for _, c := range calls {
-			status, env := in.exec(c.tool, c.args)
-			data, _ := env["data"].(map[string]any)
-			if status != 200 || env["status"] != "success" || data["ok"] != true || !strings.Contains(fmt.Sprint(data["stdout"]), c.want) {
-				t.Errorf("%s %s: %d %v", c.tool, c.args, status, env)
-			}
-		}
-		// A command that fails is never a success: the call fails as a
-		// user_error, and its data still holds what the command said.
-		status, env := in.exec("go_test", `{"packages": ["./missing"]}`)
-		data, _ := env["data"].(map[string]any)
-		e, _ := env["error"].(map[string]any)
-		if status != 200 || env["status"] != "error" || e["type"] != "user_error" || e["code"] != "exit_status" ||
-			data["ok"] != false || !strings.Contains(fmt.Sprint(data["stderr"]), "missing") {
-			t.Errorf("go_test of a missing package: %d %v", status, env)
-		}
-	})
 	t.Run("http", func(t *testing.T) {
 		// The example's offline stand-in, configured as its header says.
 		api := httptest.NewServer(fakeapi.Handler())
