@@ -53,6 +53,13 @@ func startProcess(t *testing.T, config string, extra ...string) *proc {
 	}
 	cmd := exec.Command(bin, append([]string{"-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-log-level", "warn",
 		"-state-dir", filepath.Join(dir, "state")}, extra...)...)
+	return launchProcess(t, cmd)
+}
+
+// launchProcess starts cmd, a toold listening on two ports, and waits
+// until it says where.
+func launchProcess(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,13 +36,15 @@ func (sb *sandbox) command(argv []string, dir, workspace, tmp string, env []stri
 			attr.Cloneflags |= syscall.CLONE_NEWNET
 		}
 		if sb.userns {
-			uid, gid := os.Getuid(), os.Getgid()
+			// No maps here: the launcher thread writes them at the
+			// trampoline's exec stop, and the trampoline execs the shim,
+			// uid 0 of the namespace, which so gets its capabilities; it
+			// drops them all before the command's (shim_linux.go).
 			attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
-			// uid 0 inside, so the shim keeps its capabilities through its
-			// execve; it drops them all before the command's (shim.go).
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
-			cmd.Path, cmd.Args, cmd.Dir = "/proc/self/exe", sb.shimArgs(argv, dir, workspace), ""
+			u := sb.launcher.userns
+			cmd.Path, cmd.Dir = u.trampoline, ""
+			cmd.Args = append([]string{u.trampoline, "--", "/proc/self/fd/" + strconv.Itoa(shimExeFD)}, sb.shimArgs(argv, dir, workspace)...)
+			cmd.ExtraFiles = []*os.File{u.exe}
 		}
 	case ModeBwrap:
 		args := append([]string{sb.bwrap}, sb.bwrapArgs(argv[0], dir, workspace, tmp)...)
@@ -130,7 +133,7 @@ func (h *host) probe(l *launcher, mode Mode) error {
 	if err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
-	sb := &sandbox{mode: mode, bwrap: h.bwrap, userns: mode == ModeNamespaces && !h.root}
+	sb := &sandbox{mode: mode, bwrap: h.bwrap, userns: mode == ModeNamespaces && !h.root, launcher: l}
 	tmp, err := os.MkdirTemp("", "toold-probe-")
 	if err != nil {
 		return err

@@ -19,7 +19,8 @@ import (
 //     unprivileged; for namespaces it keeps CAP_SYS_ADMIN in its effective
 //     set to create the namespaces, a capability execve then drops;
 //   - no_new_privs: set on the thread and inherited, so no command gains
-//     privileges through a setuid binary;
+//     privileges through a setuid binary (namespaces without root: set by
+//     the shim, whose own exec must gain the namespace's capabilities);
 //   - namespaces mode (root): the thread has a private mount namespace in
 //     which it pivots into a minimal root (see root.go); for each run it
 //     enters a fresh copy of it with the run's /tmp and paths, clones the
@@ -52,6 +53,9 @@ type launcher struct {
 	// Set by the thread before it is ready (minimal root only).
 	rootDir string // the host directory the root was built at
 	baseNS  int    // the thread's mount namespace, to come back to
+	// userns is how children of namespaces without root are started and
+	// mapped (shim_linux.go); nil for the other profiles.
+	userns *usernsStart
 }
 
 // profile is what a launcher thread sets up.
@@ -67,10 +71,18 @@ func (p profile) minimalRoot() bool { return p.mode == ModeNamespaces && !p.user
 
 func newLauncher(p profile) (*launcher, error) {
 	l := &launcher{reqs: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), baseNS: -1}
+	if p.userns {
+		u, err := newUsernsStart()
+		if err != nil {
+			return nil, err
+		}
+		l.userns = u
+	}
 	ready := make(chan error, 1)
 	go l.loop(p, ready)
 	if err := <-ready; err != nil {
 		<-l.done
+		l.userns.close()
 		return nil, err
 	}
 	return l, nil
@@ -127,6 +139,7 @@ func (l *launcher) close() {
 		close(l.stop)
 	}
 	<-l.done
+	l.userns.close()
 	if l.baseNS >= 0 {
 		_ = unix.Close(l.baseNS)
 		l.baseNS = -1
@@ -164,7 +177,7 @@ func (l *launcher) start(cmd *exec.Cmd, rs runSetup) error {
 // the child, and back.
 func (l *launcher) startRun(cmd *exec.Cmd, rs runSetup) error {
 	if l.baseNS < 0 {
-		return startStopped(cmd, rs)
+		return startStopped(cmd, rs, l.userns)
 	}
 	cm := rs.mounts
 	if cm == nil {
@@ -173,7 +186,7 @@ func (l *launcher) startRun(cmd *exec.Cmd, rs runSetup) error {
 	if err := enterRun(l.baseNS, cm); err != nil {
 		return err
 	}
-	err := startStopped(cmd, rs)
+	err := startStopped(cmd, rs, nil)
 	if lerr := leaveRun(l.baseNS); lerr != nil {
 		// The thread cannot serve another run from the wrong namespace:
 		// it is retired (its loop ends and the runtime ends it, and with
@@ -188,7 +201,10 @@ func (l *launcher) startRun(cmd *exec.Cmd, rs runSetup) error {
 // leaveRun is swapped by the tests that make it fail.
 var leaveRun = leaveRunNS
 
-func startStopped(cmd *exec.Cmd, rs runSetup) error {
+// startStopped starts cmd traced, and while it is stopped after its
+// execve gives it its user namespace's maps (u, when not nil), its cgroups
+// and its rlimits.
+func startStopped(cmd *exec.Cmd, rs runSetup, u *usernsStart) error {
 	cmd.SysProcAttr.Ptrace = true
 	if err := cmd.Start(); err != nil {
 		return err
@@ -209,6 +225,11 @@ func startStopped(cmd *exec.Cmd, rs runSetup) error {
 		// Killed before its first instruction; already reaped by Wait4.
 		cmd.Process = nil
 		return fmt.Errorf("the command ended before it started (%v)", ws)
+	}
+	if err := u.mapIDs(pid); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		_ = unix.PtraceDetach(pid)
+		return err
 	}
 	if err := place(rs.cgProcs, pid); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
@@ -253,6 +274,11 @@ func (l *launcher) prepareThread(p profile) error {
 		if err := dropCredentials(p.uid, p.gid, p.minimalRoot()); err != nil {
 			return err
 		}
+	}
+	if p.userns {
+		// The shim sets it for the command: set here, it would keep the
+		// shim's exec from gaining the namespace's capabilities.
+		return nil
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -14,18 +15,41 @@ import (
 // thread of a multi-threaded process cannot enter a user namespace. So the
 // child of containment namespaces (not root) is cloned into new user,
 // mount, PID, IPC, UTS and network namespaces running toold's own binary
-// (/proc/self/exe) as a shim: Shim, which main calls before anything else
-// of toold, builds the minimal root in the child's namespaces (the same
-// code as the root launcher's), mounts its /tmp and paths, and execs the
-// command.
-// Rlimits were set on the shim while it was stopped after its execve, so
-// the command inherits them. This costs a start of toold's binary per run
-// (its runtime and package initialisation: 0.1–0.2 s on the loaded test
-// machine), which only the unprivileged fallback pays: bwrap, which auto
-// prefers without root, costs far less.
+// as a shim: Shim, which main calls before anything else of toold, builds
+// the minimal root in the child's namespaces (the same code as the root
+// launcher's), mounts its /tmp and paths, and execs the command.
+//
+// How the child gets its uid map (issue 24, item 5). toold is
+// non-dumpable (cmd/toold's harden), and a child that has not exec'd yet
+// shares that: the kernel makes its /proc files root's, so toold, not
+// root, cannot write its uid_map before its exec, which is when os/exec
+// writes it (the built toold failed with "fork/exec /proc/self/exe:
+// permission denied"). After an exec the child is dumpable and its files
+// are its own uid's, toold's: the launcher thread writes the maps then,
+// at the child's exec stop (it is traced for its rlimits anyway). But the
+// kernel grants a user namespace's capabilities at an exec only when the
+// uid is mapped to 0 at that moment, so the first exec must be a
+// trampoline that execs the shim once mapped: env(1), which starts in a
+// millisecond where toold's own binary takes tens, given toold's binary
+// as /proc/self/fd/3 (shimExeFD; a descriptor toold opened on itself, so
+// an upgrade of the file on disk changes nothing). The other way out,
+// making toold dumpable around the clone, would open /proc/PID/mem of
+// toold to every process of its uid (a run under containment none among
+// them) for as long as the start takes: the hardening would not hold.
+//
+// Rlimits are set at that stop, so the shim and the command inherit them.
+// This costs a start of toold's binary per run (its runtime and package
+// initialisation: 0.1–0.2 s on the loaded test machine), which only the
+// unprivileged fallback pays: bwrap, which auto prefers without root,
+// costs far less.
 
-// shimArg0 marks a shim run: argv is shimArg0, the spec, "--", the command.
+// shimArg0 marks a shim run: argv is the trampoline's path of the binary,
+// shimArg0, the spec, "--", the command.
 const shimArg0 = "toold-sandbox-init"
+
+// shimExeFD is the descriptor toold's binary is passed to the trampoline
+// on (the first of exec.Cmd's ExtraFiles).
+const shimExeFD = 3
 
 // shimSpec is what the shim is to set up.
 type shimSpec struct {
@@ -50,8 +74,8 @@ type shimSpec struct {
 // without root: the launcher's probe of the mode then fails at start-up
 // with the binary's own output as the reason.
 func Shim() {
-	if len(os.Args) > 3 && os.Args[0] == shimArg0 && os.Args[2] == "--" {
-		err := runShim(os.Args[1], os.Args[3:])
+	if len(os.Args) > 4 && os.Args[1] == shimArg0 && os.Args[3] == "--" {
+		err := runShim(os.Args[2], os.Args[4:])
 		fmt.Fprintf(os.Stderr, "toold sandbox: %v\n", err)
 		os.Exit(127)
 	}
@@ -62,6 +86,12 @@ func Shim() {
 func runShim(specJSON string, argv []string) error {
 	// Capabilities are per thread: the one that drops them must exec.
 	runtime.LockOSThread()
+	// The capabilities this exec gained cleared the parent-death signal
+	// the launcher gave the child: the run must still die with the
+	// launcher thread that started it.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %w", err)
+	}
 	var spec shimSpec
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 		return fmt.Errorf("spec: %w", err)
@@ -90,6 +120,16 @@ func runShim(specJSON string, argv []string) error {
 	}
 	if err := dropAllCaps(); err != nil {
 		return err
+	}
+	// The launcher thread of this mode leaves no_new_privs to the shim
+	// (it would have kept this exec from gaining the namespace's
+	// capabilities): the command gains nothing by a setuid file.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	// toold's binary (shimExeFD) and whatever else came along stay here.
+	if err := unix.CloseRange(shimExeFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("closing inherited descriptors: %w", err)
 	}
 	if spec.AddressSpace != nil {
 		if err := unix.Setrlimit(unix.RLIMIT_AS, spec.AddressSpace); err != nil {
@@ -152,4 +192,56 @@ func (sb *sandbox) launcherLimits() []rlimit {
 		}
 	}
 	return out
+}
+
+// usernsStart is what a launcher of namespaces without root needs to start
+// a child (see the top of this file): toold's binary, opened once, the
+// trampoline, and the ids toold maps to 0.
+type usernsStart struct {
+	exe        *os.File
+	trampoline string
+	uid, gid   int
+}
+
+func newUsernsStart() (*usernsStart, error) {
+	trampoline, err := FindProgram("env", DefaultPath)
+	if err != nil {
+		return nil, fmt.Errorf("namespaces without root start the shim through env(1): %w", err)
+	}
+	exe, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return nil, fmt.Errorf("opening toold's own binary for the shim: %w", err)
+	}
+	return &usernsStart{exe: exe, trampoline: trampoline, uid: os.Getuid(), gid: os.Getgid()}, nil
+}
+
+func (u *usernsStart) close() {
+	if u != nil {
+		_ = u.exe.Close()
+	}
+}
+
+// mapIDs maps toold's uid and gid to 0 in the user namespace of pid, a
+// child stopped after its first execve (nothing to do when u is nil). Each
+// map is written once, in one write, as the kernel requires; setgroups is
+// denied first, which an unprivileged gid map needs.
+func (u *usernsStart) mapIDs(pid int) error {
+	if u == nil {
+		return nil
+	}
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	for _, m := range [][2]string{{"setgroups", "deny"}, {"uid_map", fmt.Sprintf("0 %d 1\n", u.uid)},
+		{"gid_map", fmt.Sprintf("0 %d 1\n", u.gid)}} {
+		f, err := os.OpenFile(dir+m[0], os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.Write([]byte(m[1]))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("mapping the run's user namespace (%s): %w", m[0], err)
+		}
+	}
+	return nil
 }
