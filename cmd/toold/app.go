@@ -497,14 +497,13 @@ func (a *app) commandTools() (*command.Set, error) {
 	return command.New(a.cfg.Commands, l, a.log.Named("command"))
 }
 
-// executedFiles are the files the command tools say they execute: the
-// file tools refuse to write them (fs.Protected).
+// executedFiles are the files the command tools execute (what they say,
+// and what their programs read by themselves): the file tools refuse to
+// write them (fs.Protected).
 func executedFiles(c command.Config) []fs.Protected {
 	var out []fs.Protected
-	for _, t := range c.Tools {
-		for _, g := range t.Executes {
-			out = append(out, fs.Protected{Pattern: g, By: t.Name})
-		}
+	for _, e := range c.Executed() {
+		out = append(out, fs.Protected{Pattern: e.Glob, By: e.By})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,6 +49,9 @@ func (sb *sandbox) command(argv []string, dir, workspace, tmp string, env []stri
 		}
 	case ModeBwrap:
 		args := append([]string{sb.bwrap}, sb.bwrapArgs(argv[0], dir, workspace, tmp)...)
+		for _, g := range sb.gitDirs(argv[0], workspace) {
+			args = append(args, "--ro-bind", g, g)
+		}
 		cmd.Path, cmd.Args, cmd.Dir = sb.bwrap, append(append(args, "--"), argv...), ""
 	}
 	return cmd
@@ -59,7 +63,7 @@ func (sb *sandbox) runMounts(program, workspace string) (*callMounts, error) {
 	if !sb.minimalRoot() || sb.userns {
 		return nil, nil // the shim mounts them (shim.go)
 	}
-	trees, err := openTrees(sb.runPaths(program, workspace))
+	trees, err := openTrees(sb.linuxRunPaths(program, workspace))
 	if err != nil {
 		return nil, err
 	}
@@ -222,4 +226,37 @@ func (e *noSandboxError) Error() string {
 		"install bubblewrap, or allow unprivileged user namespaces (kernel.unprivileged_userns_clone, " +
 		"user.max_user_namespaces); to run commands without isolation write `containment: none` " +
 		"explicitly (every call then says \"containment: none (not isolated)\")"
+}
+
+// linuxRunPaths are runPaths and, on top of a writable workspace, its git
+// directory read-only (gitDirs).
+func (sb *sandbox) linuxRunPaths(program, workspace string) ([]string, []bool) {
+	paths, ro := sb.runPaths(program, workspace)
+	for _, g := range sb.gitDirs(program, workspace) {
+		paths, ro = append(paths, g), append(ro, true)
+	}
+	return paths, ro
+}
+
+// gitDirs is what a run of a writable workspace must not change: the
+// workspace's .git (a directory, or a worktree's .git file), followed
+// when it is a link inside the workspace. A program that writes the
+// workspace would otherwise plant code another tool runs: a filter or
+// fsmonitor in .git/config, a hook (issue 24, finding 3). Bound read-only
+// over the workspace in namespaces and bwrap runs, it can be neither
+// written, replaced nor renamed (a mount point). A repository made later
+// below the workspace is not covered: git tools switch off its programs
+// (internal/tools/command, git.go and gitdrivers.go). git itself may
+// write it (git add, git commit): the command tools run every git with
+// the repository's programs switched off, filters and merge drivers
+// included, so what git writes there runs nothing.
+func (sb *sandbox) gitDirs(program, workspace string) []string {
+	if !sb.writable || filepath.Base(program) == "git" {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(workspace, ".git"))
+	if err != nil || !strings.HasPrefix(real, workspace+"/") {
+		return nil
+	}
+	return []string{real}
 }

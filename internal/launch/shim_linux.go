@@ -168,7 +168,7 @@ func dropAllCaps() error {
 
 // shimArgs wraps argv in the shim.
 func (sb *sandbox) shimArgs(argv []string, dir, workspace string) []string {
-	paths, ro := sb.runPaths(argv[0], workspace)
+	paths, ro := sb.linuxRunPaths(argv[0], workspace)
 	sp := shimSpec{TmpSize: sb.tmpSize, Paths: paths, RO: ro, Dir: dir}
 	for _, r := range sb.limits {
 		if r.resource == unix.RLIMIT_AS {

@@ -111,7 +111,11 @@ func (d *declared) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if d.git {
-		args = append(args[:1:1], guardGit(d.set.l.Workspace(), args[1:])...)
+		guarded, err := guardGit(d.set.l.Workspace(), d.workdir, args[1:])
+		if err != nil {
+			return nil, err
+		}
+		args = append(args[:1:1], guarded...)
 	}
 	spec := launch.RunSpec{Argv: args, Dir: d.workdir, SuccessCodes: d.successes}
 	if d.stdin != "" {

@@ -158,7 +158,9 @@ func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if isGit(prog.path) {
-		args = guardGit(t.set.l.Workspace(), args)
+		if args, err = guardGit(t.set.l.Workspace(), in.Cwd, args); err != nil {
+			return nil, err
+		}
 	}
 	timeout := t.maxTimeout
 	if in.Timeout > 0 && time.Duration(in.Timeout*float64(time.Second)) < timeout {

@@ -99,28 +99,38 @@ var aliasName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
 // right before the subcommand, past git's global options (-C and -c take
 // a value), so they come after, and win over, any -c a caller could pass;
 // and the driver guards right after the subcommand. Without a subcommand
-// (git --version) the guards go first.
-func guardGit(workspace string, args []string) []string {
-	guards := gitGuards(workspace)
-	for i := 0; i < len(args); i++ {
+// (git --version) the guards go first. dir is the run's directory,
+// relative to the workspace: the repository git will use there names the
+// filter and merge drivers switched off (gitdrivers.go).
+func guardGit(workspace, dir string, args []string) ([]string, error) {
+	i := 0
+	for ; i < len(args); i++ {
 		a := args[i]
-		switch {
-		case slices.Contains(gitValueOptions, a):
+		if slices.Contains(gitValueOptions, a) {
 			i++
 			continue
-		case strings.HasPrefix(a, "-"):
-			continue
 		}
-		out := append(slices.Clone(args[:i]), guards...)
-		// A subcommand that is not one of git's own may be an alias the
-		// repository defines ("!cmd" runs cmd): an empty alias makes git
-		// refuse instead. git never reads an alias of a built-in.
-		if aliasName.MatchString(a) {
-			out = append(out, "-c", "alias."+a+"=")
+		if !strings.HasPrefix(a, "-") {
+			break
 		}
-		out = append(out, a)
-		out = append(out, gitDriverGuards[a]...)
-		return append(out, args[i+1:]...)
 	}
-	return append(guards, args...)
+	i = min(i, len(args))
+	drivers, err := gitDriverSettings(filepath.Join(workspace, dir), args[:i])
+	if err != nil {
+		return nil, err
+	}
+	guards := append(gitGuards(workspace), drivers...)
+	if i == len(args) {
+		return append(guards, args...), nil
+	}
+	out := append(slices.Clone(args[:i]), guards...)
+	sub := args[i]
+	// A subcommand that is not one of git's own may be an alias the
+	// repository defines ("!cmd" runs cmd): an empty alias makes git
+	// refuse instead. git never reads an alias of a built-in.
+	if aliasName.MatchString(sub) {
+		out = append(out, "-c", "alias."+sub+"=")
+	}
+	out = append(append(out, sub), gitDriverGuards[sub]...)
+	return append(out, args[i+1:]...), nil
 }
