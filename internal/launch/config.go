@@ -107,6 +107,11 @@ type Sandbox struct {
 	// section's max_output_bytes, else 1 MiB); a program that writes more is
 	// stopped. Not for MCP servers: their stdout is their protocol.
 	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
+	// Seccomp: false runs the program without the syscall filter of
+	// namespaces and bwrap (on by default: nested user namespaces, mounts,
+	// bpf, perf_event_open, keyctl and io_uring denied; Linux). For a
+	// program that needs one of them; every result says so.
+	Seccomp *bool `yaml:"seccomp"`
 }
 
 // Check reports what the struct tags cannot: every read_only_paths entry

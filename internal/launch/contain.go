@@ -37,6 +37,7 @@ type sandbox struct {
 	procs    bool // the process-count limit holds
 	drop     bool // runs as uid:gid
 	userns   bool // namespaces without root: a user namespace per run
+	seccomp  bool // the syscall filter is wanted (seccomp_linux.go)
 	uid, gid int
 	maxOut   int
 	grace    time.Duration

@@ -52,6 +52,9 @@ func (sb *sandbox) command(argv []string, dir, workspace, tmp string, env []stri
 		for _, g := range sb.gitDirs(argv[0], workspace) {
 			args = append(args, "--ro-bind", g, g)
 		}
+		if sb.filtered() {
+			args = append(args, "--seccomp", strconv.Itoa(filterFD)) // the pipe prepareRun made
+		}
 		cmd.Path, cmd.Args, cmd.Dir = sb.bwrap, append(append(args, "--"), argv...), ""
 	}
 	return cmd
@@ -67,7 +70,14 @@ func (sb *sandbox) runMounts(program, workspace string) (*callMounts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &callMounts{tmpSize: sb.tmpSize, trees: trees}, nil
+	// The run's /tmp is made here, not on the launcher thread, whose
+	// syscall filter denies making mounts (seccomp_linux.go).
+	tmp, err := newTmpfs(sb.tmpSize)
+	if err != nil {
+		closeTrees(trees)
+		return nil, err
+	}
+	return &callMounts{tmpSize: sb.tmpSize, trees: trees, tmpMount: tmp}, nil
 }
 
 // prepareRun readies what a run of sb needs around its start: the minimal
@@ -94,8 +104,15 @@ func (l *Launcher) prepareRun(sb *sandbox, program string) (rs runSetup, cg *run
 		return rs, nil, release, fmt.Errorf("preparing the run's file system: %w", err)
 	}
 	if rs.mounts != nil {
-		trees := rs.mounts.trees
-		closers = append(closers, func() { closeTrees(trees) }) // attached or not, the descriptors go
+		cm := rs.mounts
+		closers = append(closers, cm.close) // attached or not, the descriptors go
+	}
+	if sb.filtered() && sb.mode == ModeBwrap {
+		if rs.filter, err = filterPipe(); err != nil {
+			return rs, nil, release, fmt.Errorf("the run's syscall filter: %w", err)
+		}
+		f := rs.filter
+		closers = append(closers, func() { _ = f.Close() })
 	}
 	if sb.cg.usable() {
 		if cg, err = sb.cg.newRun(sb.call); err != nil {
@@ -118,7 +135,7 @@ func (h *host) launcher(mode Mode) (*launcher, error) {
 		return l, nil
 	}
 	l, err := newLauncher(profile{mode: mode, drop: h.root && h.uid != 0, uid: h.uid, gid: h.gid,
-		userns: mode == ModeNamespaces && !h.root})
+		userns: mode == ModeNamespaces && !h.root, filter: mode == ModeNamespaces && h.root})
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +144,28 @@ func (h *host) launcher(mode Mode) (*launcher, error) {
 		return nil, err
 	}
 	h.launchers[mode] = l
+	return l, nil
+}
+
+// unfilteredNamespaces is the launcher of namespaces (root) for sandboxes
+// with seccomp: false: a thread of its own, without the filter the
+// mode's thread holds; started and probed on first use.
+func (h *host) unfilteredNamespaces() (*launcher, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	const key = Mode("namespaces, unfiltered")
+	if l, ok := h.launchers[key]; ok {
+		return l, nil
+	}
+	l, err := newLauncher(profile{mode: ModeNamespaces, drop: h.root && h.uid != 0, uid: h.uid, gid: h.gid})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.probe(l, ModeNamespaces); err != nil {
+		l.close()
+		return nil, err
+	}
+	h.launchers[key] = l
 	return l, nil
 }
 
@@ -146,7 +185,14 @@ func (h *host) probe(l *launcher, mode Mode) error {
 	cmd := sb.command([]string{truePath}, "/", h.workspace, tmp, nil)
 	out := &strings.Builder{}
 	cmd.Stderr = out
-	if err := l.start(cmd, runSetup{}); err != nil {
+	var rs runSetup
+	if rs.mounts, err = sb.runMounts(truePath, h.workspace); err != nil {
+		return fmt.Errorf("%s does not work here: %w", mode, err)
+	}
+	if rs.mounts != nil {
+		defer rs.mounts.close()
+	}
+	if err := l.start(cmd, rs); err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Wait()
 		}

@@ -119,6 +119,9 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	}
 	lim := c.Rlimits.merge(l.cfg.Rlimits).merge(defaultRlimits())
 	sb.finish(h, lim)
+	if err := sb.applySeccomp(h, c.Seccomp == nil || *c.Seccomp); err != nil {
+		return nil, err
+	}
 	sb.limits = lim.list(sb.procs && !sb.pidsByCgroup())
 	return sb, nil
 }

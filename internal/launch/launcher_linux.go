@@ -64,6 +64,7 @@ type profile struct {
 	drop     bool // switch to uid/gid (toold is root)
 	uid, gid int
 	userns   bool // namespaces without root: a user namespace per child
+	filter   bool // the thread installs the syscall filter on itself (seccomp_linux.go)
 }
 
 // minimalRoot says whether the profile's thread pivots into a minimal root.
@@ -157,6 +158,7 @@ type runSetup struct {
 	limits  []rlimit
 	mounts  *callMounts // minimal root: the run's /tmp and paths
 	cgProcs []int       // the run's cgroup.procs files, opened by toold
+	filter  *os.File    // bwrap: the syscall filter, read by bwrap as fd 3
 }
 
 // start starts cmd on the launcher's thread. On error cmd.Process may be
@@ -176,6 +178,9 @@ func (l *launcher) start(cmd *exec.Cmd, rs runSetup) error {
 // startRun runs on the thread: the run's mount namespace (minimal root),
 // the child, and back.
 func (l *launcher) startRun(cmd *exec.Cmd, rs runSetup) error {
+	if rs.filter != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, rs.filter) // filterFD: bwrap has no other
+	}
 	if l.baseNS < 0 {
 		return startStopped(cmd, rs, l.userns)
 	}
@@ -282,6 +287,11 @@ func (l *launcher) prepareThread(p profile) error {
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if p.filter {
+		// Last: the root is built, and what the thread still does for a
+		// run (unshare, move_mount, mount_setattr, setns) is allowed.
+		return installFilter(true)
 	}
 	return nil
 }

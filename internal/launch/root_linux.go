@@ -190,6 +190,44 @@ type treeMount struct {
 type callMounts struct {
 	tmpSize int64 // the size of its /tmp
 	trees   []treeMount
+	// tmpMount, when not 0, is the run's /tmp made on toold's side
+	// (newTmpfs), for a launcher thread that may not mount; else populate
+	// mounts it.
+	tmpMount int
+}
+
+// close closes the descriptors of the run's mounts, attached or not.
+func (cm *callMounts) close() {
+	closeTrees(cm.trees)
+	if cm.tmpMount > 0 {
+		_ = unix.Close(cm.tmpMount)
+	}
+}
+
+// newTmpfs makes a detached tmpfs of size bytes (0: not capped), as the
+// run's /tmp, with the new mount API.
+func newTmpfs(size int64) (int, error) {
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return 0, fmt.Errorf("the run's /tmp: fsopen: %w", err)
+	}
+	defer unix.Close(fs)
+	if err := unix.FsconfigSetString(fs, "mode", "1777"); err != nil {
+		return 0, fmt.Errorf("the run's /tmp: %w", err)
+	}
+	if size > 0 {
+		if err := unix.FsconfigSetString(fs, "size", strconv.FormatInt(size, 10)); err != nil {
+			return 0, fmt.Errorf("the run's /tmp: size: %w", err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return 0, fmt.Errorf("the run's /tmp: %w", err)
+	}
+	m, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return 0, fmt.Errorf("the run's /tmp: fsmount: %w", err)
+	}
+	return m, nil
 }
 
 // openTrees clones the host paths a run needs as detached mount trees, in
@@ -248,7 +286,11 @@ func populate(cm *callMounts) error {
 	if cm.tmpSize > 0 {
 		opts += ",size=" + strconv.FormatInt(cm.tmpSize, 10)
 	}
-	if err := unix.Mount("tmp", "/tmp", "tmpfs", rootTmpfsFlags, opts); err != nil {
+	if cm.tmpMount > 0 {
+		if err := unix.MoveMount(cm.tmpMount, "", unix.AT_FDCWD, "/tmp", unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attaching the run's /tmp: %w", err)
+		}
+	} else if err := unix.Mount("tmp", "/tmp", "tmpfs", rootTmpfsFlags, opts); err != nil {
 		return fmt.Errorf("mounting the run's /tmp: %w", err)
 	}
 	opened := false
@@ -256,7 +298,7 @@ func populate(cm *callMounts) error {
 		if !opened && !strings.HasPrefix(t.path, "/tmp/") {
 			// Mount points outside /tmp go into the root tmpfs, whose
 			// mount is read-only: writable in this namespace only.
-			if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|rootTmpfsFlags, ""); err != nil {
+			if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
 				return fmt.Errorf("opening the root for mount points: %w", err)
 			}
 			opened = true
@@ -269,7 +311,7 @@ func populate(cm *callMounts) error {
 		}
 	}
 	if opened {
-		if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|rootTmpfsFlags, ""); err != nil {
+		if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 			return fmt.Errorf("closing the root: %w", err)
 		}
 	}

@@ -49,7 +49,7 @@ type Result struct {
 	// "none (not isolated)" when the operator chose none.
 	Containment string `json:"containment"`
 	// Limits says, per limit (memory, processes, cpus, cpu_time,
-	// address_space, file_size, open_files, tmp, descendants), what
+	// address_space, file_size, open_files, tmp, descendants, syscalls), what
 	// enforced it for this run, or that nothing did.
 	Limits map[string]string `json:"limits"`
 }

@@ -61,6 +61,8 @@ type shimSpec struct {
 	// exec: the Go runtime of the shim needs more address space than the
 	// command may have.
 	AddressSpace *unix.Rlimit `json:"address_space,omitempty"`
+	// Seccomp installs the syscall filter right before the exec.
+	Seccomp bool `json:"seccomp,omitempty"`
 }
 
 // Shim runs the sandbox shim, and never returns, when this process was
@@ -136,6 +138,12 @@ func runShim(specJSON string, argv []string) error {
 			return fmt.Errorf("RLIMIT_AS: %w", err)
 		}
 	}
+	if spec.Seccomp {
+		// Last before the exec: the filter denies the mounts above.
+		if err := installFilter(false); err != nil {
+			return err
+		}
+	}
 	return syscall.Exec(argv[0], argv, os.Environ())
 }
 
@@ -169,7 +177,7 @@ func dropAllCaps() error {
 // shimArgs wraps argv in the shim.
 func (sb *sandbox) shimArgs(argv []string, dir, workspace string) []string {
 	paths, ro := sb.linuxRunPaths(argv[0], workspace)
-	sp := shimSpec{TmpSize: sb.tmpSize, Paths: paths, RO: ro, Dir: dir}
+	sp := shimSpec{TmpSize: sb.tmpSize, Paths: paths, RO: ro, Dir: dir, Seccomp: sb.filtered()}
 	for _, r := range sb.limits {
 		if r.resource == unix.RLIMIT_AS {
 			sp.AddressSpace = &unix.Rlimit{Cur: r.cur, Max: r.max}
