@@ -198,6 +198,7 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 			return err
 		}
 	}
+	a.protectPorts(ln, adminLn)
 	if err := a.exec.Start(ctx); err != nil {
 		ln.Close()
 		if adminLn != nil {
@@ -226,19 +227,20 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	// With a store, this process's workers run the executions it parks
 	// and resumes (and their wait timers); without one they are idle.
-	if err := a.exec.Start(ctx); err != nil {
-		return err
-	}
-	defer a.stopExecutions()
-	a.upstream.Start()
 	if a.cfg.AdminListen != "" {
 		adminLn, err := adminEndpoint.listen(a.cfg.AdminListen)
 		if err != nil {
 			return err
 		}
+		a.protectPorts(adminLn)
 		go func() { _ = a.admin.Serve(adminLn) }()
 		defer a.admin.Close()
 	}
+	if err := a.exec.Start(ctx); err != nil {
+		return err
+	}
+	defer a.stopExecutions()
+	a.upstream.Start()
 	a.log.Info("serving MCP on stdio", zap.Int("tools", a.reg.Load().Len()), zap.String("workspace", absPath(a.cfg.Workspace)))
 	err := a.mcp.ServeStdio(ctx, io.NopCloser(stdin), nopWriteCloser{stdout})
 	a.log.Info("stdio closed")

@@ -296,6 +296,7 @@ type host struct {
 	launchers map[Mode]*launcher
 	cg        *cgroupHost
 	cgOnce    sync.Once
+	ports     *portGuard // ProtectPorts' ruleset (Linux); nil before
 }
 
 // cgroups finds the host's cgroups on first use.

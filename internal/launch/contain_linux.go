@@ -44,8 +44,12 @@ func (sb *sandbox) command(argv []string, dir, workspace, tmp string, env []stri
 			attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
 			u := sb.launcher.userns
 			cmd.Path, cmd.Dir = u.trampoline, ""
-			cmd.Args = append([]string{u.trampoline, "--", "/proc/self/fd/" + strconv.Itoa(shimExeFD)}, sb.shimArgs(argv, dir, workspace)...)
+			ports := u.ports.Load()
+			cmd.Args = append([]string{u.trampoline, "--", "/proc/self/fd/" + strconv.Itoa(shimExeFD)}, sb.shimArgs(argv, dir, workspace, ports != nil)...)
 			cmd.ExtraFiles = []*os.File{u.exe}
+			if ports != nil {
+				cmd.ExtraFiles = append(cmd.ExtraFiles, ports.file) // shimPortsFD
+			}
 		}
 	case ModeBwrap:
 		args := append([]string{sb.bwrap}, sb.bwrapArgs(argv[0], dir, workspace, tmp)...)
@@ -143,6 +147,10 @@ func (h *host) launcher(mode Mode) (*launcher, error) {
 		l.close()
 		return nil, err
 	}
+	if err := h.guardNew(l); err != nil {
+		l.close()
+		return nil, err
+	}
 	h.launchers[mode] = l
 	return l, nil
 }
@@ -162,6 +170,10 @@ func (h *host) unfilteredNamespaces() (*launcher, error) {
 		return nil, err
 	}
 	if err := h.probe(l, ModeNamespaces); err != nil {
+		l.close()
+		return nil, err
+	}
+	if err := h.guardNew(l); err != nil {
 		l.close()
 		return nil, err
 	}

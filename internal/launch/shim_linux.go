@@ -6,7 +6,9 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,8 +50,12 @@ import (
 const shimArg0 = "toold-sandbox-init"
 
 // shimExeFD is the descriptor toold's binary is passed to the trampoline
-// on (the first of exec.Cmd's ExtraFiles).
-const shimExeFD = 3
+// on (the first of exec.Cmd's ExtraFiles), shimPortsFD the Landlock
+// ruleset of ProtectPorts (the second, when there is one).
+const (
+	shimExeFD   = 3
+	shimPortsFD = 4
+)
 
 // shimSpec is what the shim is to set up.
 type shimSpec struct {
@@ -63,6 +69,9 @@ type shimSpec struct {
 	AddressSpace *unix.Rlimit `json:"address_space,omitempty"`
 	// Seccomp installs the syscall filter right before the exec.
 	Seccomp bool `json:"seccomp,omitempty"`
+	// Ports applies the Landlock ruleset of ProtectPorts, passed on
+	// shimPortsFD (ports_linux.go).
+	Ports bool `json:"ports,omitempty"`
 }
 
 // Shim runs the sandbox shim, and never returns, when this process was
@@ -129,22 +138,44 @@ func runShim(specJSON string, argv []string) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
+	if spec.Ports {
+		if err := (&portGuard{fd: shimPortsFD}).restrict(); err != nil {
+			return fmt.Errorf("taking toold's ports away: %w", err)
+		}
+	}
 	// toold's binary (shimExeFD) and whatever else came along stay here.
 	if err := unix.CloseRange(shimExeFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("closing inherited descriptors: %w", err)
+	}
+	// Nothing is allocated past RLIMIT_AS, not even by syscall.Exec: the
+	// shim's Go runtime needs more address space than the command may
+	// have, and an allocation there fails the run ("cannot allocate
+	// memory").
+	path, err := unix.BytePtrFromString(argv[0])
+	if err != nil {
+		return err
+	}
+	args, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return err
+	}
+	env, err := syscall.SlicePtrFromStrings(os.Environ())
+	if err != nil {
+		return err
+	}
+	if spec.Seccomp {
+		// After the mounts above, which the filter denies.
+		if err := installFilter(false); err != nil {
+			return err
+		}
 	}
 	if spec.AddressSpace != nil {
 		if err := unix.Setrlimit(unix.RLIMIT_AS, spec.AddressSpace); err != nil {
 			return fmt.Errorf("RLIMIT_AS: %w", err)
 		}
 	}
-	if spec.Seccomp {
-		// Last before the exec: the filter denies the mounts above.
-		if err := installFilter(false); err != nil {
-			return err
-		}
-	}
-	return syscall.Exec(argv[0], argv, os.Environ())
+	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&args[0])), uintptr(unsafe.Pointer(&env[0])))
+	return fmt.Errorf("exec %s: %w", argv[0], e)
 }
 
 // Securebits (linux/securebits.h): root gets no capabilities from execve,
@@ -175,9 +206,9 @@ func dropAllCaps() error {
 }
 
 // shimArgs wraps argv in the shim.
-func (sb *sandbox) shimArgs(argv []string, dir, workspace string) []string {
+func (sb *sandbox) shimArgs(argv []string, dir, workspace string, ports bool) []string {
 	paths, ro := sb.linuxRunPaths(argv[0], workspace)
-	sp := shimSpec{TmpSize: sb.tmpSize, Paths: paths, RO: ro, Dir: dir, Seccomp: sb.filtered()}
+	sp := shimSpec{TmpSize: sb.tmpSize, Paths: paths, RO: ro, Dir: dir, Seccomp: sb.filtered(), Ports: ports}
 	for _, r := range sb.limits {
 		if r.resource == unix.RLIMIT_AS {
 			sp.AddressSpace = &unix.Rlimit{Cur: r.cur, Max: r.max}
@@ -209,6 +240,7 @@ type usernsStart struct {
 	exe        *os.File
 	trampoline string
 	uid, gid   int
+	ports      atomic.Pointer[portGuard] // ProtectPorts' ruleset, for the shim
 }
 
 func newUsernsStart() (*usernsStart, error) {

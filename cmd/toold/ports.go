@@ -1,0 +1,41 @@
+package main
+
+import (
+	"errors"
+	"net"
+
+	"go.uber.org/zap"
+
+	"github.com/toold/toold/internal/launch"
+)
+
+// protectPorts takes toold's listening ports away from every program it
+// starts from now on (launch.ProtectPorts: Landlock), so that no command,
+// MCP server or consultation CLI with the network reaches toold's own API
+// or admin listener (issue 24, finding 1). Called once the listeners are
+// bound, before any program starts. Where the kernel cannot, toold still
+// starts and says so: the other defences (no anonymous approval, keys)
+// stand.
+func (a *app) protectPorts(lns ...net.Listener) {
+	if a.launcher == nil {
+		return
+	}
+	var ports []int
+	for _, ln := range lns {
+		if ln == nil {
+			continue
+		}
+		if addr, ok := ln.Addr().(*net.TCPAddr); ok {
+			ports = append(ports, addr.Port)
+		}
+	}
+	err := a.launcher.ProtectPorts(ports...)
+	switch {
+	case err == nil:
+		a.log.Info("toold's ports are out of its programs' reach", zap.Ints("ports", ports))
+	case errors.Is(err, launch.ErrNoPortGuard):
+		a.log.Warn("programs toold starts with the network can reach its own listeners", zap.Ints("ports", ports), zap.Error(err))
+	default:
+		a.log.Error("taking toold's ports from its programs failed: they can reach its listeners", zap.Ints("ports", ports), zap.Error(err))
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toold/toold/internal/launch/launchtest"
+)
+
+// TestRunsCannotReachToold: issue 24, finding 1 (the launcher's half). A
+// command tool with network: true shared the host's network namespace and
+// reached toold's own API on loopback (with no keys, as the anonymous
+// caller). Now a networked run of each mode tries to connect to toold's
+// listener and fails, while it still reaches another port of the host.
+func TestRunsCannotReachToold(t *testing.T) {
+	if abi, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION); e != 0 || abi < 4 {
+		launchtest.Unavailable(t, "no Landlock network rules on this kernel (ABI %d, %v): toold's ports stay reachable", abi, e)
+	}
+	ws := launchtest.Workspace(t) // the run-as uid's to reach
+	cfg := filepath.Join(t.TempDir(), "toold.yaml")
+	var tools strings.Builder
+	for _, m := range []string{"none", "namespaces", "bwrap"} {
+		tools.WriteString("    - {name: dial_" + m + ", description: dial a port, argv: [bash, -c, 'exec 3<>/dev/tcp/127.0.0.1/$0', {arg: '{{.port}}'}], " +
+			"parameters: {type: object, properties: {port: {type: string, pattern: '^[0-9]+$'}}, required: [port]}, " +
+			"sandbox: {containment: " + m + ", network: true}}\n")
+	}
+	if err := os.WriteFile(cfg, []byte("commands:\n  tools:\n"+tools.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, nil, "-config", cfg, "-workspace", ws)
+	u, err := url.Parse(in.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	su, _ := url.Parse(srv.URL)
+	other := su.Port()
+	for _, m := range []string{"none", "namespaces", "bwrap"} {
+		code, env := in.exec("dial_"+m, `{"port": "`+u.Port()+`"}`)
+		data, _ := env["data"].(map[string]any)
+		if code == 200 && env["success"] == true {
+			t.Errorf("%s: a networked run connected to toold's listener: %v", m, env)
+		} else if stderr, _ := data["stderr"].(string); !strings.Contains(stderr, "Permission denied") {
+			t.Errorf("%s: refused for another reason: %v", m, env)
+		}
+		code, env = in.exec("dial_"+m, `{"port": "`+other+`"}`)
+		if code != 200 || env["success"] != true {
+			t.Errorf("%s: a networked run could not reach another port: %d %v", m, code, env)
+		}
+	}
+}
