@@ -17,20 +17,9 @@ import (
 // from every hook git offers for a read: fsmonitor (git status), a pager,
 // an external diff and a textconv driver. Each touches a file in marks,
 // a directory the run-as uid can write outside the workspace.
-func plantedRepo(t *testing.T, ws string) (marks string) {
+func plantedRepo(t *testing.T, ws string) string {
 	t.Helper()
-	marks = t.TempDir()
-	if err := os.Chmod(marks, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Dir = ws
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	marks, git := marksAndGit(t, ws)
 	git("init", "-q")
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -52,6 +41,25 @@ func plantedRepo(t *testing.T, ws string) (marks string) {
 		t.Fatal(err)
 	}
 	return marks
+}
+
+// marksAndGit is a directory the run-as uid can write outside the
+// workspace (where a planted program leaves its mark), and git run on
+// the host in ws, as the repository's planter.
+func marksAndGit(t *testing.T, ws string) (string, func(args ...string)) {
+	t.Helper()
+	marks := t.TempDir()
+	if err := os.Chmod(marks, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return marks, func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Dir = ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
 }
 
 // TestGitToolsIgnoreRepositoryPrograms: a git command tool never runs a

@@ -96,20 +96,9 @@ func TestNoRunPlantsCodeForGit(t *testing.T) {
 // .git/info/attributes, with a file of each changed since the commit, as
 // a hostile archive unpacked into the workspace would leave it. Each
 // filter touches a file in marks before passing the content on.
-func plantedFilters(t *testing.T, ws string) (marks string) {
+func plantedFilters(t *testing.T, ws string) string {
 	t.Helper()
-	marks = t.TempDir()
-	if err := os.Chmod(marks, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Dir = ws
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	marks, git := marksAndGit(t, ws)
 	write := func(name, content string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
