@@ -117,6 +117,9 @@ func (sb *sandbox) describe() string {
 	if !sb.procs {
 		parts = append(parts, "no process-count limit")
 	}
+	if strings.HasPrefix(sb.enforced["syscalls"], "not filtered (seccomp") {
+		parts = append(parts, "no syscall filter (seccomp: false)")
+	}
 	return strings.Join(parts, "; ")
 }
 

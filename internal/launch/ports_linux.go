@@ -112,7 +112,11 @@ func (l *Launcher) ProtectPorts(ports ...int) error {
 		return err
 	}
 	for _, ln := range h.launchers {
-		if err := ln.do(func() error { return ln.restrictPorts(g) }); err != nil {
+		err := ln.do(func() error { return ln.restrictPorts(g) })
+		if errors.Is(err, errRetired) || errors.Is(err, errClosed) {
+			continue // it starts nothing any more
+		}
+		if err != nil {
 			_ = g.file.Close()
 			return err
 		}

@@ -207,6 +207,8 @@ func (sb *sandbox) filtered() bool {
 // syscallsEnforced is what every result says of the filter.
 func (sb *sandbox) syscallsEnforced() string {
 	switch {
+	case sb.filtered() && sb.mode == ModeNamespaces && !sb.userns:
+		return "seccomp: nested user namespaces, mount and the mount API but move_mount and mount_setattr, bpf, perf_event_open, keyctl, io_uring denied (setns, move_mount, mount_setattr need capabilities the command lacks)"
 	case sb.filtered():
 		return "seccomp: nested user namespaces, setns, mount and the mount API, bpf, perf_event_open, keyctl, io_uring denied"
 	case sb.mode == ModeNone:
