@@ -12,8 +12,9 @@ import (
 // values take the documented defaults.
 type Config struct {
 	// Containment is the default isolation of every program: auto
-	// (default), none, namespaces or bwrap. See the package doc.
-	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
+	// (default), none, namespaces or bwrap (Linux), seatbelt (macOS), job
+	// (Windows). See the package doc.
+	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap seatbelt job"`
 	// RunAs is the unprivileged identity programs run as when toold is
 	// root (default 65534:65534, "nobody"). Ignored when toold is not root:
 	// a process cannot change its uid then.
@@ -29,6 +30,13 @@ type Config struct {
 	KillGrace time.Duration `yaml:"kill_grace" validate:"gte=0,lte=30s"`
 	// Bwrap is the bubblewrap binary (default: "bwrap" on PATH).
 	Bwrap string `yaml:"bwrap"`
+	// Private are toold's own files and directories (its state, its
+	// configuration, the audit key): no program may read or write them,
+	// whatever its sandbox allows (macOS: denied by the Seatbelt profile;
+	// Windows: labelled so that low integrity can neither read nor write
+	// them; Linux: not in the minimal root or bwrap's). Set by toold from
+	// its own settings, never from the file.
+	Private []string `yaml:"-"`
 }
 
 // RunAs is a uid/gid pair; nil fields take 65534.
@@ -74,9 +82,10 @@ type Rlimits struct {
 // CLI. Each embeds it (yaml ",inline") with what only it has; this type is
 // the one declaration of these keys, their rules and their meaning.
 type Sandbox struct {
-	// Containment: auto, none, namespaces or bwrap (default: the commands
-	// section's containment, itself auto by default). See the package doc.
-	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap"`
+	// Containment: auto, none, namespaces, bwrap, seatbelt or job (default:
+	// the commands section's containment, itself auto by default). See the
+	// package doc.
+	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap seatbelt job"`
 	// Network lets the program reach the network. Off by default for
 	// command tools and MCP servers, on for consultation CLIs (they call
 	// their vendor). Without it, under namespaces and bwrap, the program

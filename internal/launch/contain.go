@@ -22,6 +22,8 @@ const (
 	ModeNone       Mode = "none"
 	ModeNamespaces Mode = "namespaces"
 	ModeBwrap      Mode = "bwrap"
+	ModeSeatbelt   Mode = "seatbelt" // macOS (seatbelt.go)
+	ModeJob        Mode = "job"      // Windows (job.go)
 )
 
 // sandbox is a tool's resolved containment.
@@ -45,6 +47,9 @@ type sandbox struct {
 	cg       *cgroupHost
 	call     callLimits // enforced by the run's cgroups, when there are any
 	tmpSize  int64      // the run's /tmp (namespaces as root)
+	lim      Rlimits    // the merged limits (a Windows job's plan reads them)
+	private  []string   // toold's own files (Config.Private)
+	plat     platformSandbox
 	// enforced is what each limit is enforced by, for every result.
 	enforced map[string]string
 }
@@ -82,9 +87,15 @@ func (sb *sandbox) short() string {
 		return notIsolated
 	case sb.userns:
 		return "namespaces (unprivileged user namespace)"
+	case sb.mode == ModeJob && !sb.network:
+		return jobNoNetwork
 	}
 	return string(sb.mode)
 }
+
+// jobNoNetwork is how every result of a Windows job without the network
+// says that the network was not taken away.
+const jobNoNetwork = "job (network NOT isolated: a Job Object cannot take it away)"
 
 // describe is the sandbox in one phrase, for discovery and the start-up log.
 func (sb *sandbox) describe() string {
@@ -96,8 +107,12 @@ func (sb *sandbox) describe() string {
 		parts = append(parts, fmt.Sprintf("uid %d", sb.uid))
 	}
 	switch {
+	case sb.network && sb.mode == ModeSeatbelt:
+		parts = append(parts, "network allowed but the host's loopback")
 	case sb.network:
 		parts = append(parts, "network allowed")
+	case sb.mode == ModeJob:
+		parts = append(parts, "network NOT isolated (a Job Object cannot take it away)")
 	case sb.mode == ModeNone:
 		parts = append(parts, "network NOT isolated (containment none)")
 	default:
@@ -136,7 +151,9 @@ func (sb *sandbox) finish(h *host, r Rlimits) {
 	if sb.tmpfsTmp() {
 		sb.tmpSize = max(r.TmpSize, 0)
 	}
+	sb.lim = r
 	sb.enforced = sb.enforcement(r)
+	sb.finishPlatform(h)
 }
 
 // pidsByCgroup says whether the run's cgroup bounds its processes (the
@@ -299,7 +316,8 @@ type host struct {
 	launchers map[Mode]*launcher
 	cg        *cgroupHost
 	cgOnce    sync.Once
-	ports     *portGuard // ProtectPorts' ruleset (Linux); nil before
+	ports     *portGuard   // ProtectPorts' ruleset (Linux); nil before
+	plat      platformHost // what the OS's own modes learned (platform.go)
 }
 
 // cgroups finds the host's cgroups on first use.

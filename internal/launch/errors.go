@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 )
 
 // ErrorKind says what went wrong with a start, so that a caller can tell
@@ -90,13 +91,13 @@ func startError(program string, err error) error {
 }
 
 // unsupported is the refusal, on the OS goos, of a mode it does not
-// provide: never a silent none, and the way out named.
-func unsupported(goos string, want Mode) error {
-	if want == ModeAuto {
-		return fmt.Errorf("no sandbox is available on %s yet: containment auto picks namespaces or bwrap, which are Linux's; "+
-			"write `containment: none` to run programs without isolation (every call then says \"containment: none (not isolated)\"), "+
-			"or run toold on Linux", goos)
+// provide (its own are have): never a silent none, and the way out named.
+func unsupported(goos string, want Mode, have []Mode) error {
+	own := make([]string, len(have))
+	for i, m := range have {
+		own[i] = string(m)
 	}
-	return fmt.Errorf("containment %s is not available on %s (namespaces and bwrap are Linux's): write `containment: none` "+
-		"to run programs without isolation (every call then says \"containment: none (not isolated)\"), or run toold on Linux", want, goos)
+	return fmt.Errorf("containment %s is not available on %s (its modes: %s; namespaces and bwrap are Linux's, "+
+		"seatbelt macOS's, job Windows's): write one of these, or `containment: none` to run programs without isolation "+
+		"(every call then says \"containment: none (not isolated)\")", want, goos, strings.Join(own, ", "))
 }

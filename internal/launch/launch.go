@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -96,12 +97,15 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	switch want {
 	case "":
 		want = ModeAuto
-	case ModeAuto, ModeNone, ModeNamespaces, ModeBwrap:
+	case ModeAuto, ModeNone, ModeNamespaces, ModeBwrap, ModeSeatbelt, ModeJob:
 	default:
-		return nil, fmt.Errorf("containment %q is not one of auto, none, namespaces, bwrap", want)
+		return nil, fmt.Errorf("containment %q is not one of auto, none, namespaces, bwrap, seatbelt, job", want)
 	}
 	if err := c.Check(); err != nil {
 		return nil, err
+	}
+	if !slices.Contains(osModes, want) {
+		return nil, &unavailableError{mode: want, err: unsupported(runtime.GOOS, want, osModes)}
 	}
 	mode, why, t, err := l.host.resolve(want)
 	if err != nil {
@@ -113,7 +117,7 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 		writable: c.WorkspaceWritable, roPaths: c.ReadOnlyPaths, drop: drop, uid: h.uid, gid: h.gid,
 		userns: mode == ModeNamespaces && !h.root,
 		procs:  hasRlimits && (drop || (mode == ModeBwrap && !h.root)), maxOut: firstPositive(c.MaxOutputBytes, l.cfg.MaxOutputBytes, DefaultMaxOutputBytes),
-		grace: l.cfg.KillGrace, env: buildEnv(c.EnvAllow, c.Env)}
+		grace: l.cfg.KillGrace, env: buildEnv(c.EnvAllow, c.Env), private: l.cfg.Private}
 	if sb.grace <= 0 {
 		sb.grace = DefaultKillGrace
 	}

@@ -339,27 +339,3 @@ func dropCredentials(uid, gid int, keepSysAdmin bool) error {
 	}
 	return nil
 }
-
-// list turns the limits into prlimit calls; -1 (unlimited) keeps toold's
-// own limit, which an unprivileged toold could not raise anyway. procs says
-// whether the process-count limit means anything (see Rlimits.Processes).
-func (r Rlimits) list(procs bool) []rlimit {
-	var out []rlimit
-	add := func(name string, res int, soft, hard int64) {
-		if soft >= 0 {
-			out = append(out, rlimit{name, res, uint64(soft), uint64(hard)})
-		}
-	}
-	cpu := int64(-1)
-	if r.CPU > 0 {
-		cpu = int64((r.CPU + 999_999_999) / 1_000_000_000) // whole seconds, rounded up
-	}
-	add("RLIMIT_CPU", unix.RLIMIT_CPU, cpu, cpu+1) // SIGXCPU first, SIGKILL a second later
-	add("RLIMIT_AS", unix.RLIMIT_AS, r.AddressSpace, r.AddressSpace)
-	add("RLIMIT_FSIZE", unix.RLIMIT_FSIZE, r.FileSize, r.FileSize)
-	add("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, int64(r.OpenFiles), int64(r.OpenFiles))
-	if procs {
-		add("RLIMIT_NPROC", unix.RLIMIT_NPROC, int64(r.Processes), int64(r.Processes))
-	}
-	return out
-}

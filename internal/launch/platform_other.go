@@ -2,21 +2,13 @@
 
 package launch
 
-// What macOS and Windows lack of Linux's launcher, for the platform seam
-// (platform.go): no per-run cgroups, no rlimits applied to a child, no
-// sandbox shim, no /proc to find a run's escaped processes by their marker,
-// and no containment but an explicit none yet.
+// What macOS and Windows both lack of Linux's launcher, for the platform
+// seam (platform.go): no cgroups (a Windows run's Job Object is its
+// runCgroup, platform_windows.go), and no /proc to find a run's escaped
+// processes by their marker.
 
-// hasRlimits: a child's rlimits cannot be set here yet (no prlimit, no hook
-// between fork and exec in os/exec); every result says so.
-const hasRlimits = false
-
-// Shim returns at once: only Linux's containment namespaces re-runs toold
-// as a shim. main calls it on every OS, so the order there is one.
-func Shim() {}
-
-// cgroupHost stands for per-run resource groups, which this OS does not
-// give toold (Windows's Job Objects will be its own).
+// cgroupHost stands for Linux's cgroup hierarchy, which these OSes do not
+// have.
 type cgroupHost struct{}
 
 // findCgroups finds none.
@@ -26,13 +18,4 @@ func (*cgroupHost) usable() bool              { return false }
 func (*cgroupHost) has(string) (string, bool) { return "", false }
 func (*cgroupHost) descendants() string       { return "" }
 func (*cgroupHost) close()                    {}
-func (*runCgroup) remove()                    {}
-func (*runCgroup) kill() bool                 { return true }
 func (*killer) sweepMarked()                  {}
-func (Rlimits) list(bool) []rlimit            { return nil }
-func (*Launcher) prepareRun(*sandbox, string) (runSetup, *runCgroup, func(), error) {
-	return runSetup{}, nil, func() {}, nil
-}
-
-// runCgroup is a run's resource group: none here.
-type runCgroup struct{}

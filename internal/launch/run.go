@@ -406,6 +406,10 @@ func (l *Launcher) tempDir(sb *sandbox) (string, error) {
 			return "", err
 		}
 	}
+	if err := sb.ownTemp(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
 	return dir, nil
 }
 
