@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/toold/toold/internal/ospath"
 )
 
 // Git reads programs to run from the repository it works in: .git/config
@@ -19,8 +21,9 @@ import (
 // system and global configuration switched off. An operator's own env of
 // the tool still wins over the variables below.
 
-// isGit reports whether the program (an absolute path) is git.
-func isGit(program string) bool { return filepath.Base(program) == "git" }
+// isGit reports whether the program (an absolute path) is git: on Windows
+// git.exe, on macOS /usr/local/bin/Git too (ospath.ProgramName).
+func isGit(program string) bool { return ospath.Host().ProgramName(program) == "git" }
 
 // gitGuards are put right after git's path. safe.directory names the
 // workspace (and, for git 2.46 and later, repositories below it): commands

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/toold/toold/internal/ospath"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -108,7 +109,7 @@ func New(workspace string, opts Options) (*Workspace, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory", workspace)
 	}
-	protect, err := newProtection(opts.Protected, opts.AllowProtected)
+	protect, err := newProtection(ospath.Host(), opts.Protected, opts.AllowProtected)
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,10 @@ import (
 	iofs "io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/toold/toold/internal/ospath"
 	"github.com/toold/toold/internal/suggest"
 	"github.com/toold/toold/internal/tools"
 )
@@ -27,7 +27,14 @@ const outsideHint = "paths are relative to the workspace root: write \"src/main.
 // workspace-relative name every os.Root call receives. It is lexical only: it
 // refuses what can never be inside the workspace, and os.Root enforces the
 // rest (symlinks, races) at the moment of access. Every tool calls it.
-func resolvePath(p string) (string, error) {
+func resolvePath(p string) (string, error) { return resolvePathOn(ospath.Host(), p) }
+
+// resolvePathOn is resolvePath by plat's rules (the tests run every
+// platform's): on Windows a backslash separates names, a drive letter, a
+// UNC share or a \\?\ path is absolute, and a name with ':' (an alternate
+// data stream, .git::$INDEX_ALLOCATION) or a device name (CON, NUL) is no
+// file name; on Linux and macOS all of these are plain names.
+func resolvePathOn(plat ospath.Platform, p string) (string, error) {
 	switch {
 	case strings.IndexByte(p, 0) >= 0:
 		return "", refuse("nul_byte", "the path contains a NUL byte, which no file name can hold",
@@ -38,28 +45,32 @@ func resolvePath(p string) (string, error) {
 	case p == "":
 		return "", tools.NewUserError("the path is empty").WithCode("empty_path").
 			WithSuggestion("name a file relative to the workspace root, such as \"README.md\"")
-	case filepath.IsAbs(p) || os.IsPathSeparator(p[0]) || filepath.VolumeName(p) != "":
-		return "", refuse("absolute_path", fmt.Sprintf("%s is an absolute path; only paths relative to the workspace root are accepted", show(p)),
-			outsideHint)
 	}
-	if n := longestComponent(p); n > maxComponentBytes {
+	if n := longestComponent(plat, p); n > maxComponentBytes {
 		return "", refuse("path_too_long", fmt.Sprintf("a component of the path is %d bytes long; the limit is %d", n, maxComponentBytes),
 			"use shorter file and directory names")
 	}
-	clean := filepath.Clean(p)
-	if !filepath.IsLocal(clean) {
+	clean, err := plat.Local(p)
+	switch {
+	case errors.Is(err, ospath.ErrAbsolute):
+		return "", refuse("absolute_path", fmt.Sprintf("%s is an absolute path; only paths relative to the workspace root are accepted", show(p)),
+			outsideHint)
+	case errors.Is(err, ospath.ErrEscape):
 		return "", refuse("path_escape", fmt.Sprintf("%s leaves the workspace: '..' cannot climb above the workspace root", show(p)),
 			outsideHint)
+	case errors.Is(err, ospath.ErrName):
+		return "", refuse("invalid_name", fmt.Sprintf("%s is not a file name on %s: ':' names an alternate data stream or a drive, "+
+			"and CON, PRN, AUX, NUL, COM1-9 and LPT1-9 are devices", show(p), plat.OS), "use plain file names")
 	}
-	return filepath.ToSlash(clean), nil
+	return clean, err
 }
 
 // longestComponent is the length of p's longest name between separators,
 // found without allocating: resolvePath runs on every call.
-func longestComponent(p string) int {
+func longestComponent(plat ospath.Platform, p string) int {
 	longest, start := 0, 0
 	for i := 0; i <= len(p); i++ {
-		if i == len(p) || os.IsPathSeparator(p[i]) {
+		if i == len(p) || plat.IsSep(p[i]) {
 			longest = max(longest, i-start)
 			start = i + 1
 		}

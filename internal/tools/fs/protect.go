@@ -7,6 +7,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/toold/toold/internal/ospath"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -20,7 +21,9 @@ import (
 // HFS+/NTFS file systems treat as .git), and every file a declared tool
 // says it executes (its executes: globs). The check is made on the path as
 // given and on the path with the workspace's symlinks followed, so a link
-// to .git does not get around it.
+// to .git does not get around it. The spellings are ospath's (Guarded: every
+// file system's aliasing, on every OS, since a Linux workspace may be a
+// case-insensitive mount and a checkout moves between machines).
 
 // Protected is a glob of workspace files a tool executes or reads as
 // configuration, and that tool's name (for the refusal's message).
@@ -38,21 +41,24 @@ const gitBy = "git (every git command run in the workspace reads it; .git/config
 
 // protection is the compiled protected set.
 type protection struct {
-	globs []Protected // patterns lower-cased and anchored
-	allow bool        // AllowProtected: writes pass (the tools need confirmation)
+	plat  ospath.Platform // the workspace's rules, every aliasing on (Guarded)
+	globs []Protected     // patterns canonical and anchored
+	allow bool            // AllowProtected: writes pass (the tools need confirmation)
 }
 
 // CheckProtected reports the first pattern of list that is not a glob
 // relative to the workspace, naming its tool; New refuses the same.
 func CheckProtected(list []Protected) error {
-	_, err := newProtection(list, false)
+	_, err := newProtection(ospath.Host(), list, false)
 	return err
 }
 
-func newProtection(list []Protected, allow bool) (*protection, error) {
-	p := &protection{allow: allow}
+// newProtection compiles list by plat's rules: on Windows a backslash in
+// a pattern separates names (it would escape the next byte in a glob).
+func newProtection(plat ospath.Platform, list []Protected, allow bool) (*protection, error) {
+	p := &protection{plat: plat.Guarded(), allow: allow}
 	for _, g := range list {
-		pat := strings.ToLower(strings.TrimPrefix(g.Pattern, "./"))
+		pat := strings.ToLower(strings.TrimPrefix(plat.PatternToSlash(g.Pattern), "./"))
 		if pat == "" || strings.HasPrefix(pat, "/") || !localPath(path.Clean(pat)) || !doublestar.ValidatePattern(pat) {
 			return nil, fmt.Errorf("executes of %s: %q is not a glob relative to the workspace", g.By, g.Pattern)
 		}
@@ -67,7 +73,7 @@ func newProtection(list []Protected, allow bool) (*protection, error) {
 // executor returns the tool that executes rel (slash-separated, clean),
 // or "" when rel is not protected.
 func (p *protection) executor(rel string) string {
-	canon := canonicalPath(rel)
+	canon := p.plat.Canonical(rel)
 	for _, c := range strings.Split(canon, "/") {
 		if c == ".git" {
 			return gitBy
@@ -79,46 +85,6 @@ func (p *protection) executor(rel string) string {
 		}
 	}
 	return ""
-}
-
-// canonicalPath spells rel as a case-insensitive file system that ignores
-// what HFS+ and NTFS ignore would resolve it: each component lower-cased,
-// without the code points HFS+ drops, without NTFS's trailing dots and
-// spaces or an alternate data stream, and NTFS's short name of .git
-// (GIT~1) as .git. Git refuses the same spellings in trees it checks out
-// (is_hfs_dotgit, is_ntfs_dotgit) for the same reason.
-func canonicalPath(rel string) string {
-	parts := strings.Split(rel, "/")
-	for i, c := range parts {
-		parts[i] = canonicalName(c)
-	}
-	return strings.Join(parts, "/")
-}
-
-func canonicalName(c string) string {
-	c = strings.Map(func(r rune) rune {
-		if hfsIgnored(r) {
-			return -1
-		}
-		return r
-	}, c)
-	if i := strings.IndexByte(c, ':'); i > 0 { // NTFS: name:stream is name
-		c = c[:i]
-	}
-	c = strings.ToLower(strings.TrimRight(c, ". "))
-	if c == "" { // "..." and the like are not names to protect
-		return "_"
-	}
-	if c == "git~1" {
-		return ".git"
-	}
-	return c
-}
-
-// hfsIgnored are the code points HFS+ leaves out of a name when it
-// compares names (the list git's utf8.c uses).
-func hfsIgnored(r rune) bool {
-	return r >= 0x200c && r <= 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x206a && r <= 0x206f || r == 0xfeff
 }
 
 // checkProtected refuses a write to a protected file, unless the operator

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toold/toold/internal/ospath"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -107,7 +108,7 @@ func FuzzProtectedPath(f *testing.F) {
 	for _, s := range []string{".git/config", ".GIT", "a/.git./b", "git~1", ".g\u200cit", "x", "", "..", "a/../.git"} {
 		f.Add(s)
 	}
-	p, err := newProtection(nil, false)
+	p, err := newProtection(ospath.Host(), nil, false)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func FuzzProtectedPath(f *testing.F) {
 		// must be protected: strip the ignorables and fold case ourselves.
 		for _, c := range strings.Split(s, "/") {
 			plain := strings.Map(func(r rune) rune {
-				if hfsIgnored(r) {
+				if ospath.HFSIgnored(r) {
 					return -1
 				}
 				return r
