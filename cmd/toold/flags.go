@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toold/toold/internal/config"
+	"github.com/toold/toold/internal/ospath"
 )
 
 // options are the command line, after TOOLD_* environment defaults.
@@ -195,9 +196,10 @@ func sameDir(a, b string) bool {
 	ra, err1 := filepath.EvalSymlinks(a)
 	rb, err2 := filepath.EvalSymlinks(b)
 	if err1 != nil || err2 != nil {
-		return filepath.Clean(a) == filepath.Clean(b)
+		ra, rb = filepath.Clean(a), filepath.Clean(b)
 	}
-	return ra == rb
+	plat := ospath.Host() // APFS and NTFS: /Users/Me is /users/me
+	return plat.Fold(ra) == plat.Fold(rb)
 }
 
 // contains reports whether dir is an ancestor of p, symlinks followed.
@@ -208,6 +210,5 @@ func contains(dir, p string) bool {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		p = r
 	}
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
+	return !sameDir(dir, p) && ospath.Host().Within(dir, p)
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/config"
+	"github.com/toold/toold/internal/ospath"
 )
 
 // toold's own files — its configuration, the state store, the audit
@@ -67,6 +68,19 @@ func ownFiles(cfg *config.Config, configFile string, withState bool) []ownFile {
 	return files
 }
 
+// privatePaths are toold's own files as absolute paths, for the launcher:
+// no program it starts may read or write them, whatever its sandbox allows
+// (launch.Config.Private).
+func privatePaths(cfg *config.Config, configFile string, withState bool) []string {
+	var out []string
+	for _, f := range ownFiles(cfg, configFile, withState) {
+		if p, err := filepath.Abs(f.path); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // checkOwnFiles refuses toold's own files inside the workspace, naming
 // each and saying what to do.
 func checkOwnFiles(cfg *config.Config, configFile string, withState bool) error {
@@ -92,10 +106,10 @@ func checkOwnFiles(cfg *config.Config, configFile string, withState bool) error 
 // within reports whether p is dir or lies below it, symlinks followed as
 // far as p exists (a state directory toold has not made yet is judged by
 // its nearest existing parent).
+// Names compare as the host's file system compares them: on a Mac or
+// Windows a -state-dir spelled /users/me/WORK/state is inside /Users/me/work.
 func within(dir, p string) bool {
-	dir, p = resolved(dir), resolved(p)
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	return ospath.Host().Within(resolved(dir), resolved(p))
 }
 
 // resolved is p with the symlinks of its longest existing prefix followed.
@@ -140,8 +154,13 @@ func warnWideWorkspace(cfg *config.Config, lookupEnv func(string) (string, bool)
 // wideWorkspace describes ws when it is the root of the file system, the
 // home directory or holds it; "" otherwise.
 func wideWorkspace(ws string, lookupEnv func(string) (string, bool)) string {
-	home, _ := lookupEnv("HOME")
+	home, ok := lookupEnv("HOME")
+	if !ok {
+		home, _ = lookupEnv("USERPROFILE") // Windows
+	}
 	switch {
+	case filepath.Dir(ws) == ws: // "/", C:\
+		return "the root of the file system"
 	case sameDir(ws, "/"):
 		return "the root of the file system"
 	case home != "" && sameDir(ws, home):

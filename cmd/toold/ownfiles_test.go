@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/internal/config"
 )
 
 // runBriefly runs toold with args and env until it listens (then stops
@@ -118,5 +120,25 @@ func TestWideWorkspaceWarns(t *testing.T) {
 				t.Errorf("stdout, want %q:\n%s", c.want, stdout)
 			}
 		})
+	}
+}
+
+// TestPrivatePathsReachTheLauncher: toold's own files — the config, the
+// state directory, the audit key — are what the launcher keeps every run
+// from (launch.Config.Private: denied by macOS's Seatbelt profile,
+// labelled unreadable to Windows's low-integrity runs), absolute.
+func TestPrivatePathsReachTheLauncher(t *testing.T) {
+	out := t.TempDir()
+	cfg := config.Default()
+	cfg.State.Dir = filepath.Join(out, "state")
+	cfg.State.Audit.SigningKeyFile = "audit.key"
+	got := privatePaths(cfg, filepath.Join(out, "toold.yaml"), true)
+	abs, _ := filepath.Abs("audit.key")
+	want := []string{filepath.Join(out, "toold.yaml"), filepath.Join(out, "state"), abs}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("private paths %q, want %q", got, want)
+	}
+	if got := privatePaths(cfg, "", false); len(got) != 0 {
+		t.Errorf("without a config file or the store: %q", got)
 	}
 }

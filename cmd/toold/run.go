@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		fmt.Fprintln(stderr, "toold:", err)
 		return exitCode(2)
 	}
+	cfg.Commands.Private = privatePaths(cfg, o.config, withState)
 	log, flush, err := newLogger(cfg.LogLevel, stderr)
 	if err != nil {
 		return err

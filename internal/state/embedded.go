@@ -17,52 +17,63 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/toold/toold/internal/ospath"
 )
 
 // DefaultDir is where the embedded store lives unless state.dir says
 // otherwise: a directory of its own for each workspace, under the user's
-// state directory ($XDG_STATE_HOME/toold, else ~/.local/state/toold), never
-// in the workspace the tools read. Two checkouts served side by side so get
-// two stores, and neither locks the other out; the same workspace finds its
-// store again at every start. The directory is named for the workspace's
-// last element and the first 12 hex digits of the SHA-256 of its absolute
-// path (symlinks resolved): ~/.local/state/toold/myrepo-3f2c9a1b7d0e.
+// state directory by the platform's convention ($XDG_STATE_HOME/toold,
+// else ~/.local/state/toold on Linux; ~/Library/Application Support/toold
+// on macOS; %LOCALAPPDATA%\toold on Windows), never in the workspace the
+// tools read. Two checkouts served side by side so get two stores, and
+// neither locks the other out; the same workspace finds its store again at
+// every start. The directory is named for the workspace's last element and
+// the first 12 hex digits of the SHA-256 of its absolute path (symlinks
+// resolved; case folded where the file system ignores it, so C:\Work and
+// c:\work find one store): ~/.local/state/toold/myrepo-3f2c9a1b7d0e.
 // An empty workspace gives the shared directory older versions used.
 func DefaultDir(lookupEnv func(string) (string, bool), workspace string) (string, error) {
-	base, err := userStateDir(lookupEnv)
+	return DefaultDirFor(ospath.Host(), lookupEnv, workspace)
+}
+
+// DefaultDirFor is DefaultDir by plat's convention and rules (the tests
+// run every platform's).
+func DefaultDirFor(plat ospath.Platform, lookupEnv func(string) (string, bool), workspace string) (string, error) {
+	base, err := userStateDir(plat, lookupEnv)
 	if err != nil || workspace == "" {
 		return base, err
 	}
-	abs, err := filepath.Abs(workspace)
-	if err != nil {
-		return "", fmt.Errorf("state.dir is not set and the workspace %s has no absolute path: %w", workspace, err)
+	abs := workspace
+	if !plat.IsAbs(abs) {
+		if abs, err = filepath.Abs(workspace); err != nil {
+			return "", fmt.Errorf("state.dir is not set and the workspace %s has no absolute path: %w", workspace, err)
+		}
 	}
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(base, dirLabel(filepath.Base(abs))+"-"+hex.EncodeToString(sum[:6])), nil
+	key := abs
+	if plat.FoldCase {
+		key = plat.Fold(abs)
+	}
+	sum := sha256.Sum256([]byte(key))
+	return plat.Join(base, dirLabel(plat.Base(abs))+"-"+hex.EncodeToString(sum[:6])), nil
 }
 
 // SharedDir is the directory every workspace shared before DefaultDir gave
 // each its own; toold says so when it finds a store there.
 func SharedDir(lookupEnv func(string) (string, bool)) (string, error) {
-	return userStateDir(lookupEnv)
+	return userStateDir(ospath.Host(), lookupEnv)
 }
 
-func userStateDir(lookupEnv func(string) (string, bool)) (string, error) {
-	if d, ok := lookupEnv("XDG_STATE_HOME"); ok && filepath.IsAbs(d) {
-		return filepath.Join(d, "toold"), nil
+func userStateDir(plat ospath.Platform, lookupEnv func(string) (string, bool)) (string, error) {
+	home, _ := os.UserHomeDir()
+	dir, ok := plat.StateHome("toold", lookupEnv, home)
+	if !ok {
+		return "", errors.New("state.dir is not set and there is no home directory to default to (set state.dir or -state-dir)")
 	}
-	home, ok := lookupEnv("HOME")
-	if !ok || home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("state.dir is not set and there is no home directory to default to: %w", err)
-		}
-		home = h
-	}
-	return filepath.Join(home, ".local", "state", "toold"), nil
+	return dir, nil
 }
 
 // dirLabel is a workspace's name as part of a directory name: letters,
