@@ -9,7 +9,7 @@ IMAGE    ?= toold:$(VERSION)
 
 .DEFAULT_GOAL := build
 
-.PHONY: help build run deps test test-race test-all lint fuzz bench search-eval load image ci
+.PHONY: help build run deps test test-race test-all lint fuzz bench search-eval load image release release-tools ci
 
 help: ## this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -54,6 +54,17 @@ load: ## the loopback load harness (bench/load; -only peers,gc for the hot-path 
 
 image: ## the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
+
+# GoReleaser and cyclonedx-gomod, pinned as tools of their own module
+# (tools/release/go.mod), installed into bin/release.
+RELEASE_BIN   := $(CURDIR)/bin/release
+RELEASE_FLAGS ?= --snapshot
+
+release-tools: ## GoReleaser and cyclonedx-gomod at the versions tools/release/go.mod pins, in bin/release
+	GOBIN=$(RELEASE_BIN) go -C tools/release install tool
+
+release: release-tools ## archives for every target, an SBOM per binary and checksums.txt in dist/ (a snapshot; RELEASE_FLAGS= on a tag)
+	PATH="$(RELEASE_BIN):$$PATH" TOOLD_REVISION=$(REVISION) goreleaser release --clean $(RELEASE_FLAGS)
 
 ci: ## what CI runs
 	.ci/run
