@@ -96,8 +96,8 @@ func connectEntries(t *testing.T, file string) map[string]connectEntry {
 		t.Fatal(err)
 	}
 	var doc struct {
-		MCPServers map[string]connectEntry `json:"mcpServers"`
-		Servers    map[string]connectEntry `json:"servers"`
+		MCPServers map[string]connectEntry `json:"mcpServers"` // Claude Desktop, Cursor, most hosts
+		Servers    map[string]connectEntry `json:"servers"`    // VS Code
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("%s: %v", file, err)

@@ -43,21 +43,7 @@ func TestConnectConfigs(t *testing.T) {
 	ws := workspace(t)
 	in := start(t, nil, "-workspace", ws) // for the URL entries
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc struct {
-			MCPServers map[string]connectEntry `json:"mcpServers"` // Claude Desktop, Cursor, most hosts
-			Servers    map[string]connectEntry `json:"servers"`    // VS Code
-		}
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		entries := doc.MCPServers
-		if entries == nil {
-			entries = doc.Servers
-		}
+		entries := connectEntries(t, f)
 		if len(entries) == 0 {
 			t.Fatalf("%s names no server", f)
 		}
