@@ -15,14 +15,14 @@ import (
 )
 
 // apiProvider consults an OpenAI-compatible chat completions endpoint
-// through two HTTP tools the httpapi Set declares without listing them:
-// the SSRF guard, retries with backoff and Retry-After, rates, the host's
-// circuit breaker and the upstream metrics are theirs.
+// through two httpapi Clients: the SSRF guard, retries with backoff and
+// Retry-After, rates, the host's circuit breaker and the upstream metrics
+// are theirs, as an HTTP tool's are.
 type apiProvider struct {
 	s        *spec
 	endpoint string
-	chat     tools.Tool
-	models   tools.Tool
+	chat     *httpapi.Client
+	models   *httpapi.Client
 }
 
 // maxListedModels bounds the models discovery shows from an API's list.
@@ -54,36 +54,33 @@ func newAPIProvider(s *spec, hs *httpapi.Set) (*apiProvider, error) {
 	models.Request = httpapi.RequestConfig{Method: http.MethodGet, URL: base + "/models"}
 	models.Retry = httpapi.RetryConfig{Attempts: 1} // a check, not a consultation
 	var err error
-	if a.chat, err = hs.Declare(chat); err != nil {
+	if a.chat, err = hs.Client(chat); err != nil {
 		return nil, err
 	}
-	if a.models, err = hs.Declare(models); err != nil {
+	if a.models, err = hs.Client(models); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+// chatMessage is one message of a chat completions request, in the shape
+// the request body takes it.
+func chatMessage(role, content string) map[string]any {
+	return map[string]any{"role": role, "content": content}
 }
 
 func (a *apiProvider) ask(ctx context.Context, q query) outcome {
-	msgs := []chatMessage{{Role: "user", Content: q.prompt}}
+	msgs := []any{chatMessage("user", q.prompt)}
 	if a.s.cfg.System != "" {
-		msgs = append([]chatMessage{{Role: "system", Content: a.s.cfg.System}}, msgs...)
-	}
-	args, err := json.Marshal(map[string]any{"model": q.model, "messages": msgs})
-	if err != nil {
-		return outcome{status: StatusError, err: err.Error()}
+		msgs = append([]any{chatMessage("system", a.s.cfg.System)}, msgs...)
 	}
 	actx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()
-	call := tools.NewCall(args, q.requestID, q.caller, nil)
-	v, err := a.chat.Execute(actx, call)
-	meta := map[string]any{"endpoint": a.endpoint, "attempts": call.Attempts()}
-	if w := call.Waited(); w > 0 {
-		meta["waited_ms"] = w.Milliseconds()
+	var n httpapi.Tally
+	v, err := a.chat.Do(actx, map[string]any{"model": q.model, "messages": msgs}, &n)
+	meta := map[string]any{"endpoint": a.endpoint, "attempts": n.Attempts}
+	if n.Waited > 0 {
+		meta["waited_ms"] = n.Waited.Milliseconds()
 	}
 	if err != nil {
 		o := a.failed(ctx, actx, err, q.timeout)
@@ -116,7 +113,7 @@ func (a *apiProvider) ask(ctx context.Context, q query) outcome {
 	return outcome{status: StatusSuccess, output: ans.text, model: ans.model, meta: meta}
 }
 
-// failed maps what the HTTP tool refused or could not do.
+// failed maps what the Client refused or could not do.
 func (a *apiProvider) failed(ctx, actx context.Context, err error, timeout time.Duration) outcome {
 	switch {
 	case ctx.Err() != nil:
@@ -146,7 +143,7 @@ func (a *apiProvider) probe(ctx context.Context, timeout time.Duration) availabi
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	av := availability{Installed: true}
-	v, err := a.models.Execute(pctx, tools.NewCall(json.RawMessage(`{}`), "", "", nil))
+	v, err := a.models.Do(pctx, map[string]any{}, &httpapi.Tally{})
 	if err != nil {
 		if pctx.Err() != nil {
 			av.Detail = fmt.Sprintf("GET %s/models did not answer within %v (timeouts.detection)", a.endpoint, timeout)
@@ -168,11 +165,5 @@ func (a *apiProvider) where() map[string]any {
 	return map[string]any{"endpoint": a.endpoint}
 }
 
-// Upstream reports the endpoint's breaker, as HTTP tools do.
-func (a *apiProvider) upstream() (tools.Upstream, bool) {
-	r, ok := a.chat.(tools.UpstreamReporter)
-	if !ok {
-		return tools.Upstream{}, false
-	}
-	return r.Upstream(), true
-}
+// upstream reports the endpoint's breaker, as HTTP tools do.
+func (a *apiProvider) upstream() tools.Upstream { return a.chat.Upstream() }

@@ -7,8 +7,8 @@
 // sandbox (built-in presets for gemini, codex, cursor-agent and claude;
 // the network on, the workspace read-only, only the provider's own
 // credentials from toold's environment), or an OpenAI-compatible chat
-// completions API reached through an HTTP tool the httpapi Set declares
-// without listing (the SSRF guard, retries, rates and the host's breaker).
+// completions API reached through an httpapi Client, as HTTP tools reach
+// theirs (the SSRF guard, retries, rates and the host's breaker).
 //
 // Every consultation ends in a Response with a status (success, timeout,
 // not_found, invalid_output, error): a provider failing is information for

@@ -57,7 +57,7 @@ func (s *Set) consultMany(ctx context.Context, call *tools.Call, in manyIn) (Mul
 	for i, p := range ps {
 		model, _ := p.model("", in.FailureType) // configured models are checked at start
 		q := query{prompt: in.Prompt, model: model, emit: streamTo(call, p.spec.name),
-			timeout: budget(ctx, s.timeoutFor(p, in.Operation, in.Timeout)), requestID: call.RequestID, caller: call.Caller}
+			timeout: budget(ctx, s.timeoutFor(p, in.Operation, in.Timeout))}
 		wg.Go(func() {
 			results[i] = p.consult(ctx, q)
 			results[i].Metadata["operation"] = operation(in.Operation)
@@ -136,7 +136,7 @@ func (s *Set) synthesize(ctx context.Context, call *tools.Call, in manyIn, answe
 	}
 	model, _ := p.model("", in.FailureType)
 	r := p.consult(ctx, query{prompt: prompt, model: model, emit: streamTo(call, "synthesis"),
-		timeout: budget(ctx, s.timeouts.Synthesis), requestID: call.RequestID, caller: call.Caller})
+		timeout: budget(ctx, s.timeouts.Synthesis)})
 	r.Metadata["operation"] = "synthesis"
 	m.SynthesisResponse = &r
 	if r.Status != StatusSuccess {

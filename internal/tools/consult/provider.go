@@ -26,8 +26,7 @@ type query struct {
 	// timeout is what is left for the answer.
 	timeout time.Duration
 	// emit, when set, receives the answer's text as it arrives.
-	emit              func(data string)
-	requestID, caller string
+	emit func(data string)
 }
 
 // outcome is what an asker found.

@@ -96,9 +96,7 @@ func (s *Set) info(p *provider, a availability) providerInfo {
 		in.CheckedAt = strPtr(a.CheckedAt.UTC().Format(time.RFC3339))
 	}
 	if api, ok := p.impl.(*apiProvider); ok {
-		if u, ok := api.upstream(); ok {
-			in.Breaker = strPtr(u.Breaker)
-		}
+		in.Breaker = strPtr(api.upstream().Breaker)
 	}
 	return in
 }

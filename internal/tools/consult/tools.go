@@ -76,7 +76,7 @@ func (s *Set) consult(ctx context.Context, call *tools.Call, in consultIn) (Resp
 		return Response{}, err
 	}
 	r := p.consult(ctx, query{prompt: in.Prompt, model: model, emit: streamTo(call, p.spec.name),
-		timeout: budget(ctx, s.timeoutFor(p, in.Operation, in.Timeout)), requestID: call.RequestID, caller: call.Caller})
+		timeout: budget(ctx, s.timeoutFor(p, in.Operation, in.Timeout))})
 	maps.Copy(r.Metadata, meta)
 	return r, nil
 }

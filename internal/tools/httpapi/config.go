@@ -17,7 +17,7 @@ type Config struct {
 	Breaker BreakerConfig `yaml:"breaker"`
 	// Hosts tune single upstream hosts, by host or host:port as the tools'
 	// URLs write them: a rate shared by every tool calling the host, and
-	// its breaker. Tools made with Set.Declare count as calling theirs; an
+	// its breaker. Clients made with Set.Client count as calling theirs; an
 	// entry no tool calls is refused by Set.CheckHosts.
 	Hosts map[string]HostConfig `yaml:"hosts" validate:"dive,keys,required,endkeys"`
 	// Tools are the declared HTTP API tools.

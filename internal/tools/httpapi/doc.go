@@ -31,4 +31,9 @@
 //     permission_error for the operator, 429 an overload_error with
 //     retry_after_ms, 5xx and no answer a retryable system_error, a body that
 //     is not the JSON declared invalid_output.
+//
+// All of it is a Client's: each listed tool calls its own, and another kind
+// of tool that must reach an API (a consultation provider asking a model)
+// makes one with Set.Client from a declaration of the same form. There is
+// no other way toold makes an outbound API request.
 package httpapi

@@ -36,10 +36,10 @@ type Set struct {
 	cfg   Config
 	opts  Options
 	tools []tools.Tool
-	// mu guards hosts and unlisted, which Declare adds to after New.
+	// mu guards hosts and unlisted, which Client adds to after New.
 	mu       sync.Mutex
 	hosts    map[string]*host
-	unlisted []*tool
+	unlisted []*Client
 	metrics  *metrics
 	// now, sleep and jitter are the clock and the dice of retries and
 	// rates; tests replace them.
@@ -77,11 +77,11 @@ func New(cfg Config, opts Options) (*Set, error) {
 	return s, nil
 }
 
-// CheckHosts refuses a hosts entry that no tool calls, listed or declared
-// (a *ConfigError): a rate or breaker set for a host nobody reaches is a
-// mistake, likely a misspelt host. Call it once every tool kind that
-// declares HTTP tools has declared them; New cannot check it, since
-// Declare adds hosts after it.
+// CheckHosts refuses a hosts entry that no tool or Client calls (a
+// *ConfigError): a rate or breaker set for a host nobody reaches is a
+// mistake, likely a misspelt host. Call it once every tool kind that makes
+// Clients has made them; New cannot check it, since Client adds hosts
+// after it.
 func (s *Set) CheckHosts() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,33 +101,34 @@ func (s *Set) CheckHosts() error {
 // Tools returns the tools in configuration order.
 func (s *Set) Tools() []tools.Tool { return slices.Clone(s.tools) }
 
-// Declare builds an HTTP tool that the Set does not list: another kind of
-// tool (a consultation provider) calls its Execute to reach an API with
-// everything a listed tool has — the SSRF guard, the rates, the host's
-// breaker and Retry-After pauses (shared with listed tools calling the same
-// host), retries, credential scrubbing and the upstream metrics under tc's
-// name. tc is checked as New checks the section's tools; the http
-// section's proxy, breaker defaults and hosts apply. Call it while wiring.
-func (s *Set) Declare(tc ToolConfig) (tools.Tool, error) {
-	t, err := s.declare(tc)
+// Client builds the Client of a declaration that the Set does not list as
+// a tool: another kind of tool (a consultation provider) reaches an API
+// through it with everything a listed tool has — the SSRF guard, the rates,
+// the host's breaker and Retry-After pauses (shared with listed tools
+// calling the same host), retries, credential scrubbing and the upstream
+// metrics under tc's name. tc is checked as New checks the section's
+// tools; the http section's proxy, breaker defaults and hosts apply. Call
+// it while wiring.
+func (s *Set) Client(tc ToolConfig) (*Client, error) {
+	c, _, err := s.newClient(tc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tc.Name, err)
 	}
 	s.mu.Lock()
-	s.unlisted = append(s.unlisted, t)
+	s.unlisted = append(s.unlisted, c)
 	s.mu.Unlock()
-	return t, nil
+	return c, nil
 }
 
-// Close drops the idle connections of every tool.
+// Close drops the idle connections of every client.
 func (s *Set) Close() error {
 	for _, t := range s.tools {
-		t.(*tool).client.CloseIdleConnections()
+		t.(*tool).http.CloseIdleConnections()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, t := range s.unlisted {
-		t.client.CloseIdleConnections()
+	for _, c := range s.unlisted {
+		c.http.CloseIdleConnections()
 	}
 	return nil
 }
@@ -143,52 +144,63 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// declare builds one tool, checking everything that can be checked before
-// a call: the schema, the URL (its scheme and host through the guard), every
-// placeholder naming a parameter, headers, the credential, jq, the output
-// schema.
+// declare builds one listed tool: its Client and its spec.
 func (s *Set) declare(tc ToolConfig) (*tool, error) {
+	c, params, err := s.newClient(tc)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := spec(tc, params, c.req.method)
+	if err != nil {
+		return nil, err
+	}
+	return &tool{spec: sp, Client: c}, nil
+}
+
+// newClient builds a declaration's Client, checking everything that can be
+// checked before a request: the schema, the URL (its scheme and host
+// through the guard), every placeholder naming a parameter, headers, the
+// credential, jq. It returns the parameters' schema as well, for a listed
+// tool's spec.
+func (s *Set) newClient(tc ToolConfig) (*Client, json.RawMessage, error) {
 	if !tools.NamePattern.MatchString(tc.Name) {
-		return nil, fmt.Errorf("name must match %s", tools.NamePattern)
+		return nil, nil, fmt.Errorf("name must match %s", tools.NamePattern)
 	}
 	sc, err := readSchema(tc.Parameters)
 	if err != nil {
-		return nil, fmt.Errorf("parameters: %w", err)
+		return nil, nil, fmt.Errorf("parameters: %w", err)
 	}
 	format := cmp.Or(tc.Response.Format, "json")
 	req, err := compileRequest(tc.Request, tc.Auth, format)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := sc.check(req); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	guard, err := netguard.New(netguard.Policy{Allow: tc.Allow, AllowHTTP: tc.AllowHTTP, Proxy: s.cfg.Proxy, Resolver: s.opts.Resolver})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := guard.CheckURL(req.url.base); err != nil {
-		return nil, fmt.Errorf("request.url: %w", err)
+		return nil, nil, fmt.Errorf("request.url: %w", err)
 	}
-	t := &tool{set: s, req: req, format: format, scrub: scrubber(req.cred.secrets),
+	c := &Client{set: s, name: tc.Name, req: req, format: format, scrub: scrubber(req.cred.secrets),
 		maxBytes: cmp.Or(tc.Response.MaxBytes, DefaultMaxBytes), defaults: sc.defaults,
+		idempotent: effects(req.method, tc).Idempotent,
 		retry: RetryConfig{Attempts: cmp.Or(tc.Retry.Attempts, DefaultAttempts), Base: cmp.Or(tc.Retry.Base, DefaultBase),
 			Max: cmp.Or(tc.Retry.Max, DefaultMax), AttemptTimeout: tc.Retry.AttemptTimeout},
 		limiter: newLimiter(tc.Rate)}
-	if t.retry.Base > t.retry.Max {
-		return nil, fmt.Errorf("retry: base %v is above max %v", t.retry.Base, t.retry.Max)
+	if c.retry.Base > c.retry.Max {
+		return nil, nil, fmt.Errorf("retry: base %v is above max %v", c.retry.Base, c.retry.Max)
 	}
-	if t.jq, err = compileJQ(tc.Response.JQ); err != nil {
-		return nil, err
+	if c.jq, err = compileJQ(tc.Response.JQ); err != nil {
+		return nil, nil, err
 	}
-	t.client = guard.Client()
-	t.client.CheckRedirect = sameHost(guard)
-	t.host = s.hostFor(req.url.base.Host)
-	t.spec, err = spec(tc, sc.raw, req.method)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	c.http = guard.Client()
+	c.http.CheckRedirect = sameHost(guard)
+	c.host = s.hostFor(req.url.base.Host)
+	return c, sc.raw, nil
 }
 
 // hostFor returns the shared state of an upstream host, made on first use.
@@ -236,46 +248,4 @@ func compileJQ(expr string) (*gojq.Code, error) {
 		return nil, fmt.Errorf("response.jq: %w", err)
 	}
 	return code, nil
-}
-
-// spec is the tool as the registry and models see it.
-func spec(tc ToolConfig, params json.RawMessage, method string) (tools.Spec, error) {
-	sp := tools.Spec{Name: tc.Name, Title: tc.Title, Description: tc.Description, Instructions: tc.Instructions,
-		Category: tools.ExternalAPI, Parameters: params, Confirmation: tools.ConfirmedIf(tc.RequiresConfirmation),
-		Limits: tc.Limits.Limits(), Fallback: tc.Fallback, Effects: effects(method, tc)}
-	if tc.Response.Output != nil {
-		out, err := json.Marshal(tc.Response.Output)
-		if err != nil {
-			return sp, fmt.Errorf("response.output: %w", err)
-		}
-		sp.Output = out
-	}
-	examples, err := tools.ExamplesOf(tc.Examples)
-	sp.Examples = examples
-	return sp, err
-}
-
-// effects: GET and HEAD read; PUT and DELETE may be repeated, and destroy;
-// POST and PATCH may do anything once. Every HTTP tool reaches outside.
-// The declaration overrides each.
-func effects(method string, tc ToolConfig) tools.Effects {
-	e := tools.Effects{OpenWorld: true}
-	switch method {
-	case http.MethodGet, http.MethodHead:
-		e.ReadOnly, e.Idempotent = true, true
-	case http.MethodPut, http.MethodDelete:
-		e.Idempotent, e.Destructive = true, true
-	}
-	if tc.ReadOnly != nil {
-		e.ReadOnly = *tc.ReadOnly
-		e.Idempotent = e.Idempotent || e.ReadOnly
-		e.Destructive = e.Destructive && !e.ReadOnly
-	}
-	if tc.Idempotent != nil {
-		e.Idempotent = *tc.Idempotent
-	}
-	if tc.Destructive != nil {
-		e.Destructive = *tc.Destructive
-	}
-	return e
 }
