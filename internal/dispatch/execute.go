@@ -208,7 +208,7 @@ func (d *Dispatcher) paused(ctx context.Context, e *registry.Entry, p *tools.Pau
 	if p.Input != nil {
 		public = p.Input
 		if p.Input.Schema != nil {
-			if _, err := registry.CompileSchema(e.Spec.Name, p.Input.Schema); err != nil {
+			if _, err := tools.CompileSchema(e.Spec.Name, "answer", p.Input.Schema); err != nil {
 				return bad(err)
 			}
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
-	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
@@ -411,7 +410,7 @@ func checkAnswer(r *Record, kind string, answer json.RawMessage) error {
 		}
 	}
 	if len(in.Schema) > 0 {
-		sch, err := registry.CompileSchema(r.Tool, in.Schema)
+		sch, err := tools.CompileSchema(r.Tool, "answer", in.Schema)
 		if err != nil {
 			return fmt.Errorf("executions: a stored answer schema does not compile: %w", err)
 		}

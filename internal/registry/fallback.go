@@ -92,7 +92,7 @@ func (r *Registry) fallbackCycle() []string {
 // does not, a parameter primary takes that fb refuses as unknown, a
 // parameter of another type, and primary's examples failing fb's schema.
 func compatible(primary, fb *Entry) error {
-	p, f := primary.params, fb.params
+	p, f := primary.params.Compiled(), fb.params.Compiled()
 	for _, name := range f.Required {
 		if !slices.Contains(p.Required, name) {
 			return fmt.Errorf("it requires %q, which %q does not", name, primary.Spec.Name)

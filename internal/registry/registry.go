@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/toold/toold/internal/search"
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
@@ -56,8 +54,8 @@ type Entry struct {
 	// Spec is the tool's spec after overrides, with Limits fully resolved.
 	Spec tools.Spec
 
-	params  *jsonschema.Schema
-	output  *jsonschema.Schema
+	params  *tools.Schema
+	output  *tools.Schema
 	example json.RawMessage
 	fname   string // FunctionName(Spec.Name)
 
@@ -125,16 +123,16 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	}
 	spec.Limits = limits
 	e := &Entry{Tool: t, Spec: spec, fname: FunctionName(spec.Name)}
-	if e.params, err = compile(spec.Name, "parameters", spec.Parameters); err != nil {
+	if e.params, err = tools.CompileSchema(spec.Name, "parameters", spec.Parameters); err != nil {
 		return nil, fail("%v", err)
 	}
 	// Model APIs (function calling, MCP) require an object at the top,
 	// said literally rather than through a $ref.
-	if ts := e.params.Types; ts == nil || ts.String() != "[object]" {
+	if ts := e.params.Compiled().Types; ts == nil || ts.String() != "[object]" {
 		return nil, fail(`parameters schema must declare "type": "object" at its top level`)
 	}
 	if spec.Output != nil {
-		if e.output, err = compile(spec.Name, "output", spec.Output); err != nil {
+		if e.output, err = tools.CompileSchema(spec.Name, "output", spec.Output); err != nil {
 			return nil, fail("%v", err)
 		}
 	}
@@ -149,7 +147,7 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 			return nil, fail("example %d does not fit the parameters schema: %v", i+1, err)
 		}
 	}
-	e.example = buildExample(spec, e.params)
+	e.example = buildExample(spec, e.params.Compiled())
 	return e, nil
 }
 
@@ -206,7 +204,7 @@ func (r *Registry) Len() int { return len(r.entries) }
 // unwrapped for this tool; it is not when the tool has a parameter of that
 // name, so such a tool's own argument is never misread.
 func (e *Entry) AcceptsWrapper() bool {
-	_, own := e.params.Properties["arguments"]
+	_, own := e.params.Compiled().Properties["arguments"]
 	return !own
 }
 

@@ -284,7 +284,11 @@ func (e *Entry) MCP() MCPTool {
 // ObjectOutput reports whether the tool declares an object result, which
 // MCP serves as the tool's outputSchema (MCP allows only objects there).
 func (e *Entry) ObjectOutput() bool {
-	return e.output != nil && e.output.Types != nil && e.output.Types.ToStrings()[0] == "object"
+	if e.output == nil {
+		return false
+	}
+	ts := e.output.Compiled().Types
+	return ts != nil && ts.ToStrings()[0] == "object"
 }
 
 func mcpItem(e *Entry) any { return e.MCP() }
@@ -301,7 +305,7 @@ func renderPrompt(entries []*Entry) []byte {
 			fmt.Fprintf(&b, "- **When to use:** %s\n", oneLine(s.Instructions))
 		}
 		b.WriteString("- **Parameters:**")
-		params := paramLines(e.params, propertyOrder(s.Parameters))
+		params := paramLines(e.params.Compiled(), propertyOrder(s.Parameters))
 		if len(params) == 0 {
 			b.WriteString(" none\n")
 		} else {
@@ -326,10 +330,10 @@ func (e *Entry) returns() string {
 	if e.Spec.Returns != "" {
 		return e.Spec.Returns
 	}
-	if e.output == nil || len(e.output.Properties) == 0 {
+	if e.output == nil || len(e.output.Compiled().Properties) == 0 {
 		return "a JSON value."
 	}
-	return "a JSON object with " + strings.Join(ordered(e.output.Properties, propertyOrder(e.Spec.Output)), ", ") + "."
+	return "a JSON object with " + strings.Join(ordered(e.output.Compiled().Properties, propertyOrder(e.Spec.Output)), ", ") + "."
 }
 
 // paramLines lists the parameters, required ones first, each group in the

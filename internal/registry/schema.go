@@ -4,67 +4,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
-	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/suggest"
 	"github.com/toold/toold/internal/tools"
 )
-
-// compile compiles one schema of a tool with draft 2020-12 as the default
-// draft, format assertions on, and no loader: a "$ref" may point only inside
-// the schema itself, never to a file or URL (a config-supplied schema must
-// not make toold read local files or fetch from the network).
-func compile(tool, which string, raw json.RawMessage) (*jsonschema.Schema, error) {
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("%s schema is missing", which)
-	}
-	doc, err := strictjson.Decode(raw, 128)
-	if err != nil {
-		return nil, fmt.Errorf("%s schema is not valid JSON: %v", which, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	c.UseLoader(jsonschema.SchemeURLLoader{})
-	url := "toold:///tools/" + tool + "/" + which + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("%s schema: %v", which, err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return nil, fmt.Errorf("%s schema is invalid: %v", which, err)
-	}
-	return s, nil
-}
-
-var printer = message.NewPrinter(language.English)
 
 // ValidateArgs validates decoded arguments; it returns every failing field
 // as a JSON pointer with a message, or nil when the arguments are valid. An
 // unknown top-level parameter close to a known one names it: a model that
 // wrote "path" for "paths" is told so.
 func (e *Entry) ValidateArgs(v any) []tools.FieldError {
-	fields := fieldErrors(e.params.Validate(v))
+	fields := e.params.Validate(v)
 	for i, f := range fields {
 		name, top := strings.CutPrefix(f.Pointer, "/")
-		if !top || strings.Contains(name, "/") || f.Message != unknownParameter {
+		if !top || strings.Contains(name, "/") || f.Message != tools.UnknownParameter {
 			continue
 		}
-		if near := closest(name, e.params.Properties); near != "" {
+		if near := closest(name, e.params.Compiled().Properties); near != "" {
 			fields[i].Message += fmt.Sprintf(" (did you mean %q?)", near)
 		}
 	}
 	return fields
 }
-
-const unknownParameter = "is not a known parameter"
 
 // ValidateOutput validates a decoded result against the output schema, if
 // the tool declares one.
@@ -72,7 +36,7 @@ func (e *Entry) ValidateOutput(v any) []tools.FieldError {
 	if e.output == nil {
 		return nil
 	}
-	return fieldErrors(e.output.Validate(v))
+	return e.output.Validate(v)
 }
 
 // closest returns the known name within two edits of name, if any.
@@ -82,55 +46,6 @@ func closest(name string, known map[string]*jsonschema.Schema) string {
 		names = append(names, k)
 	}
 	return suggest.Closest(name, names, 2)
-}
-
-func fieldErrors(err error) []tools.FieldError {
-	if err == nil {
-		return nil
-	}
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return []tools.FieldError{{Pointer: "", Message: err.Error()}}
-	}
-	var out []tools.FieldError
-	collect(ve, &out)
-	slices.SortStableFunc(out, func(a, b tools.FieldError) int { return strings.Compare(a.Pointer, b.Pointer) })
-	return slices.Compact(out)
-}
-
-// collect flattens the error tree to its leaves, one entry per field: a
-// missing or unknown property is reported at its own pointer, not its
-// parent's, so a caller can see exactly which key to add or remove.
-func collect(ve *jsonschema.ValidationError, out *[]tools.FieldError) {
-	if len(ve.Causes) > 0 {
-		for _, c := range ve.Causes {
-			collect(c, out)
-		}
-		return
-	}
-	at := pointer(ve.InstanceLocation)
-	switch k := ve.ErrorKind.(type) {
-	case *kind.Required:
-		for _, m := range k.Missing {
-			*out = append(*out, tools.FieldError{Pointer: at + "/" + tools.PointerToken(m), Message: "is required"})
-		}
-	case *kind.AdditionalProperties:
-		for _, p := range k.Properties {
-			*out = append(*out, tools.FieldError{Pointer: at + "/" + tools.PointerToken(p), Message: unknownParameter})
-		}
-	case *kind.Type:
-		*out = append(*out, tools.FieldError{Pointer: at, Message: fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)})
-	default:
-		*out = append(*out, tools.FieldError{Pointer: at, Message: ve.ErrorKind.LocalizedString(printer)})
-	}
-}
-
-func pointer(loc []string) string {
-	var b strings.Builder
-	for _, p := range loc {
-		b.WriteString("/" + tools.PointerToken(p))
-	}
-	return b.String()
 }
 
 // buildExample returns the tool's first example, or arguments built from the
@@ -256,20 +171,3 @@ func sampleArray(s *jsonschema.Schema, depth int) []any {
 	}
 	return out
 }
-
-// Schema is a compiled JSON Schema for a value other than a tool's
-// arguments or result: the answer a paused tool asked a person for.
-type Schema struct{ s *jsonschema.Schema }
-
-// CompileSchema compiles raw as compile does (2020-12 by default, no
-// loader: a $ref never leaves the schema).
-func CompileSchema(tool string, raw json.RawMessage) (*Schema, error) {
-	s, err := compile(tool, "answer", raw)
-	if err != nil {
-		return nil, err
-	}
-	return &Schema{s}, nil
-}
-
-// Validate returns every failing field of v, or nil.
-func (s *Schema) Validate(v any) []tools.FieldError { return fieldErrors(s.s.Validate(v)) }

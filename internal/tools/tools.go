@@ -1,7 +1,8 @@
 // Package tools is toold's tool contract: what a tool is (Tool, Spec), what it
 // receives (Call), and how it reports an expected failure (Error). It is small
-// on purpose: every built-in tool and every transport depends on it, and it
-// depends on nothing of toold's.
+// on purpose: every built-in tool and every transport depends on it, and of
+// toold's packages it depends only on strictjson, a leaf (the JSON Schema
+// compiler, compiled.go, reads a schema strictly).
 package tools
 
 import (

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -68,7 +67,7 @@ func RequestUserInput() tools.Tool {
 		if len(in.Schema) > 0 {
 			// The answer is held to it when it comes; a schema that cannot
 			// hold anything is the caller's mistake, told now.
-			if _, err := registry.CompileSchema("request_user_input", in.Schema); err != nil {
+			if _, err := tools.CompileSchema("request_user_input", "answer", in.Schema); err != nil {
 				e := tools.Errorf(tools.ValidationError, "the schema cannot check an answer: %v", err).
 					WithSuggestion("give a JSON Schema (draft 2020-12) without remote references, or leave schema out for a text answer")
 				e.Fields = []tools.FieldError{{Pointer: "/schema", Message: err.Error()}}
