@@ -17,6 +17,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/strictjson"
 )
 
 // Record is one entry of the audit log: who did what, with which outcome.
@@ -72,7 +73,7 @@ func (r *Recorder) argsHash(tool string, args []byte) string {
 	if r.opts.RedactArguments != nil {
 		args = r.opts.RedactArguments(tool, args)
 	}
-	sum := sha256.Sum256(Canonical(args))
+	sum := sha256.Sum256(strictjson.Canonical(args))
 	return hex.EncodeToString(sum[:])
 }
 

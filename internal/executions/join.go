@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/dispatch"
-	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -38,7 +38,7 @@ func joinKey(caller, tool string, args json.RawMessage) string {
 	h.Write([]byte{0})
 	h.Write([]byte(tool))
 	h.Write([]byte{0})
-	h.Write(events.Canonical(args))
+	h.Write(strictjson.Canonical(args))
 	return "join." + hex.EncodeToString(h.Sum(nil)[:16])
 }
 

@@ -8,8 +8,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -52,7 +52,7 @@ type Claim struct {
 func Fingerprint(mode, tool string, body []byte) string {
 	h := sha256.New()
 	h.Write([]byte(mode + "\x00" + tool + "\x00"))
-	h.Write(events.Canonical(body))
+	h.Write(strictjson.Canonical(body))
 	return hex.EncodeToString(h.Sum(nil))
 }
 

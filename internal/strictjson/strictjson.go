@@ -6,6 +6,10 @@
 // jsontext, the reference implementation of encoding/json/v2, which rejects
 // duplicates and invalid UTF-8 by default; when encoding/json/v2 leaves
 // GOEXPERIMENT this package switches to the standard library import.
+//
+// It also writes JSON where toold's hot path does it by hand: AppendString,
+// and Canonical, the RFC 8785 form that audit hashes and idempotency
+// fingerprints are taken of.
 package strictjson
 
 import (

@@ -1,4 +1,4 @@
-package events
+package strictjson
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/toold/toold/internal/strictjson"
 )
 
 // Canonical returns JSON in the RFC 8785 canonical form (JCS: object keys
@@ -63,7 +62,7 @@ func canonicalize(data []byte) ([]byte, bool) {
 var canonWriters = sync.Pool{New: func() any { return new(canonWriter) }}
 
 // skipSpace is b from its first byte that is not JSON whitespace.
-func skipSpace(b []byte) []byte { return b[strictjson.SkipSpace(b, 0):] }
+func skipSpace(b []byte) []byte { return b[SkipSpace(b, 0):] }
 
 // canonMaxDepth bounds the fast path's recursion; deeper documents go to
 // jsontext.
@@ -338,7 +337,7 @@ func appendCanonRune(dst []byte, r rune) []byte {
 // number writes a number as ECMAScript's Number.prototype.toString does
 // for its float64 value (RFC 8785 section 3.2.2.3).
 func (c *canonWriter) number(b []byte) ([]byte, bool) {
-	n, ok := strictjson.NumberEnd(b, 0)
+	n, ok := NumberEnd(b, 0)
 	if !ok {
 		return nil, false
 	}
