@@ -26,7 +26,6 @@ import (
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/config"
 	"github.com/toold/toold/internal/confirm"
-	"github.com/toold/toold/internal/console"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
@@ -35,6 +34,7 @@ import (
 	"github.com/toold/toold/internal/mcpserver"
 	"github.com/toold/toold/internal/metrics"
 	"github.com/toold/toold/internal/netguard"
+	"github.com/toold/toold/internal/notify"
 	"github.com/toold/toold/internal/oauth"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
@@ -239,9 +239,9 @@ func (a *app) approvalWebhook() (func(executions.PendingApproval), error) {
 		err = g.CheckURL(u)
 	}
 	if err != nil {
-		return nil, fail("approvals.webhook_url", errors.New(console.WebhookError(err, ac.WebhookURL)))
+		return nil, fail("approvals.webhook_url", errors.New(notify.WebhookError(err, ac.WebhookURL)))
 	}
-	wh, err := console.NewWebhook(console.WebhookOptions{URL: ac.WebhookURL, Guard: g, Logger: a.log.Named("webhook")})
+	wh, err := notify.NewWebhook(notify.WebhookOptions{URL: ac.WebhookURL, Guard: g, Logger: a.log.Named("webhook")})
 	if err != nil {
 		return nil, fail("approvals.webhook_url", err)
 	}

@@ -1,4 +1,4 @@
-package console
+package notify
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package console
+package notify
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ const webhookQueue = 256
 // NewWebhook starts a webhook's sender; Close stops it.
 func NewWebhook(o WebhookOptions) (*Webhook, error) {
 	if o.URL == "" || o.Guard == nil {
-		return nil, errors.New("console: a webhook needs a URL and the outbound guard")
+		return nil, errors.New("notify: a webhook needs a URL and the outbound guard")
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
