@@ -136,8 +136,8 @@ func (s *Service) Batch(ctx context.Context, b *BatchRequest, caller, requestID 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			env := s.disp.Execute(ctx, &dispatch.Request{Tool: c.Tool, Body: c.Arguments, RequestID: requestID + "." + c.ID,
-				Caller: caller, Principal: auth.IdentityFrom(ctx), Allowed: allowed})
+			env := s.disp.Execute(ctx, dispatch.NewRequest(c.Tool, c.Arguments, requestID+"."+c.ID,
+				dispatch.From{Name: caller, Identity: auth.IdentityFrom(ctx), Allowed: allowed}))
 			if env.Status == dispatch.StatusWaiting {
 				env = cannotWait(env)
 			}

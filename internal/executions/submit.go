@@ -47,8 +47,8 @@ func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelo
 	if err := s.accepting(); err != nil {
 		return nil, nil, err
 	}
-	req := &dispatch.Request{Tool: c.Tool, Body: c.Body, Unwrap: !c.Raw, RequestID: c.RequestID, Caller: c.Caller,
-		Principal: c.Principal, Allowed: c.Allowed, Timeout: c.Timeout, ConfirmToken: c.ConfirmToken}
+	req := dispatch.NewRequest(c.Tool, c.Body, c.RequestID, dispatch.From{Name: c.Caller, Identity: c.Principal, Allowed: c.Allowed})
+	req.Unwrap, req.Timeout, req.ConfirmToken = !c.Raw, c.Timeout, c.ConfirmToken
 	if env := s.disp.Check(ctx, req); env != nil {
 		return nil, env, nil
 	}
@@ -73,8 +73,8 @@ func (s *Service) SubmitBatch(ctx context.Context, b *BatchRequest, caller, requ
 		return nil, nil, err
 	}
 	for i, c := range b.Calls {
-		req := &dispatch.Request{Tool: c.Tool, Body: c.Arguments, RequestID: requestID + "." + c.ID, Caller: caller,
-			Principal: auth.IdentityFrom(ctx), Allowed: allowed}
+		req := dispatch.NewRequest(c.Tool, c.Arguments, requestID+"."+c.ID,
+			dispatch.From{Name: caller, Identity: auth.IdentityFrom(ctx), Allowed: allowed})
 		if env := s.disp.Validate(ctx, req); env != nil {
 			return nil, inBatch(env, requestID, i), nil
 		}

@@ -269,9 +269,10 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 	if r.Kind == "batch" {
 		env = s.batchEnvelope(ctx, r)
 	} else {
-		env = s.disp.Execute(ctx, &dispatch.Request{Tool: r.Tool, Body: r.Arguments, Unwrap: true, RequestID: r.RequestID,
-			Caller: r.Caller, Principal: r.Principal, Allowed: s.allowedFor(r), Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, ConfirmToken: r.ConfirmToken,
-			ExecutionID: r.ID, Emit: s.emitter(r), Resume: r.Resume, Confirmed: r.Confirmed, Lineage: s.LineageFor(r.Caller)})
+		req := dispatch.NewRequest(r.Tool, r.Arguments, r.RequestID, dispatch.From{Name: r.Caller, Identity: r.Principal, Allowed: s.allowedFor(r)})
+		req.Unwrap, req.Timeout, req.ConfirmToken = true, time.Duration(r.TimeoutMS)*time.Millisecond, r.ConfirmToken
+		req.ExecutionID, req.Emit, req.Resume, req.Confirmed, req.Lineage = r.ID, s.emitter(r), r.Resume, r.Confirmed, s.LineageFor(r.Caller)
+		env = s.disp.Execute(ctx, req)
 	}
 	stopBeat()
 	endRun(span, env)

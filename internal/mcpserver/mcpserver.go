@@ -242,8 +242,8 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if id, ok := strings.CutPrefix(req.Params.RequestState, stateExec); ok {
 			return s.resumed(ctx, req, p.Name, id)
 		}
-		dreq := &dispatch.Request{Tool: name, Body: req.Params.Arguments, RequestID: requestID(ctx),
-			Caller: p.Name, Principal: p.Who(), Allowed: s.allowed(ctx, p)}
+		dreq := dispatch.NewRequest(name, req.Params.Arguments, requestID(ctx),
+			dispatch.From{Name: p.Name, Identity: p.Who(), Allowed: s.allowed(ctx, p)})
 		if s.opts.Executions != nil {
 			dreq.Lineage = s.opts.Executions.LineageFor(p.Name)
 		}

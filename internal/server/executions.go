@@ -260,9 +260,10 @@ func (s *Server) pipelineRequest(r *http.Request, tool string, body []byte) (*di
 	}
 	p := principal(r)
 	tool = s.opts.Dispatcher.Registry().Canonical(tool)
-	return &dispatch.Request{Tool: tool, Body: body, Unwrap: true, RequestID: info(r).id, Caller: p.Name, Principal: p.Who(),
-		Allowed: p.Allows, Timeout: timeout, ConfirmToken: r.Header.Get("Toold-Confirm"),
-		Lineage: s.opts.Executions.LineageFor(p.Name)}, nil
+	req := dispatch.NewRequest(tool, body, info(r).id, dispatch.FromPrincipal(p))
+	req.Unwrap, req.Timeout, req.ConfirmToken = true, timeout, r.Header.Get("Toold-Confirm")
+	req.Lineage = s.opts.Executions.LineageFor(p.Name)
+	return req, nil
 }
 
 // runSync runs a call now; one that pauses or waits for an approval is
@@ -424,7 +425,7 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	if o.pref.async {
 		mode = "batch-async"
 	}
-	req := &dispatch.Request{Tool: "", Body: body, Caller: p.Name, RequestID: info(r).id}
+	req := dispatch.NewRequest("", body, info(r).id, dispatch.FromPrincipal(p))
 	o.turn = "" // a turn's redundancy check is per call, not per batch
 	names := make([]string, len(b.Calls))
 	for i, c := range b.Calls {
