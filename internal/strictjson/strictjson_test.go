@@ -76,11 +76,14 @@ func TestDuplicatePointer(t *testing.T) {
 // FuzzDecode checks Decode against encoding/json: whatever Decode accepts,
 // encoding/json accepts and decodes to the same tree; nothing panics.
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":[1,2,{"b":null}]}`, `"x"`, `{"a":1,"a":1}`, "[\"\xff\"]", `[[[[[]]]]]`, `1e999`} {
+	for _, s := range []string{`{}`, `{"a":[1,2,{"b":null}]}`, `"x"`, `{"a":1,"a":1}`, "[\"\xff\"]", `[[[[[]]]]]`, `1e999`, `[[[[[[[[[]]]]]]]]]`, `{"a":1,"\u0061":2}`, `{"a":{"a":1}}`, `[1,]`, `"\ud800"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := Decode(data, 8)
+		if refuse := refusedByReference(data, 8); refuse != (err != nil) {
+			t.Fatalf("Decode(%q): error %v, but the reference refuses: %v", data, err, refuse)
+		}
 		if err != nil {
 			return
 		}

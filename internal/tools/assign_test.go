@@ -124,12 +124,15 @@ func TestAssignKeepsAnyAsTree(t *testing.T) {
 	}
 }
 
-// FuzzAssign holds assign to the JSON decoder: whatever both accept, they
-// store the same.
+// FuzzAssign holds assign to the JSON decoder: an input one refuses the
+// other refuses too, and whatever both accept, they store the same.
 func FuzzAssign(f *testing.F) {
 	f.Add(`{"s":"x","i":1,"list":[{"name":"a"}],"m":{"a":1}}`)
 	f.Add(`{"level":-1,"u":0,"f":1e3,"arr":[0,0],"p":null}`)
 	f.Add(`{"raw":{"b":1,"a":[2,{"d":1,"c":0}]}}`)
+	for _, refused := range []string{`{"i8":300}`, `{"u":-1}`, `{"s":1}`, `{"arr":[1,2,3]}`, `{"i":1.5}`} {
+		f.Add(refused) // by both: one refusal each, so a mutation finds its neighbours
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		tree, err := strictjson.Decode([]byte(in), 16)
 		if err != nil {
@@ -138,7 +141,10 @@ func FuzzAssign(f *testing.F) {
 		var a, b shape
 		aerr := assign(reflect.ValueOf(&a).Elem(), tree, nil)
 		berr := jsonv2.Unmarshal([]byte(in), &b)
-		if aerr != nil || berr != nil {
+		if (aerr != nil) != (berr != nil) {
+			t.Fatalf("%s:\nassign  %v\ndecoder %v", in, aerr, berr)
+		}
+		if aerr != nil {
 			return
 		}
 		if w, g := marshal(t, b), marshal(t, a); w != g {
