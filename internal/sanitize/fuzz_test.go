@@ -36,10 +36,17 @@ func addCorpusSeeds(f *testing.F, wrap func(string) []byte) {
 func jsonString(s string) []byte { b, _ := json.Marshal(map[string]string{"stdout": s}); return b }
 
 // FuzzOutput: never panics; always valid UTF-8 and valid JSON; never over
-// the cap; sanitizing the output again changes nothing.
+// the cap; sanitizing the output again changes nothing; and where nothing
+// is redacted or cut, the fast walk writes what the reference walk
+// (encoding/json's tree, each string repaired) writes.
 func FuzzOutput(f *testing.F) {
 	addCorpusSeeds(f, jsonString)
 	addCorpusSeeds(f, func(s string) []byte { return []byte(s) }) // raw, mostly not JSON
+	// Keys and values the walk must repair in place (escaped and raw
+	// control characters, a terminal escape, a bad byte), for the
+	// reference walk to compare.
+	f.Add([]byte(`{"a\u001b[31mb":1,"c":["\u0007x",{"d\u0000":null}]}`))
+	f.Add([]byte("{\"k\x1b[0m\":\"v\x07\",\"\xffz\":-1.5e3}"))
 	const limit = 2048
 	s, _ := New(Config{Defaults: Policy{Output: OutputPolicy{MaxBytes: limit}, Detectors: map[string]bool{"ip_address": true}}}, nil)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -53,6 +60,9 @@ func FuzzOutput(f *testing.F) {
 			}
 			if len(out) > limit {
 				t.Fatalf("%d bytes over the %d cap (%+v)", len(out), limit, rep)
+			}
+			if want, ok := referenceOutput(data, s.policyFor(spec).strip); ok && rep.Redactions == 0 && !rep.Truncated {
+				sameAsReference(t, data, out, want)
 			}
 			again, _, _ := s.Output(context.Background(), spec, out)
 			if string(again) != string(out) {
