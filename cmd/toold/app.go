@@ -270,7 +270,7 @@ func (a *app) openState(lookupEnv func(string) (string, bool)) (*events.Recorder
 			return nil, err
 		}
 	}
-	if a.store, err = openState(cfg, log, a.metrics); err != nil {
+	if a.store, err = openState(cfg, log, a.metrics, false); err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, a.store.Close)
@@ -332,7 +332,9 @@ func noteSharedStore(dir string, log *zap.Logger) {
 
 // openState opens the store the configuration names: an external NATS, or
 // the embedded server in state.dir (the user's state directory by default).
-func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer) (*state.Store, error) {
+// existing opens it as it is, creating and changing nothing (a command
+// that only reads it).
+func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer, existing bool) (*state.Store, error) {
 	sc := cfg.State
 	dir, err := stateDir(cfg)
 	if err != nil {
@@ -357,7 +359,7 @@ func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer) (
 		Dir: dir, Listen: n.Listen, MaxStore: sc.MaxStoreBytes,
 		Replicas: n.Replicas, Retention: sc.Retention, IdempotencyTTL: sc.IdempotencyTTL,
 		EventsMaxAge: sc.Events.MaxAge, EventsMaxBytes: sc.Events.MaxBytes, AuditMaxAge: sc.Audit.MaxAge,
-		AuditMaxBytes: sc.Audit.MaxBytes, Name: name, Logger: log.Named("state"), Registerer: reg})
+		AuditMaxBytes: sc.Audit.MaxBytes, Name: name, Logger: log.Named("state"), Registerer: reg, Existing: existing})
 }
 
 // candidate is a tool toold can serve, with whether it is on unless the

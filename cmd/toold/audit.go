@@ -169,7 +169,7 @@ func verifyFile(file string, vo events.VerifyOptions, stdout io.Writer) error {
 // withStore opens the store the configuration names for the length of fn.
 func withStore(ctx context.Context, cfg *config.Config, fn func(context.Context, *state.Store) error) error {
 	cfg.State.Replica = "toold-audit"
-	st, err := openState(cfg, zap.NewNop(), nil)
+	st, err := openState(cfg, zap.NewNop(), nil, true)
 	if err != nil {
 		return err
 	}

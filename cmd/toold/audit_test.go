@@ -7,6 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // TestAuditCommands: every call of a run leaves an audit record; `toold
@@ -87,5 +93,44 @@ func TestAuditReadsEnvironment(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, "toold")); err == nil {
 		t.Error("the audit opened the default store instead of TOOLD_STATE_DIR's")
+	}
+}
+
+// TestAuditLeavesTheStoreAsItIs: `toold audit verify` and `export` only
+// read. Run with a configuration other than the replicas' (here the
+// built-in one), they used to create or update every bucket and stream
+// with that configuration's limits and replica count: against a cluster
+// whose streams keep three copies, a verify without state.nats.replicas
+// asked to scale them down to one (and a verify against limits the
+// server could not hold failed before reading anything).
+func TestAuditLeavesTheStoreAsItIs(t *testing.T) {
+	ns := statetest.StartServer(t)
+	const limit = 8 << 20
+	st, err := state.Open(context.Background(), state.Options{URL: ns.URL, Name: "replica", EventsMaxBytes: limit, AuditMaxBytes: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, cmd := range [][]string{{"verify"}, {"export", "-o", filepath.Join(t.TempDir(), "audit.jsonl")}} {
+		var out bytes.Buffer
+		args := append([]string{"audit", cmd[0], "-nats-url", ns.URL}, cmd[1:]...)
+		if err := run(context.Background(), args, func(string) (string, bool) { return "", false }, nil, &out, &out); err != nil {
+			t.Fatalf("audit %s: %v %s", cmd[0], err, out.String())
+		}
+	}
+	nc, err := nats.Connect(ns.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for _, name := range []string{state.AuditStream, state.EventsStream} {
+		s, err := js.Stream(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().Config.MaxBytes; got != limit {
+			t.Errorf("%s: max bytes %d after the audit command, want %d as the replicas made it", name, got, limit)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/toold/toold/internal/state"
 )
 
@@ -16,6 +18,9 @@ import (
 // began; it stops early when yield returns false.
 func ReadAudit(ctx context.Context, st *state.Store, after ID, yield func(ID, []byte) bool) error {
 	s, err := st.JetStream().Stream(ctx, state.AuditStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil // a store no toold has written to yet
+	}
 	if err != nil {
 		return err
 	}

@@ -104,6 +104,11 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// ConnectTimeout bounds start-up's wait for the store (default 10s).
 	ConnectTimeout time.Duration
+	// Existing opens the store as the replicas made it: no bucket or
+	// stream is created or changed, so a command that only reads it
+	// (toold audit) cannot rewrite the replicas' limits or replica count
+	// with its own configuration's. The buckets are nil then.
+	Existing bool
 }
 
 func (o *Options) defaults() {
@@ -166,6 +171,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return nil, err
+	}
+	if o.Existing {
+		s.metrics.connected.Set(1)
+		ok = true
+		return s, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer cancel()
