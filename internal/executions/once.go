@@ -1,6 +1,7 @@
 package executions
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,6 +45,11 @@ type Claim struct {
 	key   string
 	rev   uint64
 	value claimValue
+	// Lost names the earlier request whose claim this one took over: its
+	// replica stopped before it answered (past its lease), so whether it
+	// took effect is unknown. A tool that is not idempotent must not run
+	// again under the key: answer that, and Finish with the answer.
+	Lost string
 }
 
 // Fingerprint identifies a request's content: what it does (mode, tool)
@@ -109,8 +115,8 @@ func (s *Service) Begin(ctx context.Context, scope, key, fp, requestID string, l
 			return nil, cur.Answer, nil
 		case time.Now().After(cur.LeaseUntil):
 			if nrev, err := s.st.Idempotency.Update(ctx, ck, mustJSON(v), rev); err == nil {
-				s.m.replays.WithLabelValues("first").Inc()
-				return &Claim{key: ck, rev: nrev, value: v}, nil, nil
+				s.m.replays.WithLabelValues("lost").Inc()
+				return &Claim{key: ck, rev: nrev, value: v, Lost: cmp.Or(cur.RequestID, "an earlier request")}, nil, nil
 			}
 			continue // someone else took it over: look again
 		}
@@ -152,14 +158,30 @@ func (s *Service) awaitClaim(ctx context.Context, ck string, d time.Duration) bo
 	return errors.Is(err, state.ErrNotFound)
 }
 
-// Finish stores the answer under the claim, for replays.
+// Finish stores the answer under the claim, for replays, riding out the
+// store's absence until the claim's lease ends: an answer not stored
+// leaves the key claimed, and a retry after the lease is told the first
+// request's outcome is unknown rather than its answer.
 func (s *Service) Finish(ctx context.Context, c *Claim, a *Answer) error {
 	c.value.Done, c.value.Answer = true, a
-	_, err := s.st.Idempotency.Update(context.WithoutCancel(ctx), c.key, mustJSON(c.value), c.rev)
+	value := mustJSON(c.value)
+	err := s.retryStore(context.WithoutCancel(ctx), max(time.Until(c.value.LeaseUntil), time.Second), func(ctx context.Context) error {
+		_, err := s.st.Idempotency.Update(ctx, c.key, value, c.rev)
+		return err
+	})
 	if err != nil {
 		return StoreError(err)
 	}
 	return nil
+}
+
+// Interrupted is the answer to a request under an Idempotency-Key whose
+// earlier request was lost with its replica (Claim.Lost), for a tool that
+// must not run twice.
+func Interrupted(lost string) *tools.Error {
+	return tools.Errorf(tools.SystemError, "the request %s with this Idempotency-Key was running on a replica that stopped before it answered; "+
+		"it may or may not have taken effect, so it was not run again", lost).WithCode("interrupted").
+		WithSuggestion("check whether its effect happened; to run it again, send it with a new Idempotency-Key")
 }
 
 // Abandon gives the claim up: the request was refused before it did

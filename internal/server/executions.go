@@ -59,9 +59,9 @@ func (s *Server) executeWith(w http.ResponseWriter, r *http.Request, req *dispat
 	if o.pref.async {
 		mode = "async"
 	}
-	readOnly := false
+	readOnly, rerunnable := false, false
 	if e, ok := s.opts.Dispatcher.Registry().Lookup(req.Tool); ok {
-		readOnly = e.Spec.Effects.ReadOnly
+		readOnly, rerunnable = e.Spec.Effects.ReadOnly, e.Spec.Effects.Idempotent || e.Spec.Effects.ReadOnly
 	}
 	do := func() *reply {
 		if o.pref.async {
@@ -69,7 +69,7 @@ func (s *Server) executeWith(w http.ResponseWriter, r *http.Request, req *dispat
 		}
 		return s.runSync(r, req)
 	}
-	s.send(w, r, s.once(r, o, mode, req, s.lease(req.Tool), readOnly, do))
+	s.send(w, r, s.once(r, o, mode, req, s.lease(req.Tool), readOnly, rerunnable, do))
 }
 
 // lease is how long an idempotency or turn claim is held for a request
@@ -84,8 +84,11 @@ func (s *Server) lease(toolNames ...string) time.Duration {
 	return 10*time.Second + longest
 }
 
-// once applies the idempotency key and then the turn around do.
-func (s *Server) once(r *http.Request, o callOptions, mode string, req *dispatch.Request, lease time.Duration, readOnly bool, do func() *reply) *reply {
+// once applies the idempotency key and then the turn around do. A key
+// whose earlier request was lost with its replica does not run again
+// unless its tools are idempotent (rerunnable): it is answered that the
+// outcome is unknown, and that answer is kept for the key.
+func (s *Server) once(r *http.Request, o callOptions, mode string, req *dispatch.Request, lease time.Duration, readOnly, rerunnable bool, do func() *reply) *reply {
 	ctx, ex := r.Context(), s.opts.Executions
 	ri := info(r)
 	var claims []*executions.Claim
@@ -100,7 +103,11 @@ func (s *Server) once(r *http.Request, o callOptions, mode string, req *dispatch
 		claims = append(claims, claim)
 	}
 	rp := (*reply)(nil)
-	if o.turn != "" {
+	if len(claims) > 0 && claims[0].Lost != "" && !rerunnable {
+		env := dispatch.Failure(ri.id, req.Tool, dispatch.StatusInterrupted, executions.Interrupted(claims[0].Lost))
+		rp = s.envelopeReply(env, httpStatus(env))
+	}
+	if o.turn != "" && rp == nil {
 		claim, ans, err := ex.BeginTurn(ctx, req.Caller, o.turn, req.Tool, req.Body, readOnly, ri.id, lease)
 		switch {
 		case err != nil:
@@ -431,7 +438,7 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	for i, c := range b.Calls {
 		names[i] = c.Tool
 	}
-	s.send(w, r, s.once(r, o, mode, req, s.lease(names...), false, func() *reply {
+	s.send(w, r, s.once(r, o, mode, req, s.lease(names...), false, false, func() *reply {
 		if !o.pref.async {
 			res := s.opts.Executions.Batch(auth.WithIdentity(r.Context(), p.Who()), b, p.Name, info(r).id, p.Allows)
 			data, _ := json.Marshal(res)

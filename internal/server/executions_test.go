@@ -717,3 +717,39 @@ func TestAuditRecordsAsSealed(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotencyKeyOfALostReplica: a request under an Idempotency-Key
+// whose replica died mid-call leaves a claim with no answer; a retry
+// after the claim's lease used to take the key over and run the call
+// again — a second run under one key, of a tool that is not idempotent.
+// The chaos harness's replica kills made it likely: an answer that could
+// not be stored (the store mid-election) leaves the same claim. Now the
+// retry is answered that the first request's outcome is unknown
+// (interrupted), and that answer is kept for the key; an idempotent tool
+// still runs again.
+func TestIdempotencyKeyOfALostReplica(t *testing.T) {
+	h, n := storeHarness(t, harnessOpts{keys: roleKeys})
+	ctx := context.Background()
+	body := `{"label":"once"}`
+	lost := func(tool, key, body string) {
+		t.Helper()
+		fp := executions.Fingerprint("sync", tool, []byte(body))
+		if _, _, err := h.ex.Begin(ctx, executions.IdempotencyScope("alice"), key, fp, "the-lost-request", 50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // past its lease: its replica is gone
+	}
+	lost("counter", "k-lost", body)
+	r := h.exec("counter", body, hdr("Idempotency-Key", "k-lost"))
+	if r.status != 500 || r.env.Error == nil || r.env.Error.Code != "interrupted" || !strings.Contains(r.env.Error.Message, "the-lost-request") || n.Load() != 0 {
+		t.Fatalf("a retry after a lost replica: %d %s (ran %d times)", r.status, r.body, n.Load())
+	}
+	again := h.exec("counter", body, hdr("Idempotency-Key", "k-lost"))
+	if again.status != 500 || again.header.Get("Idempotent-Replayed") != "true" || n.Load() != 0 {
+		t.Fatalf("the answer is kept for the key: %d %v %s", again.status, again.header, again.body)
+	}
+	lost("echo", "k-lost-echo", `{"message":"again"}`)
+	if e := h.exec("echo", `{"message":"again"}`, hdr("Idempotency-Key", "k-lost-echo")); e.status != 200 || e.env.Status != dispatch.StatusSuccess {
+		t.Fatalf("an idempotent tool runs again: %d %s", e.status, e.body)
+	}
+}
