@@ -160,6 +160,18 @@ func (r *Recorder) Execution(ev Event) {
 	r.add(it)
 }
 
+// Concluded records in the audit log the end of an execution that no call
+// of this replica's pipeline ended (so no CallEnded): one found running on
+// a lost replica and ended interrupted, or whose wait expired. args are
+// its arguments, hashed as a call's are. Its events are the caller's to
+// publish (Execution).
+func (r *Recorder) Concluded(ev Event, args []byte) {
+	if r.opts.Audit {
+		r.add(item{typ: ev.Type, at: time.Now(), audit: true, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller,
+			execution: ev.ExecutionID, status: ev.Status, errType: ev.ErrorType, errCode: ev.ErrorCode, args: args})
+	}
+}
+
 // Accepted records an async execution's acceptance in the activity
 // stream. (Its own event stream starts from its record: a replica that
 // runs it cannot overtake an acceptance that is not an event there.)

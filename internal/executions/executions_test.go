@@ -53,12 +53,19 @@ type replica struct {
 
 func newReplica(t testing.TB, st *state.Store, ts ...tools.Tool) *replica {
 	t.Helper()
+	return newReplicaWith(t, st, false, ts...)
+}
+
+// newReplicaWith builds a replica whose recorder keeps the audit log when
+// audit is set.
+func newReplicaWith(t testing.TB, st *state.Store, audit bool, ts ...tools.Tool) *replica {
+	t.Helper()
 	reg, err := registry.New(registry.Options{}, ts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	san, _ := sanitize.New(sanitize.Config{}, nil)
-	rec := events.NewRecorder(events.Options{Store: st, FlushInterval: 5 * time.Millisecond})
+	rec := events.NewRecorder(events.Options{Store: st, Audit: audit, FlushInterval: 5 * time.Millisecond})
 	go rec.Run()
 	t.Cleanup(rec.Close)
 	d, err := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: limits.New(limits.Options{}),

@@ -97,7 +97,7 @@ type Service struct {
 	// orphans are records of submits the caller was told failed, whose
 	// removal the store refused too (it was full): hidden from List here,
 	// and removed by the sweeper once the store takes writes again.
-	orphans map[string]bool
+	orphans map[string]uint64 // key -> the revision written
 
 	wmu     sync.Mutex
 	waiters map[string][]chan struct{} // clients waiting here for an execution's end
@@ -121,7 +121,7 @@ func New(o Options) (*Service, error) {
 		o.Logger = zap.NewNop()
 	}
 	s := &Service{opts: o, st: o.Store, disp: o.Dispatcher, rec: o.Recorder, log: o.Logger, m: newMetrics(o.Registerer),
-		running: map[string]*run{}, idle: make(chan struct{}), waiters: map[string][]chan struct{}{}, orphans: map[string]bool{}}
+		running: map[string]*run{}, idle: make(chan struct{}), waiters: map[string][]chan struct{}{}, orphans: map[string]uint64{}}
 	if o.Store != nil {
 		s.name = o.Store.Name()
 	}
@@ -175,6 +175,18 @@ func StoreError(err error) *tools.Error {
 	return e
 }
 
+// readError answers a read the store could not serve: 503 as StoreError,
+// without saying nothing was accepted (what is read was).
+func readError(err error) *tools.Error {
+	if !unavailable(err) {
+		return StoreError(err)
+	}
+	e := tools.Errorf(tools.OverloadError, "the state store is unavailable now; what it holds is kept").WithCode("store_unavailable").
+		WithSuggestion("read it again in a few seconds; GET /readyz says when the store is back").Wrap(err)
+	e.RetryAfter = time.Second
+	return e
+}
+
 type metrics struct {
 	executions *prometheus.CounterVec
 	running    prometheus.Gauge
@@ -193,10 +205,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		batches: f.NewCounter(prometheus.CounterOpts{Name: "toold_batches_total",
 			Help: "Batches run on this replica."}),
 		replays: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_idempotency_outcomes_total",
-			Help: "Requests with an Idempotency-Key or a Toold-Turn, by outcome (first, replayed, redundant, mismatch, in_flight)."},
+			Help: "Requests with an Idempotency-Key or a Toold-Turn, by outcome (first, replayed, redundant, mismatch, in_flight, lost)."},
 			[]string{"outcome"}),
 	}
-	for _, o := range []string{"first", "replayed", "redundant", "mismatch", "in_flight"} {
+	for _, o := range []string{"first", "replayed", "redundant", "mismatch", "in_flight", "lost"} {
 		m.replays.WithLabelValues(o)
 	}
 	for _, st := range dispatch.ExecutionStatuses {

@@ -1,6 +1,7 @@
 package executions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,23 +130,31 @@ type work struct {
 }
 
 // accept writes the record and queues it — a pending execution's run, or
-// a waiting one's timer. If the queue refuses, the record is removed
-// again: the caller is told nothing was accepted.
+// a waiting one's timer — riding out an election (acceptBudget). If the
+// queue refuses, the record is taken back: the caller is told nothing was
+// accepted. (Unless a worker has it already: a publish whose answer was
+// lost may have landed, and then the execution runs and is accepted.)
 func (s *Service) accept(ctx context.Context, r *Record) error {
 	if r.Trace == nil {
 		r.Trace = tracing.FromContext(ctx)
 	}
 	key, body := r.key(), r.encode()
-	rev, err := s.st.Executions.Create(ctx, key, body)
+	var rev uint64
+	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) (err error) {
+		rev, err = s.create(ctx, key, body)
+		return err
+	})
 	if err != nil {
 		// The write may have landed with its answer lost: take it back,
-		// since the caller is told nothing was accepted.
-		s.takeBack(ctx, key)
+		// since the caller is told nothing was accepted. No worker can
+		// have it: its message was never sent.
+		s.takeBack(ctx, key, 0)
 		return StoreError(err)
 	}
 	if err := s.queue(ctx, r, rev); err != nil {
-		s.takeBack(ctx, key)
-		return err
+		if s.takeBack(ctx, key, rev) {
+			return err
+		}
 	}
 	s.m.executions.WithLabelValues(string(r.Status)).Inc()
 	if r.Status == dispatch.StatusPending {
@@ -155,23 +164,54 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 	return nil
 }
 
-// takeBack removes a record the caller is told was not accepted, trying
-// for a short while only. A store that just refused a write (it is full)
-// refuses the removal too, which is a write as well: the record is then an
-// orphan, hidden from List and removed by sweepOrphans later.
-func (s *Service) takeBack(ctx context.Context, key string) {
+// create writes a new record. A retry that finds it there already (the
+// first attempt landed, its answer was lost) takes it as written: its key
+// holds a fresh random id, so nobody else's record can be there.
+func (s *Service) create(ctx context.Context, key string, body []byte) (uint64, error) {
+	rev, err := s.st.Executions.Create(ctx, key, body)
+	if !errors.Is(err, state.ErrConflict) {
+		return rev, err
+	}
+	b, rev, gerr := s.st.Executions.Get(ctx, key)
+	if gerr == nil && bytes.Equal(b, body) {
+		return rev, nil
+	}
+	return 0, err
+}
+
+// takeBack removes a record the caller is to be told was not accepted,
+// trying for a short while only, and reports whether it is gone. With rev,
+// only the record as written is removed: one a worker claimed meanwhile
+// (its message landed after all) runs, and false says so. A store that
+// just refused a write (it is full) refuses the removal too, which is a
+// write as well: the record is then an orphan, hidden from List and
+// removed by sweepOrphans later (still only as written).
+func (s *Service) takeBack(ctx context.Context, key string, rev uint64) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := s.st.Executions.Delete(ctx, key); err == nil || errors.Is(err, state.ErrNotFound) {
-		return
+	err := s.deleteAt(ctx, key, rev)
+	switch {
+	case err == nil, errors.Is(err, state.ErrNotFound):
+		return true
+	case errors.Is(err, state.ErrConflict):
+		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.orphans) >= maxOrphans {
 		s.log.Warn("executions: a record that was not accepted could not be removed; it stays until the retention ends", zap.String("key", key))
-		return
+		return true
 	}
-	s.orphans[key] = true
+	s.orphans[key] = rev
+	return true
+}
+
+// deleteAt deletes key, only at rev unless rev is 0.
+func (s *Service) deleteAt(ctx context.Context, key string, rev uint64) error {
+	if rev == 0 {
+		return s.st.Executions.Delete(ctx, key)
+	}
+	return s.st.Executions.DeleteAt(ctx, key, rev)
 }
 
 // maxOrphans bounds the records remembered for removal; past it, a record
@@ -190,11 +230,11 @@ func (s *Service) sweepOrphans(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 		s.mu.Lock()
-		keys := slices.Collect(maps.Keys(s.orphans))
+		orphans := maps.Clone(s.orphans)
 		s.mu.Unlock()
-		for _, key := range keys {
-			err := s.st.Executions.Delete(ctx, key)
-			if err != nil && !errors.Is(err, state.ErrNotFound) {
+		for key, rev := range orphans {
+			err := s.deleteAt(ctx, key, rev)
+			if err != nil && !errors.Is(err, state.ErrNotFound) && !errors.Is(err, state.ErrConflict) {
 				break // still full (or down): next time
 			}
 			s.mu.Lock()
@@ -207,7 +247,8 @@ func (s *Service) sweepOrphans(ctx context.Context, interval time.Duration) {
 func (s *Service) orphan(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.orphans[key]
+	_, ok := s.orphans[key]
+	return ok
 }
 
 // errNoExecution answers an id that is unknown to the caller, whether it
@@ -236,7 +277,7 @@ func (s *Service) get(ctx context.Context, caller, id string) (*Record, uint64, 
 		return nil, 0, errNoExecution(id)
 	}
 	if err != nil {
-		return nil, 0, StoreError(err)
+		return nil, 0, readError(err)
 	}
 	r, err := decodeRecord(b)
 	if err != nil {
@@ -266,7 +307,10 @@ func (s *Service) WaitChange(ctx context.Context, seen *Record, d time.Duration)
 }
 
 // waitUntil is told of changes by the done subject, and reads the record
-// again every second in case a notice was lost.
+// again every second in case a notice was lost. A store that is away for
+// a while (an election, a reconnection) is waited out within d: a caller
+// waiting for an accepted execution is answered its end, or the record as
+// it last read it, not 503, unless the store never came back.
 func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Duration, enough func(*Record) bool) (*Record, error) {
 	if d <= 0 || s.st == nil || !ValidID(id) {
 		return s.Get(ctx, caller, id)
@@ -277,18 +321,30 @@ func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Durat
 	defer deadline.Stop()
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
+	var last *Record
 	for {
 		r, err := s.Get(ctx, caller, id)
-		if err != nil || enough(r) {
-			return r, err
+		switch {
+		case err == nil:
+			if last = r; enough(r) {
+				return r, nil
+			}
+		case !unavailable(err):
+			return nil, err
 		}
 		select {
 		case <-done:
 		case <-poll.C:
 		case <-deadline.C:
-			return r, nil
+			if last == nil {
+				return nil, err
+			}
+			return last, nil
 		case <-ctx.Done():
-			return r, nil
+			if last == nil {
+				return nil, err
+			}
+			return last, nil
 		}
 	}
 }

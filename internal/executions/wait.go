@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,7 +124,13 @@ func (s *Service) Park(ctx context.Context, req *dispatch.Request, env *dispatch
 		TimeoutMS: req.Timeout.Milliseconds(),
 		RequestID: req.RequestID, Step: 1, Attempt: 1, Replica: s.name, CreatedAt: now, StartedAt: env.StartedAt}
 	r = s.waiting(r, env)
+	// Listed before it is accepted: an approval no approver can find
+	// would be lost until its wait expires.
+	if err := s.indexApproval(ctx, r, acceptBudget); err != nil {
+		return nil, StoreError(err)
+	}
 	if err := s.accept(ctx, r); err != nil {
+		s.dropIndex(ctx, r)
 		return nil, err
 	}
 	s.announceWait(ctx, r, env)
@@ -131,40 +138,67 @@ func (s *Service) Park(ctx context.Context, req *dispatch.Request, env *dispatch
 }
 
 // queue publishes the work message of r's current step: the step to run
-// (pending), or the timer of its wait (waiting).
+// (pending), or the timer of its wait (waiting). It rides out an election:
+// the message's id (the execution and its step) makes a retry whose first
+// attempt landed a duplicate the stream drops.
 func (s *Service) queue(ctx context.Context, r *Record, rev uint64) error {
 	msg, _ := json.Marshal(work{Key: r.key(), Revision: rev, Record: r.encode(), Step: r.Step})
-	if _, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, msg); err != nil {
+	id := r.ID + "." + strconv.Itoa(r.Step)
+	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) error {
+		_, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, msg, jetstream.WithMsgID(id))
+		return err
+	})
+	if err != nil {
 		return StoreError(err)
 	}
 	return nil
+}
+
+// reviewed is the request approvers list as they review it: the review
+// when there is one (a record parked by a toold before reviews has none).
+func (w *Wait) reviewed() json.RawMessage {
+	if len(w.Review) > 0 {
+		return w.Review
+	}
+	return w.Request
 }
 
 // Keys of the waits bucket.
 func openKey(id string) string  { return "open." + id }
 func endedKey(id string) string { return "ended." + id }
 
-// announceWait indexes a call waiting for approval and publishes the
-// waiting event, with the envelope the caller sees.
+// indexApproval lists a call waiting for approval in the waits index,
+// where approvers find it, riding out the store's absence within budget.
+// Other waits are not indexed (the caller who answers knows the id).
+func (s *Service) indexApproval(ctx context.Context, r *Record, budget time.Duration) error {
+	if r.Wait.For != tools.WaitApproval {
+		return nil
+	}
+	e, _ := json.Marshal(waitEntry{Key: r.key(), ID: r.ID, For: r.Wait.For, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
+		Request: r.Wait.reviewed(), Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
+	return s.retryStore(ctx, budget, func(ctx context.Context) error {
+		_, err := s.st.Waits.Put(ctx, openKey(r.ID), e)
+		return err
+	})
+}
+
+// dropIndex removes the entry of a wait that was never accepted (best
+// effort: a stale entry names a record that is not there, and deciding
+// on it answers that no call waits under its id).
+func (s *Service) dropIndex(ctx context.Context, r *Record) {
+	if r.Wait != nil && r.Wait.For == tools.WaitApproval {
+		_ = s.st.Waits.Delete(context.WithoutCancel(ctx), openKey(r.ID))
+	}
+}
+
+// announceWait publishes the waiting event, with the envelope the caller
+// sees, and tells the webhook of a new approval.
 func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Envelope) {
 	view := r.View()
 	env.ExecutionID, env.Waiting = r.ID, view.Waiting
-	if r.Wait.For == tools.WaitApproval {
-		// Approvers list the request as they review it.
-		req := r.Wait.Review
-		if len(req) == 0 { // parked by a toold before reviews
-			req = r.Wait.Request
-		}
-		e, _ := json.Marshal(waitEntry{Key: r.key(), ID: r.ID, For: r.Wait.For, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
-			Request: req, Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
-		if _, err := s.st.Waits.Put(ctx, openKey(r.ID), e); err != nil {
-			s.log.Warn("executions: a call waiting for approval could not be indexed; approvers will not list it",
-				zap.String("execution_id", r.ID), zap.Error(err))
-		}
-		if s.opts.OnApproval != nil {
-			s.opts.OnApproval(PendingApproval{ID: r.ID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal, Request: req,
-				Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
-		}
+	if r.Wait.For == tools.WaitApproval && s.opts.OnApproval != nil {
+		s.opts.OnApproval(PendingApproval{ID: r.ID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal, Request: r.Wait.reviewed(),
+			Since: r.Wait.Since, ExpiresAt: r.Wait.ExpiresAt})
 	}
 	s.rec.Execution(events.Event{Type: events.TypeWaiting, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool,
 		Caller: r.Caller, Principal: r.Principal, Status: string(dispatch.StatusWaiting), Envelope: view.AppendJSON(nil)})
@@ -172,38 +206,48 @@ func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Env
 }
 
 // pause records that the step a worker ran paused: the record waits, and
-// the delivery becomes the wait's timer, coming back when it expires.
+// the delivery becomes the wait's timer, coming back when it expires. A
+// call waiting for approval is listed first (see Park). The store is
+// retried until the wait would have expired.
 func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, env *dispatch.Envelope) {
 	var timer uint64
 	if meta, err := msg.Metadata(); err == nil {
 		timer = meta.Sequence.Stream
 	}
-	for attempt := 0; attempt < 50; attempt++ {
-		next := s.waiting(r, env)
-		next.Wait.Timer = timer
-		_, err := s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
-		if err == nil {
-			s.m.executions.WithLabelValues(string(dispatch.StatusWaiting)).Inc()
-			s.announceWait(ctx, next, env)
-			_ = msg.NakWithDelay(time.Until(next.Wait.ExpiresAt))
-			return
-		}
-		if errors.Is(err, state.ErrConflict) {
-			b, nrev, gerr := s.st.Executions.Get(ctx, r.key())
-			if gerr != nil {
-				continue
-			}
-			cur, derr := decodeRecord(b)
-			if derr == nil && cur.CancelRequested {
-				s.settle(ctx, msg, r, nrev, dispatch.StatusCancelled, cancelledEnvelope(r, "while it ran"))
-				return
-			}
-			rev = nrev
-			continue
-		}
-		time.Sleep(min(time.Duration(attempt+1)*100*time.Millisecond, time.Second))
+	next := s.waiting(r, env)
+	next.Wait.Timer = timer
+	budget := time.Until(next.Wait.ExpiresAt)
+	if err := s.indexApproval(ctx, next, budget); err != nil {
+		s.log.Error("executions: a call waiting for approval could not be listed; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
+		return
 	}
-	s.log.Error("executions: could not record that an execution waits; the queue will bring it back", zap.String("execution_id", r.ID))
+	err := s.retryStore(ctx, budget, func(ctx context.Context) error {
+		_, err := s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
+		if !errors.Is(err, state.ErrConflict) {
+			return err
+		}
+		b, nrev, err := s.st.Executions.Get(ctx, r.key())
+		if err != nil {
+			return err
+		}
+		if cur, derr := decodeRecord(b); derr == nil && cur.CancelRequested {
+			return errCancelled
+		}
+		rev = nrev // changed under the run otherwise: the pause stands
+		return fmt.Errorf("%w: the record changed", state.ErrUnavailable)
+	})
+	switch {
+	case err == nil:
+		s.m.executions.WithLabelValues(string(dispatch.StatusWaiting)).Inc()
+		s.announceWait(ctx, next, env)
+		_ = msg.NakWithDelay(time.Until(next.Wait.ExpiresAt))
+	case errors.Is(err, errCancelled):
+		next.Wait.Timer = 0 // the delivery is acknowledged by the settle
+		s.unindex(ctx, next)
+		s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, "while it ran"))
+	default:
+		s.log.Error("executions: could not record that an execution waits; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
+	}
 }
 
 // waited handles a delivery for a waiting execution: the wait's timer. A
@@ -222,7 +266,7 @@ func (s *Service) waited(ctx context.Context, msg jetstream.Msg, r *Record, rev 
 		_ = msg.NakWithDelay(left)
 		return
 	}
-	s.settle(ctx, msg, r, rev, dispatch.StatusTimeout, expiredEnvelope(r))
+	s.conclude(ctx, msg, r, rev, dispatch.StatusTimeout, expiredEnvelope(r))
 	s.unindex(ctx, r)
 }
 

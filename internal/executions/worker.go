@@ -143,10 +143,10 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 			s.waited(ctx, msg, r, rev)
 			return
 		case r.Status == dispatch.StatusRunning && r.CancelRequested:
-			s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, "while its replica was lost"))
+			s.conclude(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, "while its replica was lost"))
 			return
 		case r.Status == dispatch.StatusRunning && !s.rerunnable(r):
-			s.settle(ctx, msg, r, rev, dispatch.StatusInterrupted, interruptedEnvelope(r))
+			s.conclude(ctx, msg, r, rev, dispatch.StatusInterrupted, interruptedEnvelope(r))
 			return
 		}
 		if s.claim(ctx, msg, r, rev) {
@@ -264,6 +264,7 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 		}
 	}()
 	stopBeat := s.heartbeat(ctx, rn, r)
+	defer stopBeat() // after the outcome is written: the lease holds while it is
 	ctx, span := s.startRun(ctx, r)
 	var env *dispatch.Envelope
 	if r.Kind == "batch" {
@@ -274,7 +275,6 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 		req.ExecutionID, req.Emit, req.Resume, req.Confirmed, req.Lineage = r.ID, s.emitter(r), r.Resume, r.Confirmed, s.LineageFor(r.Caller)
 		env = s.disp.Execute(ctx, req)
 	}
-	stopBeat()
 	endRun(span, env)
 	if env.Status == dispatch.StatusWaiting && ctx.Err() == nil {
 		s.pause(context.Background(), rn.delivery(), r, rev, env)
@@ -364,41 +364,66 @@ func (s *Service) final(r *Record, status dispatch.Status, env *dispatch.Envelop
 
 // settle writes the final record, unless another replica ended the
 // execution first (then this outcome is dropped: one final state), and
-// acknowledges the delivery. A store failure leaves the message
-// unacknowledged: the queue brings it back, and the record says what to do.
-func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, status dispatch.Status, env *dispatch.Envelope) {
+// acknowledges the delivery. The store is retried through an outage for
+// settleBudget (the outcome exists only here); one that stays away longer
+// leaves the message unacknowledged: the queue brings it back, and the
+// record says what to do.
+func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, status dispatch.Status, env *dispatch.Envelope) bool {
 	done := s.final(r, status, env)
-	for attempt := 0; ; attempt++ {
+	dropped := false
+	err := s.retryStore(ctx, s.settleBudget(r), func(ctx context.Context) error {
 		_, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev)
-		if err == nil {
-			break
+		if !errors.Is(err, state.ErrConflict) {
+			return err
 		}
-		if errors.Is(err, state.ErrConflict) {
-			b, nrev, gerr := s.st.Executions.Get(ctx, r.key())
-			if gerr != nil {
-				continue
-			}
-			cur, derr := decodeRecord(b)
-			if derr != nil || cur.Status.Final() {
-				_ = msg.Ack()
-				s.log.Warn("executions: another replica ended this execution first; this outcome is dropped",
-					zap.String("execution_id", r.ID), zap.String("dropped", string(status)))
-				return
-			}
-			// The record changed under the run (a cancellation request):
-			// the outcome stands, written over the new revision. A run the
-			// request stopped already ended cancelled (see execute).
-			rev = nrev
-			continue
+		b, nrev, err := s.st.Executions.Get(ctx, r.key())
+		if err != nil {
+			return err
 		}
-		if attempt >= 50 || s.st.Conn().IsClosed() {
-			s.log.Error("executions: could not record an execution's end; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
-			return
+		if cur, derr := decodeRecord(b); derr != nil || cur.Status.Final() {
+			dropped = true
+			return nil
 		}
-		time.Sleep(min(time.Duration(attempt+1)*100*time.Millisecond, time.Second))
+		// The record changed under the run (a cancellation request): the
+		// outcome stands, written over the new revision. A run the
+		// request stopped already ended cancelled (see execute).
+		rev = nrev
+		return fmt.Errorf("%w: the record changed", state.ErrUnavailable)
+	})
+	if err != nil {
+		s.log.Error("executions: could not record an execution's end; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
+		return false
 	}
 	_ = msg.Ack()
+	if dropped {
+		s.log.Warn("executions: another replica ended this execution first; this outcome is dropped",
+			zap.String("execution_id", r.ID), zap.String("dropped", string(status)))
+		return false
+	}
 	s.ended(done)
+	return true
+}
+
+// conclude settles an execution whose end no call on this replica
+// produced — found running on a lost replica, or its wait expired — and
+// leaves its audit record, which the pipeline leaves for a call it ran:
+// the replica that ran it may have died before writing one.
+func (s *Service) conclude(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, status dispatch.Status, env *dispatch.Envelope) {
+	if !s.settle(ctx, msg, r, rev, status, env) {
+		return
+	}
+	ev := events.Event{Type: events.TypeError, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, ExecutionID: r.ID, Status: string(status)}
+	if env.Error != nil {
+		ev.ErrorType, ev.ErrorCode = string(env.Error.Type), env.Error.Code
+	}
+	s.rec.Concluded(ev, r.Arguments)
+}
+
+// settleBudget is how long an outcome waits for the store: the
+// execution's own timeout, and at least half a minute (an election takes
+// up to 9s; a node's restart longer).
+func (s *Service) settleBudget(r *Record) time.Duration {
+	return max(time.Duration(r.TimeoutMS)*time.Millisecond, 30*time.Second)
 }
 
 // ended counts and announces a final record.

@@ -75,6 +75,14 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	return b.done("delete", start, b.kv.Delete(ctx, key))
 }
 
+// DeleteAt removes a key only if it is still at revision (ErrConflict
+// otherwise): a writer that may have been overtaken takes back only what
+// it wrote.
+func (b *Bucket) DeleteAt(ctx context.Context, key string, revision uint64) error {
+	start := time.Now()
+	return b.done("delete", start, b.kv.Delete(ctx, key, jetstream.LastRevision(revision)))
+}
+
 // Watch sends the key's changes after the current value (which comes
 // first) until ctx ends; the channel closes then.
 func (b *Bucket) Watch(ctx context.Context, key string) (<-chan Entry, error) {

@@ -1,0 +1,193 @@
+package executions_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/tools"
+)
+
+// outageReplica is one replica on a real nats-server process, so the
+// test can take the store away (stop the server) and give it back.
+func outageReplica(t *testing.T, ts ...tools.Tool) (*statetest.Server, *replica) {
+	t.Helper()
+	ns := statetest.StartServer(t)
+	st, err := state.Open(context.Background(), state.Options{URL: ns.URL, Name: "replica-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := newReplica(t, st, ts...)
+	r.start(t)
+	return ns, r
+}
+
+// TestWaitRidesOutAStoreOutage: a client waiting for an accepted
+// execution's end (GET ?wait=, Prefer: wait=) while the store is away for
+// a moment — a NATS restart, an election — gets the execution's end, not
+// 503 store_unavailable: the chaos harness's first finding (an accepted
+// execution read as "rejected, store_unavailable" mid-election).
+func TestWaitRidesOutAStoreOutage(t *testing.T) {
+	ns, r := outageReplica(t, slow{name: "slow", idem: true, runs: &atomic.Int64{}})
+	ctx := context.Background()
+	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":1500}`), Caller: "k", RequestID: "r"})
+	if err != nil || refusal != nil {
+		t.Fatal(err, refusal)
+	}
+	waitStatus(t, r, rec.ID, dispatch.StatusRunning)
+	ns.Stop()
+	type result struct {
+		rec *executions.Record
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := r.svc.WaitFinal(ctx, "k", rec.ID, 20*time.Second)
+		done <- result{got, err}
+	}()
+	time.Sleep(6 * time.Second) // the outage: longer than a request waits for its answer (5s)
+	ns.Start()
+	if got := <-done; got.err != nil || got.rec.Status != dispatch.StatusSuccess {
+		t.Fatalf("waiting through the outage: %v %+v", got.err, got.rec)
+	}
+}
+
+// human waits for a person's approval before it runs.
+type human struct{ runs *atomic.Int64 }
+
+func (human) Spec() tools.Spec {
+	return tools.Spec{Name: "human", Description: "Needs a person.", Category: tools.Direct, Confirmation: tools.ConfirmHuman,
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (h human) Execute(context.Context, *tools.Call) (any, error) {
+	return map[string]int64{"run": h.runs.Add(1)}, nil
+}
+
+// TestApprovalIndexedThroughAnOutage: a call that waits for approval is
+// listed in the waits index, which is how an approver finds and decides
+// it. The index's write failing for a moment used to leave the call
+// waiting where no approver could reach it (404 no_approval) until its
+// wait expired: an approval lost. Here the index's bucket is away for a
+// moment, on both paths to a wait — a sync call parked, an async one
+// paused by a worker — and each call must still be decided.
+func TestApprovalIndexedThroughAnOutage(t *testing.T) {
+	runs := &atomic.Int64{}
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st, human{runs})
+	r.start(t)
+	ctx := context.Background()
+	js := st.JetStream()
+	waits, err := js.KeyValue(ctx, state.WaitsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := waits.(interface {
+		Status(context.Context) (jetstream.KeyValueStatus, error)
+	})
+	status, err := cfg.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// outage takes the bucket away while during runs, and gives it back
+	// after 700ms.
+	outage := func(during func()) {
+		t.Helper()
+		if err := js.DeleteKeyValue(ctx, state.WaitsBucket); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); during() }()
+		time.Sleep(700 * time.Millisecond)
+		if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: state.WaitsBucket, TTL: status.TTL(),
+			History: 1, Storage: jetstream.FileStorage}); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+	decide := func(id string) {
+		t.Helper()
+		if _, err := r.svc.Decide(ctx, id, executions.Decision{Approve: true, By: "approver"}); err != nil {
+			t.Fatalf("deciding %s: %v", id, err)
+		}
+		if got, err := r.svc.WaitFinal(ctx, "k", id, 10*time.Second); err != nil || got.Status != dispatch.StatusSuccess {
+			t.Fatalf("the approved call %s: %v %+v", id, err, got)
+		}
+	}
+	var id string
+	var failed error
+	outage(func() {
+		req := &dispatch.Request{Tool: "human", Body: []byte(`{}`), RequestID: "r", Caller: "k"}
+		env := r.d.Execute(ctx, req)
+		if env.Status != dispatch.StatusWaiting {
+			failed = errors.New("a sync call did not wait: " + string(env.Status))
+			return
+		}
+		parked, err := r.svc.Park(ctx, req, env)
+		if failed = err; err == nil {
+			id = parked.ID
+		}
+	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	decide(id)
+	outage(func() {
+		rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "human", Body: []byte(`{}`), Caller: "k", RequestID: "r2"})
+		if err != nil || refusal != nil {
+			failed = fmt.Errorf("submit: %v %v", err, refusal)
+			return
+		}
+		id = rec.ID
+	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	waitStatus(t, r, id, dispatch.StatusWaiting)
+	decide(id)
+	if runs.Load() != 2 {
+		t.Errorf("the two approved calls ran %d times", runs.Load())
+	}
+}
+
+// TestInterruptedIsAudited: an execution whose replica died mid-run has
+// no audit record of that run (the pipeline writes one when a call ends,
+// and this one never ended there); the replica that finds it and ends it
+// interrupted leaves one, so the audit log holds every accepted call.
+// The chaos harness found such executions missing from the log.
+func TestInterruptedIsAudited(t *testing.T) {
+	tool := slow{name: "slow", runs: &atomic.Int64{}}
+	sa, sb := statetest.OpenPair(t, state.Options{})
+	a, b := newReplicaWith(t, sa, true, tool), newReplicaWith(t, sb, true, tool)
+	b.start(t)
+	ctx := context.Background()
+	rec, refusal, err := a.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":2000}`), Caller: "k", RequestID: "r1"})
+	if err != nil || refusal != nil {
+		t.Fatal(err, refusal)
+	}
+	waitStatus(t, a, rec.ID, dispatch.StatusRunning)
+	sb.Close() // replica B dies mid-run
+	a.start(t)
+	waitStatus(t, a, rec.ID, dispatch.StatusInterrupted)
+	waitFor(t, "the interrupted execution's audit record", func() bool {
+		found := false
+		_ = events.ReadAudit(ctx, sa, events.ID{}, func(_ events.ID, line []byte) bool {
+			found = strings.Contains(string(line), `"execution_id":"`+rec.ID+`"`) && strings.Contains(string(line), `"status":"interrupted"`)
+			return !found
+		})
+		return found
+	})
+}
