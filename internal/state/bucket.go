@@ -1,10 +1,14 @@
 package state
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -13,6 +17,12 @@ type Bucket struct {
 	kv   jetstream.KeyValue
 	m    *metrics
 	name string
+	// nc, on a replicated bucket, is the connection a Get asks the
+	// stream's leader on (the JetStream API's message get, which only the
+	// leader answers): any replica may answer a direct get, the client's
+	// way, and a follower may not have applied the last write yet (a
+	// record just created would read as missing: 404 for a 202's Location).
+	nc *nats.Conn
 }
 
 // ErrNotFound: no such key (or it expired).
@@ -37,14 +47,67 @@ func (b *Bucket) done(op string, start time.Time, err error) error {
 	return err
 }
 
-// Get returns a key's value and revision.
+// Get returns a key's value and revision, as the last write left it.
 func (b *Bucket) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 	start := time.Now()
+	if b.nc != nil {
+		return b.leaderGet(ctx, key, start)
+	}
 	e, err := b.kv.Get(ctx, key)
 	if err = b.done("get", start, err); err != nil {
 		return nil, 0, err
 	}
 	return e.Value(), e.Revision(), nil
+}
+
+// leaderGet reads the key's last message from the stream's leader.
+func (b *Bucket) leaderGet(ctx context.Context, key string, start time.Time) ([]byte, uint64, error) {
+	value, rev, err := b.askLeader(ctx, key)
+	if err = b.done("get", start, err); err != nil {
+		return nil, 0, err
+	}
+	return value, rev, nil
+}
+
+// msgGet is the JetStream API's answer to a message get.
+type msgGet struct {
+	Error   *jetstream.APIError `json:"error"`
+	Message *struct {
+		Sequence uint64 `json:"seq"`
+		Header   []byte `json:"hdrs"`
+		Data     []byte `json:"data"`
+	} `json:"message"`
+}
+
+// noMessage is the API's code for a subject with no message.
+const noMessage = 10037
+
+func (b *Bucket) askLeader(ctx context.Context, key string) ([]byte, uint64, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + b.name + "." + key})
+	reply, err := b.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+b.name, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	var got msgGet
+	if err := json.Unmarshal(reply.Data, &got); err != nil {
+		return nil, 0, fmt.Errorf("an unreadable answer to a message get: %w", err)
+	}
+	switch {
+	case got.Error != nil && got.Error.ErrorCode == noMessage:
+		return nil, 0, jetstream.ErrKeyNotFound
+	case got.Error != nil:
+		return nil, 0, got.Error
+	case got.Message == nil:
+		return nil, 0, errors.New("an empty answer to a message get")
+	case bytes.Contains(got.Message.Header, []byte("KV-Operation: DEL")), bytes.Contains(got.Message.Header, []byte("KV-Operation: PURGE")):
+		return nil, 0, jetstream.ErrKeyDeleted
+	}
+	return got.Message.Data, got.Message.Sequence, nil
 }
 
 // Create stores a value only if the key does not exist (ErrConflict).

@@ -261,7 +261,11 @@ func (s *Store) provision(ctx context.Context) error {
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", name, err)
 		}
-		return &Bucket{kv: b, m: s.metrics, name: name}, nil
+		bucket := &Bucket{kv: b, m: s.metrics, name: name}
+		if o.Replicas > 1 {
+			bucket.nc = s.nc
+		}
+		return bucket, nil
 	}
 	if s.Executions, err = kv(ExecutionsBucket, "toold execution records", o.Retention); err != nil {
 		return err
