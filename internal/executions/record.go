@@ -91,9 +91,15 @@ type Wait struct {
 	State     json.RawMessage `json:"state,omitempty"`
 	Since     time.Time       `json:"since"`
 	ExpiresAt time.Time       `json:"expires_at"`
-	// Timer is the work stream sequence of the message held back until
-	// the wait expires. Whoever ends the wait first deletes it: held
-	// back, it takes one of the consumer's MaxAckPending slots.
+	// Schedule is the timers stream sequence of the wait's timer, a
+	// message the server publishes when the wait expires. Whoever ends
+	// the wait first deletes it.
+	Schedule uint64 `json:"schedule,omitempty"`
+	// Timer is how waits were timed before: the work stream sequence of
+	// the message held back until the wait expired, which took one of
+	// the work consumer's MaxAckPending slots while it waited. Records of
+	// waits an older toold began still carry it; it is deleted like a
+	// schedule when the wait ends early.
 	Timer uint64 `json:"timer,omitempty"`
 }
 

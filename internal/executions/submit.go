@@ -129,8 +129,9 @@ type work struct {
 	Step int `json:"step,omitempty"`
 }
 
-// accept writes the record and queues it — a pending execution's run, or
-// a waiting one's timer — riding out an election (acceptBudget). If the
+// accept writes the record and, for a pending execution, queues its run
+// (a waiting one's timer is set already), riding out a lost answer
+// (acceptBudget). If the
 // queue refuses, the record is taken back: the caller is told nothing was
 // accepted. (Unless a worker has it already: a publish whose answer was
 // lost may have landed, and then the execution runs and is accepted.)
@@ -151,8 +152,8 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 		s.takeBack(ctx, key, 0)
 		return StoreError(err)
 	}
-	if err := s.queue(ctx, r, rev); err != nil {
-		if s.takeBack(ctx, key, rev) {
+	if r.Status == dispatch.StatusPending {
+		if err := s.queue(ctx, r, rev); err != nil && s.takeBack(ctx, key, rev) {
 			return err
 		}
 	}

@@ -129,7 +129,12 @@ func (s *Service) Park(ctx context.Context, req *dispatch.Request, env *dispatch
 	if err := s.indexApproval(ctx, r, acceptBudget); err != nil {
 		return nil, StoreError(err)
 	}
+	if err := s.arm(ctx, r, acceptBudget); err != nil {
+		s.dropIndex(ctx, r)
+		return nil, StoreError(err)
+	}
 	if err := s.accept(ctx, r); err != nil {
+		s.disarm(ctx, r)
 		s.dropIndex(ctx, r)
 		return nil, err
 	}
@@ -205,20 +210,20 @@ func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Env
 	_ = s.st.Conn().Publish(state.DoneSubject, []byte(r.ID)) // wakes those waiting for it: it waits for them now
 }
 
-// pause records that the step a worker ran paused: the record waits, and
-// the delivery becomes the wait's timer, coming back when it expires. A
-// call waiting for approval is listed first (see Park). The store is
-// retried until the wait would have expired.
+// pause records that the step a worker ran paused: its timer is set, the
+// record waits, and the delivery is done with. A call waiting for
+// approval is listed first (see Park). The store is retried until the
+// wait would have expired.
 func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, env *dispatch.Envelope) {
-	var timer uint64
-	if meta, err := msg.Metadata(); err == nil {
-		timer = meta.Sequence.Stream
-	}
 	next := s.waiting(r, env)
-	next.Wait.Timer = timer
 	budget := time.Until(next.Wait.ExpiresAt)
 	if err := s.indexApproval(ctx, next, budget); err != nil {
 		s.log.Error("executions: a call waiting for approval could not be listed; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
+		return
+	}
+	if err := s.arm(ctx, next, budget); err != nil {
+		s.dropIndex(ctx, next)
+		s.log.Error("executions: a wait's timer could not be set; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
 		return
 	}
 	err := s.retryStore(ctx, budget, func(ctx context.Context) error {
@@ -238,22 +243,23 @@ func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 	})
 	switch {
 	case err == nil:
+		_ = msg.Ack()
 		s.m.executions.WithLabelValues(string(dispatch.StatusWaiting)).Inc()
 		s.announceWait(ctx, next, env)
-		_ = msg.NakWithDelay(time.Until(next.Wait.ExpiresAt))
 	case errors.Is(err, errCancelled):
-		next.Wait.Timer = 0 // the delivery is acknowledged by the settle
 		s.unindex(ctx, next)
 		s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, "while it ran"))
 	default:
+		s.disarm(ctx, next)
 		s.log.Error("executions: could not record that an execution waits; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
 	}
 }
 
-// waited handles a delivery for a waiting execution: the wait's timer. A
-// wait that expired ends the execution; one that has not (the first
-// delivery of a parked call's timer, or one a lost replica held) is held
-// back again, and the record learns which message its timer is.
+// waited handles a work delivery for a waiting execution: the timer of a
+// wait an older toold began (a message held back until it expired). A
+// wait that expired ends the execution; one that has not (one a lost
+// replica held) is held back again, and the record learns which message
+// its timer is.
 func (s *Service) waited(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64) {
 	if left := time.Until(r.Wait.ExpiresAt); left > 0 {
 		if meta, err := msg.Metadata(); err == nil && r.Wait.Timer != meta.Sequence.Stream {
@@ -394,6 +400,7 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 // unindex deletes the timer of an execution that no longer waits and, for
 // an approval, moves its index entry from open to ended.
 func (s *Service) unindex(ctx context.Context, r *Record) {
+	s.disarm(ctx, r)
 	if r.Wait != nil && r.Wait.Timer != 0 {
 		if err := s.st.DropWork(ctx, r.Wait.Timer); err != nil {
 			s.log.Warn("executions: a wait's timer could not be deleted; it is acknowledged when it comes back",

@@ -15,13 +15,14 @@ import (
 	"github.com/toold/toold/internal/tools/await"
 )
 
-// TestEndedWaitsReleaseTheirTimers: a waiting execution's timer is a work
-// message held back until the wait expires, and so takes one of the
-// consumer's MaxAckPending slots. A wait that ends early — answered,
-// cancelled — must give its slot back at once, or executions that come and
-// go faster than the wait timeout fill the consumer and stall every
-// replica's queue. Parked sync calls and paused async ones alike.
-func TestEndedWaitsReleaseTheirTimers(t *testing.T) {
+// TestWaitsHoldNoQueueSlot: a waiting execution's timer is a message the
+// server schedules, not a work message held back. Held back, each open
+// wait took one of the work consumer's MaxAckPending slots (100,000), and
+// past that many open waits the queue delivered nothing more: no
+// execution, no resumption. Here six waits (async ones paused by a worker,
+// sync ones parked) hold no slot and one timer each; a wait that ends
+// early (answered, cancelled) deletes its timer.
+func TestWaitsHoldNoQueueSlot(t *testing.T) {
 	st := statetest.Open(t, nil, "a")
 	r := newReplica(t, st, await.Tools(await.Options{})...)
 	r.start(t)
@@ -29,7 +30,7 @@ func TestEndedWaitsReleaseTheirTimers(t *testing.T) {
 	ask := []byte(`{"prompt":"may I go on?"}`)
 
 	var ids []string
-	for range 3 { // async: the step's own message becomes the timer
+	for range 3 {
 		rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "request_user_input", Body: ask, Caller: "k", RequestID: "r"})
 		if err != nil || refusal != nil {
 			t.Fatal(err, refusal)
@@ -37,7 +38,7 @@ func TestEndedWaitsReleaseTheirTimers(t *testing.T) {
 		waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
 		ids = append(ids, rec.ID)
 	}
-	for range 3 { // sync: a parked call's timer is a message of its own
+	for range 3 {
 		env := r.d.Execute(ctx, &dispatch.Request{Tool: "request_user_input", Body: ask, RequestID: "r", Caller: "k"})
 		if env.Status != dispatch.StatusWaiting {
 			t.Fatalf("a sync call did not pause: %+v", env)
@@ -52,22 +53,26 @@ func TestEndedWaitsReleaseTheirTimers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ackPending := func(want int) {
+	timers, err := st.JetStream().Stream(ctx, state.TimersStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func(want uint64) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			ci, err := cons.Info(ctx)
-			if err == nil && ci.NumAckPending == want && ci.NumPending == 0 {
+			si, serr := timers.Info(ctx)
+			if err == nil && serr == nil && ci.NumAckPending == 0 && ci.NumPending == 0 && si.State.Msgs == want {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("ack pending: got %+v (%v), want %d", ci, err, want)
+				t.Fatalf("work consumer %+v (%v), timers %+v (%v); want no slot held and %d timers", ci, err, si, serr, want)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	ackPending(6) // every wait holds its timer
-
+	held(6)
 	for i, id := range ids[:4] {
 		if i%2 == 0 {
 			if _, err := r.svc.Resume(ctx, "k", id, "input", json.RawMessage(`"yes"`)); err != nil {
@@ -80,10 +85,47 @@ func TestEndedWaitsReleaseTheirTimers(t *testing.T) {
 			t.Fatalf("cancelled: %v %+v", err, got)
 		}
 	}
-	ackPending(2) // only the two still waiting hold a slot
+	held(2)
 	for _, id := range ids[4:] {
 		if rec, err := r.svc.Get(ctx, "k", id); err != nil || rec.Status != dispatch.StatusWaiting {
 			t.Fatalf("a wait nobody ended: %v %+v", err, rec)
+		}
+	}
+}
+
+// brief asks a question it waits at most a second for.
+type brief struct{}
+
+func (brief) Spec() tools.Spec {
+	return tools.Spec{Name: "brief", Description: "Asks briefly.", Category: tools.Direct, Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (brief) Execute(context.Context, *tools.Call) (any, error) {
+	return nil, &tools.Pause{Input: &tools.InputRequest{Prompt: "quick?"}, Timeout: time.Second}
+}
+
+// TestWaitExpires: the timer fires when the wait expires, on whichever
+// replica takes it, and ends the execution wait_expired — async and
+// parked alike.
+func TestWaitExpires(t *testing.T) {
+	sa, sb := statetest.OpenPair(t, state.Options{})
+	a, b := newReplica(t, sa, brief{}), newReplica(t, sb, brief{})
+	a.start(t)
+	b.start(t)
+	ctx := context.Background()
+	rec, refusal, err := a.svc.Submit(ctx, executions.Call{Tool: "brief", Body: []byte(`{}`), Caller: "k", RequestID: "r"})
+	if err != nil || refusal != nil {
+		t.Fatal(err, refusal)
+	}
+	req := &dispatch.Request{Tool: "brief", Body: []byte(`{}`), RequestID: "r", Caller: "k"}
+	parked, err := b.svc.Park(ctx, req, b.d.Execute(ctx, req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{rec.ID, parked.ID} {
+		got, err := a.svc.WaitFinal(ctx, "k", id, 10*time.Second)
+		if err != nil || got.Status != dispatch.StatusTimeout || !strings.Contains(string(got.Envelope), "wait_expired") {
+			t.Fatalf("%s: %v %+v", id, err, got)
 		}
 	}
 }

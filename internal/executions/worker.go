@@ -56,17 +56,22 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
+	if err := s.startTimers(ctx, wctx); err != nil {
+		stop()
+		return fmt.Errorf("executions: the timers' consumer: %w", err)
+	}
 	for range s.opts.Workers {
 		s.wg.Add(1)
-		go s.work(wctx, cons)
+		go s.take(wctx, cons, s.handle)
 	}
 	s.wg.Add(1)
 	go s.sweepOrphans(wctx, s.opts.Heartbeat)
 	return nil
 }
 
-// work takes one message at a time while the service is not draining.
-func (s *Service) work(ctx context.Context, cons jetstream.Consumer) {
+// take takes one message at a time from cons, and hands it to handle,
+// while the service is not draining.
+func (s *Service) take(ctx context.Context, cons jetstream.Consumer, handle func(context.Context, jetstream.Msg)) {
 	defer s.wg.Done()
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
@@ -90,7 +95,7 @@ func (s *Service) work(ctx context.Context, cons jetstream.Consumer) {
 			_ = msg.Nak() // drained between fetch and now: give it to another replica
 			return
 		}
-		s.handle(ctx, msg)
+		handle(ctx, msg)
 	}
 }
 

@@ -13,6 +13,10 @@
 //	KV  toold_confirmations  confirmation tokens already used, each kept until
 //	                         it expires (per-key TTL): no replica accepts one twice
 //	    TOOLD_WORK           the queue of accepted async executions
+//	    TOOLD_TIMERS         each waiting execution's timer, a message the
+//	                         server schedules (nats-server 2.12 or later):
+//	                         it fires once, on toold.timer.due, when the
+//	                         wait expires
 //	    TOOLD_EVENTS         activity and per-execution events (toold.events.>)
 //	    TOOLD_AUDIT          the signed, hash-chained audit log (toold.audit);
 //	                         no message can be deleted nor the stream purged
@@ -46,13 +50,19 @@ const (
 	// WaitsBucket indexes the executions that wait (for a subtask, an
 	// input or an approval) by id, so approvers can list them without
 	// reading every record.
-	WaitsBucket    = "toold_waits"
-	WorkStream     = "TOOLD_WORK"
-	WorkSubject    = "toold.work"
-	EventsStream   = "TOOLD_EVENTS"
-	EventsSubjects = "toold.events.>"
-	AuditStream    = "TOOLD_AUDIT"
-	AuditSubject   = "toold.audit"
+	WaitsBucket = "toold_waits"
+	WorkStream  = "TOOLD_WORK"
+	WorkSubject = "toold.work"
+	// TimersStream holds one scheduled message per timer (a wait's
+	// expiry, an execution's lease) on TimerSubject + its execution id;
+	// the server publishes it on TimerDueSubject when it is due.
+	TimersStream    = "TOOLD_TIMERS"
+	TimerSubject    = "toold.timer.at."
+	TimerDueSubject = "toold.timer.due"
+	EventsStream    = "TOOLD_EVENTS"
+	EventsSubjects  = "toold.events.>"
+	AuditStream     = "TOOLD_AUDIT"
+	AuditSubject    = "toold.audit"
 	// CancelSubject carries cancellation requests to whichever replica
 	// runs an execution (core NATS: a replica that misses one sees the
 	// request in the record).
@@ -140,6 +150,7 @@ type Store struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	work    jetstream.Stream
+	timers  jetstream.Stream
 	metrics *metrics
 	// Executions, Idempotency and Waits are the KV buckets.
 	Executions  *Bucket
@@ -297,17 +308,58 @@ func (s *Store) provision(ctx context.Context) error {
 		{Name: AuditStream, Description: "toold audit log, signed and hash-chained", Subjects: []string{AuditSubject},
 			MaxAge: o.AuditMaxAge, MaxBytes: o.AuditMaxBytes, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 			Discard: jetstream.DiscardOld, DenyDelete: true, DenyPurge: true},
+		// A timer is a message the server holds and publishes when it is
+		// due: no consumer holds it meanwhile, so open waits take no
+		// MaxAckPending slot of anyone's (see docs/design.md). A timer
+		// lives as long as a record does.
+		{Name: TimersStream, Description: "toold timers: waits' expiries and executions' leases", Subjects: []string{TimerSubject + "*", TimerDueSubject},
+			MaxAge: o.Retention, Storage: jetstream.FileStorage, Replicas: o.Replicas, Discard: jetstream.DiscardOld,
+			AllowMsgSchedules: true, AllowRollup: true},
 	}
 	for _, sc := range streams {
 		st, err := s.js.CreateOrUpdateStream(ctx, sc)
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", sc.Name, err)
 		}
-		if sc.Name == WorkStream {
+		switch sc.Name {
+		case WorkStream:
 			s.work = st
+		case TimersStream:
+			if !st.CachedInfo().Config.AllowMsgSchedules {
+				return fmt.Errorf("stream %s: the NATS server does not schedule messages, which toold's timers need: run nats-server 2.12 or later", sc.Name)
+			}
+			s.timers = st
 		}
 	}
 	return nil
+}
+
+// Schedule sets the timer of an execution (one per execution: a new one
+// replaces the last) to fire at (to the second, never early) with data,
+// and returns its sequence in the timers stream.
+func (s *Store) Schedule(ctx context.Context, execution string, at time.Time, data []byte) (uint64, error) {
+	if at.Truncate(time.Second) != at {
+		at = at.Truncate(time.Second).Add(time.Second)
+	}
+	ack, err := s.Publish(ctx, "timer_schedule", TimerSubject+execution, data,
+		jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(TimerDueSubject))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// Unschedule deletes a timer by its sequence, so it never fires; one that
+// fired or is gone already is not an error.
+func (s *Store) Unschedule(ctx context.Context, seq uint64) error {
+	start := time.Now()
+	err := s.timers.DeleteMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+		err = nil
+	}
+	err = classify(err)
+	s.metrics.observe("timer_unschedule", start, err)
+	return err
 }
 
 // DropWork deletes a work message by its stream sequence. A message a

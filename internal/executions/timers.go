@@ -1,0 +1,114 @@
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/state"
+)
+
+// A waiting execution's expiry is a message the NATS server schedules
+// (state.Store.Schedule): it holds it, and publishes it on the due subject
+// when the wait expires, to whichever replica's timer workers take it
+// first. No consumer holds a timer while it waits, so open waits cost the
+// queue nothing: before, a wait's timer was its work message held back
+// (negatively acknowledged with a delay), one of the work consumer's
+// MaxAckPending slots (100,000) per open wait, and past that many the
+// queue stopped delivering anything.
+
+// timerConsumer is the durable consumer of due timers every replica shares.
+const timerConsumer = "toold-timers"
+
+// timerWorkers take due timers on each replica: each is a read and a write
+// or two, and timers fall due far more rarely than work arrives.
+const timerWorkers = 4
+
+// arm sets the timer of r's wait, recording its sequence in r.
+func (s *Service) arm(ctx context.Context, r *Record, budget time.Duration) error {
+	data, _ := json.Marshal(work{Key: r.key(), Step: r.Step})
+	return s.retryStore(ctx, budget, func(ctx context.Context) error {
+		// A retry replaces the first attempt's timer if it landed: one
+		// timer per execution.
+		seq, err := s.st.Schedule(ctx, r.ID, r.Wait.ExpiresAt, data)
+		r.Wait.Schedule = seq
+		return err
+	})
+}
+
+// disarm deletes r's timer, if it has one; a timer left behind fires for
+// a step that is over, and is dropped then.
+func (s *Service) disarm(ctx context.Context, r *Record) {
+	if r.Wait == nil || r.Wait.Schedule == 0 {
+		return
+	}
+	if err := s.st.Unschedule(context.WithoutCancel(ctx), r.Wait.Schedule); err != nil {
+		s.log.Warn("executions: a wait's timer could not be deleted; it is dropped when it fires", zap.String("execution_id", r.ID), zap.Error(err))
+	}
+}
+
+// startTimers creates the timers' consumer and runs its workers until ctx
+// ends.
+func (s *Service) startTimers(ctx, wctx context.Context) error {
+	cons, err := s.st.JetStream().CreateOrUpdateConsumer(ctx, state.TimersStream, jetstream.ConsumerConfig{
+		Durable: timerConsumer, FilterSubject: state.TimerDueSubject, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: 3 * s.opts.Heartbeat, MaxDeliver: -1, Description: "toold replicas' due timers"})
+	if err != nil {
+		return err
+	}
+	for range timerWorkers {
+		s.wg.Add(1)
+		go s.take(wctx, cons, s.due)
+	}
+	return nil
+}
+
+// due handles a timer that fired: a wait that expired ends the execution
+// (timeout, wait_expired). A timer of a step that is over, of an ended
+// execution or of one gone is dropped.
+func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
+	var w work
+	if err := json.Unmarshal(msg.Data(), &w); err != nil || w.Key == "" {
+		s.log.Error("executions: unreadable timer dropped", zap.Error(err))
+		_ = msg.Ack()
+		return
+	}
+	r, rev, err := s.read(ctx, w.Key)
+	switch {
+	case err != nil:
+		_ = msg.NakWithDelay(time.Second) // the store is away: again shortly
+		return
+	case r == nil || !sameStep(w.Step, r.Step) || r.Status != dispatch.StatusWaiting:
+		_ = msg.Ack()
+		return
+	}
+	if left := time.Until(r.Wait.ExpiresAt); left > 0 {
+		_ = msg.NakWithDelay(left) // the server's clock runs ahead of this one's
+		return
+	}
+	s.conclude(ctx, msg, r, rev, dispatch.StatusTimeout, expiredEnvelope(r))
+	s.unindex(ctx, r)
+}
+
+// read returns the record under key; nil, without error, when there is
+// none (expired, never accepted) or it cannot be read (logged).
+func (s *Service) read(ctx context.Context, key string) (*Record, uint64, error) {
+	b, rev, err := s.st.Executions.Get(ctx, key)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := decodeRecord(b)
+	if err != nil {
+		s.log.Error("executions: unreadable record", zap.String("key", key), zap.Error(err))
+		return nil, 0, nil
+	}
+	return r, rev, nil
+}
