@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.uber.org/zap"
@@ -366,26 +367,31 @@ func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, do
 	}
 	// Each message succeeds or fails on its own: only the events of one
 	// that failed are sent again, or their subscribers would see the
-	// others twice.
-	// (One timeout covers them all: once the store is down, the rest
-	// fail at once.)
+	// others twice. They are sent all at once (one timeout covers them:
+	// once the store is down, the rest fail at once).
+	msgs := make([]*nats.Msg, 0, len(order)+1)
+	for _, subj := range order {
+		msgs = append(msgs, &nats.Msg{Subject: subj, Data: bySubject[subj]})
+	}
+	if len(activity) > 0 {
+		msgs = append(msgs, &nats.Msg{Subject: ActivitySubject, Data: activity})
+	}
 	var failedSubjects map[string]bool
 	var eventsErr error
-	for _, subj := range order {
-		if _, err := r.st.Publish(ctx, "events_publish", subj, bySubject[subj]); err != nil {
+	activityOK := true
+	for i, err := range r.st.PublishAll(ctx, "events_publish", msgs) {
+		if err == nil {
+			continue
+		}
+		if subj := msgs[i].Subject; subj == ActivitySubject {
+			activityOK = false
+		} else {
 			if failedSubjects == nil {
 				failedSubjects = map[string]bool{}
 			}
-			failedSubjects[subj], eventsErr = true, err
-			down = down || storeDown(ctx, err)
+			failedSubjects[subj] = true
 		}
-	}
-	activityOK := true
-	if len(activity) > 0 {
-		if _, err := r.st.Publish(ctx, "events_publish", ActivitySubject, activity); err != nil {
-			activityOK, eventsErr = false, err
-			down = down || storeDown(ctx, err)
-		}
+		eventsErr, down = err, down || storeDown(ctx, err)
 	}
 	auditOK := true
 	if len(audits) > 0 {
