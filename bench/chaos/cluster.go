@@ -29,9 +29,9 @@ type node struct {
 	port, route int
 	routes      []int // every node's cluster port
 	dir         string
-	tmpfs       bool // dir is a tmpfs of tmpfsBytes this harness mounted
+	tmpfs       bool  // dir is a tmpfs of tmpfsBytes this harness mounted
+	maxStore    int64 // JetStream's max_file_store
 	cmd         *exec.Cmd
-	log         *os.File
 }
 
 // tmpfsBytes is the size of the tmpfs holding one node's store: large
@@ -49,10 +49,11 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// newCluster prepares three nodes under dir; the third one's store is a
-// tmpfs when mounting one is allowed (root), else a plain directory and
-// the disk-full fault is skipped.
-func newCluster(dir string) ([]*node, error) {
+// newCluster prepares three nodes under dir. With tmpfs, the third one's
+// store is a tmpfs when mounting one is allowed (root), else a plain
+// directory and the disk-full fault is skipped; without, every node may
+// use maxStore bytes of disk.
+func newCluster(dir string, tmpfs bool, maxStore int64) ([]*node, error) {
 	bin, err := statetest.ServerBinary()
 	if err != nil {
 		return nil, err
@@ -69,7 +70,8 @@ func newCluster(dir string) ([]*node, error) {
 			return nil, err
 		}
 		routes[i] = r
-		nodes[i] = &node{name: "n" + strconv.Itoa(i+1), bin: bin, port: p, route: r, dir: filepath.Join(dir, "nats-n"+strconv.Itoa(i+1))}
+		nodes[i] = &node{name: "n" + strconv.Itoa(i+1), bin: bin, port: p, route: r, dir: filepath.Join(dir, "nats-n"+strconv.Itoa(i+1)),
+			maxStore: maxStore}
 		if err := os.MkdirAll(nodes[i].dir, 0o700); err != nil {
 			return nil, err
 		}
@@ -78,8 +80,8 @@ func newCluster(dir string) ([]*node, error) {
 		n.routes = routes
 	}
 	last := nodes[2]
-	if err := syscall.Mount("tmpfs", last.dir, "tmpfs", 0, "size="+strconv.Itoa(tmpfsBytes)); err == nil {
-		last.tmpfs = true
+	if tmpfs && syscall.Mount("tmpfs", last.dir, "tmpfs", 0, "size="+strconv.Itoa(tmpfsBytes)) == nil {
+		last.tmpfs, last.maxStore = true, tmpfsBytes*3/4
 	}
 	return nodes, nil
 }
@@ -114,7 +116,7 @@ cluster {
   listen: 127.0.0.1:%d
   routes: [%s]
 }
-`, n.name, n.port, filepath.Join(n.dir, "js"), tmpfsBytes*3/4, n.route, strings.Join(routes, ", "))
+`, n.name, n.port, filepath.Join(n.dir, "js"), n.maxStore, n.route, strings.Join(routes, ", "))
 }
 
 // start runs the node and waits until it accepts clients.

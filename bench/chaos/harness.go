@@ -44,14 +44,18 @@ type fault struct {
 	callsDuring int
 }
 
-// setup builds toold, starts the cluster and the replicas.
-func setup(dir string, replicas int, out io.Writer) (*harness, error) {
-	h := &harness{dir: dir, out: out, serving: map[string]bool{}}
+// setup builds toold (unless bin names one), starts the cluster and the
+// replicas. With tmpfs one node's store is a small tmpfs (the disk-full
+// fault); without, every node may store maxStore bytes.
+func setup(dir, bin string, replicas int, tmpfs bool, maxStore int64, out io.Writer) (*harness, error) {
+	h := &harness{dir: dir, out: out, serving: map[string]bool{}, bin: bin}
 	var err error
-	if h.bin, err = buildToold(dir); err != nil {
-		return nil, err
+	if h.bin == "" {
+		if h.bin, err = buildToold(dir); err != nil {
+			return nil, err
+		}
 	}
-	if h.nodes, err = newCluster(dir); err != nil {
+	if h.nodes, err = newCluster(dir, tmpfs, maxStore); err != nil {
 		return nil, err
 	}
 	var wg sync.WaitGroup

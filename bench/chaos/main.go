@@ -45,6 +45,8 @@ type options struct {
 	workers  int
 	calm     time.Duration // load between faults
 	keep     bool
+	bin      string // a toold binary to run instead of building one
+	waits    string // measure open waits at these counts instead (waits.go)
 }
 
 func main() {
@@ -54,8 +56,16 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 12, "concurrent callers of the load")
 	flag.DurationVar(&o.calm, "calm", 5*time.Second, "load before, between and after the faults")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's directory (logs, stores, marks)")
+	flag.StringVar(&o.bin, "bin", "", "run this toold binary instead of building ./cmd/toold (to compare two builds)")
+	flag.StringVar(&o.waits, "waits", "", "instead of faults, open this many waits in steps (e.g. 10000,100000,1000000) and measure each")
 	flag.Parse()
 	log.SetFlags(0)
+	if o.waits != "" {
+		if err := waitsRun(o, os.Stdout); err != nil {
+			log.Fatal("chaos: ", err)
+		}
+		return
+	}
 	res, err := run(o, os.Stdout)
 	if err != nil {
 		log.Fatal("chaos: ", err)
@@ -84,7 +94,7 @@ func run(o options, out io.Writer) (*results, error) {
 		defer os.RemoveAll(dir)
 	}
 	start := time.Now()
-	h, err := setup(dir, o.replicas, out)
+	h, err := setup(dir, o.bin, o.replicas, true, tmpfsBytes*3/4, out)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ type replica struct {
 	config         string
 	cmd            *exec.Cmd
 	url            string
+	admin          string // http://host:port of its admin listener (metrics, pprof)
 	exited         chan struct{}
 	generation     int // how many times it was started
 }
@@ -50,6 +51,7 @@ type replica struct {
 func toolConfig(url, name, workspace, marks, keyFile string) string {
 	return fmt.Sprintf(`workspace: %s
 log_level: info
+server: {pprof: true}
 auth:
   keys:
     - {name: agent, sha256: %s, tools: ["*"], roles: [call]}
@@ -103,7 +105,7 @@ func (r *replica) start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(r.bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "")
+	cmd := exec.Command(r.bin, "-config", cfg, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0")
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -113,23 +115,29 @@ func (r *replica) start() error {
 		return err
 	}
 	r.cmd, r.exited = cmd, make(chan struct{})
-	found := make(chan string, 1)
+	found := make(chan [2]string, 1)
 	go func() {
 		re := regexp.MustCompile(`http://[0-9.]+:[0-9]+`)
 		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on") {
-				select {
-				case found <- re.FindString(sc.Text()):
-				default:
-				}
+		var urls [2]string
+		sent := false
+		for sc.Scan() { // to the end: a full pipe would stop toold
+			switch {
+			case strings.Contains(sc.Text(), "listening on"):
+				urls[0] = re.FindString(sc.Text())
+			case strings.Contains(sc.Text(), "metrics on"):
+				urls[1] = re.FindString(sc.Text())
+			}
+			if !sent && urls[0] != "" && urls[1] != "" {
+				found <- urls
+				sent = true
 			}
 		}
 	}()
 	go func() { _ = cmd.Wait(); logf.Close(); close(r.exited) }()
 	select {
 	case u := <-found:
-		r.url = u
+		r.url, r.admin = u[0], u[1]
 		return nil
 	case <-r.exited:
 		return fmt.Errorf("toold %s exited before serving; see %s", r.name, logf.Name())
