@@ -108,6 +108,9 @@ func (l *load) worker(w int) {
 			return
 		default:
 		}
+		if interrupted.Load() {
+			return
+		}
 		pick := rng.IntN(total)
 		kind := mix[0].kind
 		for _, m := range mix {

@@ -33,10 +33,17 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
+
+// interrupted is set by SIGINT or SIGTERM: the run stops its load and
+// faults and cleans up.
+var interrupted atomic.Bool
 
 // options of a run.
 type options struct {
@@ -60,6 +67,11 @@ func main() {
 	flag.StringVar(&o.waits, "waits", "", "instead of faults, open this many waits in steps (e.g. 10000,100000,1000000) and measure each")
 	flag.Parse()
 	log.SetFlags(0)
+	// Interrupted, the harness still stops what it started (deferred
+	// closes run when run returns; this makes it return).
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	go func() { <-stop; interrupted.Store(true) }()
 	if o.waits != "" {
 		if err := waitsRun(o, os.Stdout); err != nil {
 			log.Fatal("chaos: ", err)
@@ -104,6 +116,9 @@ func run(o options, out io.Writer) (*results, error) {
 	l.run(o.workers)
 	time.Sleep(o.calm)
 	for _, name := range faults {
+		if interrupted.Load() {
+			break
+		}
 		before := len(l.snapshot())
 		f := h.inject(name)
 		f.callsDuring = len(l.snapshot()) - before

@@ -54,6 +54,9 @@ func waitsRun(o options, out io.Writer) error {
 	base := h.measure(c, nil, 0)
 	fmt.Fprintln(out, base.row(0, base))
 	for _, n := range levels {
+		if interrupted.Load() {
+			return fmt.Errorf("interrupted")
+		}
 		start := time.Now()
 		opened, err := h.openWaits(c, n-len(ids))
 		ids = append(ids, opened...)
@@ -80,7 +83,7 @@ func (h *harness) openWaits(c *client, n int) ([]string, error) {
 	for w := range 48 {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 9))
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+			for i := int(next.Add(1)) - 1; i < n && !interrupted.Load(); i = int(next.Add(1)) - 1 {
 				for attempt := 0; ; attempt++ {
 					r := h.pick(rng)
 					a := c.do("POST", r.url+"/tools/request_user_input/execute", `{"prompt":"may I go on?"}`)
@@ -134,7 +137,10 @@ func (h *harness) measure(c *client, ids []string, open int) level {
 		m.natsRSS += rss(n.cmd.Process.Pid)
 	}
 	rng := rand.New(rand.NewPCG(uint64(open), 1))
-	for i := 0; i < 100 && len(ids) > 0; i++ {
+	// Each try waits 10s at most; five failures in a row mean delivery
+	// stalled, and the rest are not tried (bounded: a stalled level would
+	// otherwise take half an hour).
+	for i := 0; i < 100 && len(ids) > 0 && m.failed < 5 && !interrupted.Load(); i++ {
 		j := rng.IntN(len(ids))
 		id := ids[j]
 		ids[j] = ids[len(ids)-1]
@@ -148,7 +154,7 @@ func (h *harness) measure(c *client, ids []string, open int) level {
 		}
 		m.resume = append(m.resume, time.Since(t0))
 	}
-	for range 100 {
+	for i := 0; i < 100 && m.failed < 10; i++ {
 		r := h.pick(rng)
 		t0 := time.Now()
 		a := c.do("POST", r.url+"/tools/echo/execute", `{"message":"still delivered?"}`, "Prefer", "respond-async, wait=10")
