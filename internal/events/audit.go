@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,15 @@ import (
 // chain it covers every record before it; it vouches that records
 // SignedFrom to Seq were written by a holder of the key. A record no
 // signature vouches for was inserted by something else.
+//
+// That is format 1, each record hashed on its own. Format 2 (V: 2, what
+// toold writes now; auditblock.go) hashes an append's records together as
+// one block: only the block's last record carries Prev, Hash and the
+// signature, and the hash covers every line of the block. A verifier
+// reads both; a log may hold format 1 records and then format 2 blocks.
 type Record struct {
+	// V is the record's format: 2, or absent for format 1.
+	V       int       `json:"v,omitempty"`
 	Seq     uint64    `json:"seq"`
 	Time    time.Time `json:"time"`
 	Replica string    `json:"replica"`
@@ -54,11 +63,14 @@ type Record struct {
 	RequestID   string         `json:"request_id,omitempty"`
 	ExecutionID string         `json:"execution_id,omitempty"`
 	Target      string         `json:"target,omitempty"`
-	Prev        string         `json:"prev"`
-	Hash        string         `json:"hash,omitempty"`
-	SignedFrom  uint64         `json:"signed_from,omitempty"`
-	KeyID       string         `json:"kid,omitempty"`
-	Sig         string         `json:"sig,omitempty"`
+	// Prev is the hash the record (format 1) or block (format 2) chains
+	// to: format 1 writes it, empty on the first record, on every record;
+	// format 2 only on a block's last.
+	Prev       string `json:"prev,omitempty"`
+	Hash       string `json:"hash,omitempty"`
+	SignedFrom uint64 `json:"signed_from,omitempty"`
+	KeyID      string `json:"kid,omitempty"`
+	Sig        string `json:"sig,omitempty"`
 }
 
 // signed reports whether the record carries a signature (or part of one).
@@ -75,22 +87,6 @@ func (r *Recorder) argsHash(tool string, args []byte) string {
 	}
 	sum := sha256.Sum256(strictjson.Canonical(args))
 	return hex.EncodeToString(sum[:])
-}
-
-// seal fills rec.Prev and rec.Hash, and with a signer the signature that
-// vouches for records from..rec.Seq, and appends its line (no newline) to
-// dst: the record up to its hash is hashed as written, then the hash (and
-// signature) are written in place of the closing brace.
-func seal(dst []byte, rec *Record, prev string, signer *Signer, from uint64) []byte {
-	rec.Prev, rec.Hash, rec.SignedFrom, rec.KeyID, rec.Sig = prev, "", 0, "", ""
-	start := len(dst)
-	dst = appendRecord(dst, rec) // ends with "prev":"..."}
-	sum := sha256.Sum256(dst[start:])
-	rec.Hash = hex.EncodeToString(sum[:])
-	if signer != nil {
-		rec.SignedFrom, rec.KeyID, rec.Sig = from, signer.KeyID(), signer.sign(sum, from)
-	}
-	return appendSeal(dst[:len(dst)-1], rec)
 }
 
 // appendSeal writes how a line ends: `,"hash":"<hex>"}`, or for a signed
@@ -142,6 +138,7 @@ type chain struct {
 	lastSeq uint64 // stream sequence of the last message
 	head    Record // the last record
 	buf     []byte // the message being sealed, reused
+	hasher  hash.Hash
 	// wrote is the last record this chain appended, for checkpoints
 	// (read by another goroutine than the flusher's).
 	wrote atomic.Pointer[Checkpoint]
@@ -173,11 +170,8 @@ func (c *chain) load(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		lines := splitLines(msg.Data)
-		if len(lines) > 0 {
-			if c.head, err = openLine(lines[len(lines)-1]); err != nil {
-				return fmt.Errorf("the audit log's last record: %w", err)
-			}
+		if c.head, err = lastRecord(splitLines(msg.Data)); err != nil {
+			return fmt.Errorf("the audit log's last record: %w", err)
 		}
 	}
 	// A tail before what this chain wrote itself: the log lost its end
@@ -200,18 +194,10 @@ func (c *chain) append(ctx context.Context, recs []Record) error {
 				return err
 			}
 		}
-		buf := c.buf[:0]
-		prev, seq := c.head.Hash, c.head.Seq
 		for i := range recs {
-			seq++
-			recs[i].Seq = seq
-			var signer *Signer
-			if i == len(recs)-1 {
-				signer = c.signer // the last vouches for the whole append
-			}
-			buf = append(seal(buf, &recs[i], prev, signer, recs[0].Seq), '\n')
-			prev = recs[i].Hash
+			recs[i].Seq = c.head.Seq + 1 + uint64(i)
 		}
+		buf := append(c.sealBlock(c.buf[:0], recs, c.head.Hash), '\n')
 		c.buf = buf
 		ack, err := c.st.Publish(ctx, "audit_append", state.AuditSubject, buf, jetstream.WithExpectLastSequence(c.lastSeq))
 		if err == nil {

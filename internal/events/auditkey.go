@@ -25,8 +25,14 @@ import (
 // it through the hash chain, so signing costs one ed25519 operation per
 // flush, not one per record.
 
-// sigDomain separates the audit signature from any other use of the key.
-const sigDomain = "toold audit v1\x00"
+// sigDomain separates the audit signature from any other use of the key,
+// and the formats' signatures from each other.
+func sigDomain(version int) string {
+	if version >= 2 {
+		return "toold audit v2\x00"
+	}
+	return "toold audit v1\x00"
+}
 
 // Signer signs the audit chain.
 type Signer struct {
@@ -51,14 +57,14 @@ func (s *Signer) PublicKey() ed25519.PublicKey { return s.priv.Public().(ed25519
 // KeyID names the key in the records it signs.
 func (s *Signer) KeyID() string { return s.kid }
 
-// sign signs a record's hash and the first record its signature vouches
-// for.
-func (s *Signer) sign(hash [sha256.Size]byte, from uint64) string {
-	return base64.RawURLEncoding.EncodeToString(ed25519.Sign(s.priv, sigMessage(hash, from)))
+// sign signs a record's (format 1) or block's (format 2) hash and the
+// first record its signature vouches for.
+func (s *Signer) sign(hash [sha256.Size]byte, from uint64, version int) string {
+	return base64.RawURLEncoding.EncodeToString(ed25519.Sign(s.priv, sigMessage(hash, from, version)))
 }
 
-func sigMessage(hash [sha256.Size]byte, from uint64) []byte {
-	msg := append([]byte(sigDomain), hash[:]...)
+func sigMessage(hash [sha256.Size]byte, from uint64, version int) []byte {
+	msg := append([]byte(sigDomain(version)), hash[:]...)
 	return binary.BigEndian.AppendUint64(msg, from)
 }
 
@@ -193,7 +199,7 @@ func (k *Keyring) check(rec *Record) error {
 	} else {
 		return errBadSig
 	}
-	if err != nil || !ed25519.Verify(pub, sigMessage(hash, rec.SignedFrom), sig) {
+	if err != nil || !ed25519.Verify(pub, sigMessage(hash, rec.SignedFrom, rec.V), sig) {
 		return errBadSig
 	}
 	return nil

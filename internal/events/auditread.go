@@ -2,7 +2,9 @@ package events
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,6 +91,10 @@ type verifier struct {
 	bySeq     map[uint64][]int // checkpoints (indexes) by record number
 	seenCP    map[int]bool     // checkpoints whose record was read
 	more      int              // problems beyond maxProblems
+	// block holds the lines of a format 2 block read so far, before its
+	// seal; where says where its first line was.
+	block [][]byte
+	where string
 }
 
 func newVerifier(o VerifyOptions) *verifier {
@@ -107,7 +113,14 @@ func (c *verifier) problem(format string, args ...any) {
 	c.v.Problems = append(c.v.Problems, fmt.Sprintf(format, args...))
 }
 
+// add checks one line: a format 1 record, or a line of a format 2
+// block (checked with the block, at its seal).
 func (c *verifier) add(where string, line []byte) {
+	if isBlockLine(line) {
+		c.addBlockLine(where, line)
+		return
+	}
+	c.unsealed()
 	c.v.Records++
 	rec, err := openLine(line)
 	if err != nil {
@@ -115,16 +128,7 @@ func (c *verifier) add(where string, line []byte) {
 		c.prev = nil // the next record cannot be linked to this one
 		return
 	}
-	switch {
-	case c.prev == nil && c.v.First == 0:
-		c.v.First = rec.Seq
-	case c.prev == nil:
-	case rec.Seq != c.prev.Seq+1:
-		c.problem("%s: record %d follows record %d: %d record(s) removed",
-			where, rec.Seq, c.prev.Seq, int64(rec.Seq)-int64(c.prev.Seq)-1)
-	case rec.Prev != c.prev.Hash:
-		c.problem("%s: record %d does not chain to record %d: one of them was altered or replaced", where, rec.Seq, c.prev.Seq)
-	}
+	c.link(where, &rec, rec.Seq)
 	if c.unvouched == 0 {
 		c.unvouched = rec.Seq
 	}
@@ -134,6 +138,88 @@ func (c *verifier) add(where string, line []byte) {
 	c.checkpoint(&rec)
 	c.v.Last, c.v.Head = rec.Seq, rec.Hash
 	c.prev = &rec
+}
+
+// isBlockLine reports whether a line is a format 2 record: it starts so.
+func isBlockLine(line []byte) bool { return bytes.HasPrefix(line, []byte(`{"v":2,`)) }
+
+// link checks that a record (or a block, starting at first) follows the
+// one read before: the next number, and its prev that one's hash.
+func (c *verifier) link(where string, rec *Record, first uint64) {
+	switch {
+	case c.prev == nil && c.v.First == 0:
+		c.v.First = first
+	case c.prev == nil:
+	case first != c.prev.Seq+1:
+		c.problem("%s: record %d follows record %d: %d record(s) removed",
+			where, first, c.prev.Seq, int64(first)-int64(c.prev.Seq)-1)
+	case rec.Prev != c.prev.Hash:
+		c.problem("%s: record %d does not chain to record %d: one of them was altered or replaced", where, first, c.prev.Seq)
+	}
+}
+
+// addBlockLine keeps a format 2 line until its block's seal, then checks
+// the block: its hash, its link to what came before, its signature.
+func (c *verifier) addBlockLine(where string, line []byte) {
+	if len(c.block) == 0 {
+		c.where = where
+	}
+	c.block = append(c.block, bytes.Clone(line))
+	c.v.Records++
+	if !bytes.Contains(line, []byte(`"hash":"`)) {
+		return // more of the block follows
+	}
+	lines := c.block
+	c.block = nil
+	recs, err := openBlock(lines)
+	if err != nil {
+		if recs != nil {
+			c.link(c.where, &Record{Prev: recs[len(recs)-1].Prev}, recs[0].Seq)
+		}
+		c.problem("%s: %v", c.where, err)
+		c.prev = nil
+		return
+	}
+	seal := &recs[len(recs)-1]
+	c.link(c.where, seal, recs[0].Seq)
+	if c.unvouched == 0 {
+		c.unvouched = recs[0].Seq
+	}
+	if !seal.signed() || seal.SignedFrom != recs[0].Seq {
+		c.problem("%s: the block of records %d to %d is not signed from its first record", c.where, recs[0].Seq, seal.Seq)
+	} else {
+		c.vouch(c.where, seal)
+	}
+	for i := range recs[:len(recs)-1] {
+		c.insideBlock(&recs[i])
+	}
+	c.checkpoint(seal)
+	c.v.Last, c.v.Head = seal.Seq, seal.Hash
+	c.prev = seal
+}
+
+// insideBlock reports checkpoints naming a record inside a block, which
+// no toold publishes (its checkpoints name the last record it appended).
+func (c *verifier) insideBlock(rec *Record) {
+	for _, i := range c.bySeq[rec.Seq] {
+		c.seenCP[i] = true
+		c.problem("the checkpoint %s names record %d, inside a block whose hash is its last record's: no toold published it", c.o.Checkpoints[i], rec.Seq)
+	}
+}
+
+// unsealed reports a format 2 block whose seal never came (the log went
+// on, or ended, without it).
+func (c *verifier) unsealed() {
+	if len(c.block) == 0 {
+		return
+	}
+	var first, last Record
+	_ = json.Unmarshal(c.block[0], &first)
+	_ = json.Unmarshal(c.block[len(c.block)-1], &last)
+	c.problem("%s: records %d to %d are not sealed: their block's last record, which holds its hash and signature, was removed",
+		c.where, first.Seq, last.Seq)
+	c.block = nil
+	c.prev = nil
 }
 
 // vouch checks a signed record's signature and the records it vouches for.
@@ -180,6 +266,7 @@ func (c *verifier) checkpoint(rec *Record) {
 // finish reports what only the end shows: records after the last
 // signature, and checkpoints beyond the end of the log.
 func (c *verifier) finish() *Verification {
+	c.unsealed()
 	if c.unvouched != 0 {
 		c.problem("records %d to %d are not signed: the log ends with records no signature vouches for (re-sealed, or written by something other than toold)",
 			c.unvouched, c.v.Last)

@@ -52,6 +52,11 @@ func (r *Recorder) appendEvent(dst []byte, it *item, full bool) []byte {
 		dst = append(dst, `,"duration_ms":`...)
 		dst = appendNumber(dst, it.durationMS)
 	}
+	if !it.started.IsZero() && !full {
+		dst = append(dst, `,"started":`...)
+		dst = appendTime(dst, it.started)
+		dst = append(dst, `,"coalesced":true`...)
+	}
 	if x := it.extra; x != nil {
 		dst = appendField(dst, "stream", x.stream)
 		dst = appendField(dst, "chunk", x.chunk)
@@ -72,9 +77,16 @@ func appendIdentity(dst []byte, id *auth.Identity) []byte {
 }
 
 // appendRecord writes rec as a Record, without its hash: the bytes that
-// are hashed.
-func appendRecord(dst []byte, rec *Record) []byte {
-	dst = append(dst, `{"seq":`...)
+// are hashed. withPrev writes its link, "prev" (every format 1 record, a
+// format 2 block's last).
+func appendRecord(dst []byte, rec *Record, withPrev bool) []byte {
+	dst = append(dst, '{')
+	if rec.V != 0 {
+		dst = append(dst, `"v":`...)
+		dst = strconv.AppendInt(dst, int64(rec.V), 10)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"seq":`...)
 	dst = strconv.AppendUint(dst, rec.Seq, 10)
 	dst = append(dst, `,"time":`...)
 	dst = appendTime(dst, rec.Time)
@@ -96,7 +108,9 @@ func appendRecord(dst []byte, rec *Record) []byte {
 	dst = appendField(dst, "request_id", rec.RequestID)
 	dst = appendField(dst, "execution_id", rec.ExecutionID)
 	dst = appendField(dst, "target", rec.Target)
-	dst = append(dst, `,"prev":`...)
-	dst = strictjson.AppendString(dst, rec.Prev)
+	if withPrev {
+		dst = append(dst, `,"prev":`...)
+		dst = strictjson.AppendString(dst, rec.Prev)
+	}
 	return append(dst, '}')
 }

@@ -21,6 +21,7 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 		{typ: TypeStart, at: at, requestID: "r1", tool: "echo", caller: "k\n<x>", execution: "e"},
 		{typ: TypeError, at: at, requestID: "r", tool: "t", caller: "c", status: "rejected", errType: "validation_error", errCode: "x", durationMS: 1.25},
 		{typ: TypeOutput, at: at, extra: &itemExtra{stream: "stdout", chunk: "line\u2028\x01é", envelope: json.RawMessage(`{"a":1}`)}},
+		{typ: TypeEnd, at: at, requestID: "r2", tool: "echo", caller: "c", status: "success", durationMS: 0.5, started: at.Add(-time.Millisecond)},
 	}
 	for i, it := range items {
 		want := Event{Type: it.typ, Time: it.at, Replica: r.replica, RequestID: it.requestID, Tool: it.tool, Caller: it.caller,
@@ -28,14 +29,20 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 		if it.extra != nil {
 			want.Stream, want.Chunk, want.Envelope = it.extra.stream, it.extra.chunk, it.extra.envelope
 		}
-		same(t, i, want, r.appendEvent(nil, &items[i], true))
+		same(t, i, want, r.appendEvent(nil, &items[i], true)) // an execution's subject: never coalesced
+		if !it.started.IsZero() {
+			want.Started, want.Coalesced = it.started, true
+		}
+		want.Envelope = nil
+		same(t, i, want, r.appendEvent(nil, &items[i], false))
 	}
 	for i, rec := range []Record{
-		{Seq: 1, Time: at, Replica: "a", Kind: "call", Caller: "k", Action: "execute", Tool: "echo", ArgsSHA256: "ab", Status: "success", DurationMS: 0.5, RequestID: "r", Prev: ""},
+		{Seq: 1, Time: at, Replica: "a", Kind: "call", Caller: "k", Action: "execute", Tool: "echo", ArgsSHA256: "ab", Status: "success", DurationMS: 0.5, RequestID: "r", Prev: "00"},
 		{Seq: 2, Time: at, Replica: "a", Kind: "admin", Caller: who.Name, Principal: who, Action: "approve", Target: "x", Prev: "ab"},
 		{Seq: 18446744073709551615, Time: at, Replica: "b", Kind: "admin", Caller: "\"q\"", Action: "read_audit", Target: "1.2", Prev: "ff"},
+		{V: 2, Seq: 7, Time: at, Replica: "c", Kind: "call", Caller: "k", Action: "execute", Tool: "echo", Status: "success", Prev: "ab"},
 	} {
-		same(t, i, rec, appendRecord(nil, &rec))
+		same(t, i, rec, appendRecord(nil, &rec, true))
 	}
 }
 

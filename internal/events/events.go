@@ -64,8 +64,13 @@ type Event struct {
 	ErrorType   string         `json:"error_type,omitempty"`
 	ErrorCode   string         `json:"error_code,omitempty"`
 	DurationMS  float64        `json:"duration_ms,omitempty"`
-	Stream      string         `json:"stream,omitempty"`
-	Chunk       string         `json:"chunk,omitempty"`
+	// Started and Coalesced are on the end (or error) event of a call that
+	// started and ended within one flush of the activity stream: it has
+	// no start event of its own, and Started is when it started.
+	Started   time.Time `json:"started,omitzero"`
+	Coalesced bool      `json:"coalesced,omitempty"`
+	Stream    string    `json:"stream,omitempty"`
+	Chunk     string    `json:"chunk,omitempty"`
 	// Envelope is the final envelope, on an execution's end or error
 	// event (not in the activity stream).
 	Envelope json.RawMessage `json:"envelope,omitempty"`

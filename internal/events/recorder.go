@@ -71,6 +71,7 @@ type Recorder struct {
 	// Buffers the flusher (one goroutine) reuses from batch to batch.
 	activity []byte
 	audits   []Record
+	starts   map[*dispatch.CallInfo]int // coalesce's, by call
 }
 
 // item is one buffered entry: a call's start, a call's end (an activity
@@ -93,6 +94,11 @@ type item struct {
 	durationMS float64
 	args       []byte     // for the audit record's hash
 	extra      *itemExtra // what few entries carry
+	// call is the pipeline's call a start or end belongs to (the same
+	// pointer for both): a flush holding both publishes one end event,
+	// its start time in started.
+	call    *dispatch.CallInfo
+	started time.Time
 }
 
 // itemExtra is what only some entries carry: an execution's output and
@@ -129,7 +135,7 @@ func (r *Recorder) Stuck(*registry.Entry, int) {}
 // an async one).
 func (r *Recorder) CallStarted(c *dispatch.CallInfo) {
 	it := item{typ: TypeStart, at: time.Now(), activity: true, requestID: c.RequestID, tool: c.Tool, caller: c.Caller,
-		who: tokenOnly(c.Principal), execution: c.ExecutionID}
+		who: tokenOnly(c.Principal), execution: c.ExecutionID, call: c}
 	if c.ExecutionID != "" {
 		it.subject = ExecutionSubject(c.ExecutionID)
 	}
@@ -141,7 +147,7 @@ func (r *Recorder) CallStarted(c *dispatch.CallInfo) {
 func (r *Recorder) CallEnded(c *dispatch.CallInfo, env *dispatch.Envelope) {
 	it := item{typ: TypeEnd, at: time.Now(), activity: true, audit: r.opts.Audit, requestID: c.RequestID, tool: c.Tool,
 		caller: c.Caller, who: tokenOnly(c.Principal), execution: c.ExecutionID, status: string(env.Status), durationMS: env.DurationMS,
-		args: c.Args}
+		args: c.Args, call: c}
 	if env.Error != nil {
 		it.typ, it.errType, it.errCode = TypeError, string(env.Error.Type), env.Error.Code
 	}
@@ -350,6 +356,7 @@ func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, do
 	var order []string
 	audits := r.audits[:0]
 	defer func() { r.activity, r.audits = activity[:0], audits[:0] }()
+	r.coalesce(batch)
 	for i := range batch {
 		it := &batch[i]
 		if it.activity {
@@ -407,6 +414,33 @@ func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, do
 		r.log.Warn("events: publishing failed; retrying at the next flush", zap.Error(eventsErr))
 	}
 	return retries(batch, failedSubjects, activityOK, auditOK, r.m.published), down
+}
+
+// coalesce gives a call whose start and end are both in batch one
+// activity event: its end, carrying the start's time (started) and
+// coalesced: true. Half the activity stream's bytes for a call that ends
+// quickly. An execution's own events are left whole.
+func (r *Recorder) coalesce(batch []item) {
+	if r.starts == nil {
+		r.starts = map[*dispatch.CallInfo]int{}
+	}
+	defer clear(r.starts)
+	for i := range batch {
+		it := &batch[i]
+		switch {
+		case it.call == nil || !it.activity:
+		case it.typ == TypeStart:
+			r.starts[it.call] = i
+		case it.started.IsZero():
+			j, ok := r.starts[it.call]
+			if !ok {
+				continue
+			}
+			delete(r.starts, it.call)
+			batch[j].activity = false
+			it.started = batch[j].at
+		}
+	}
 }
 
 // storeDown reports whether a write failed because the store cannot take

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,5 +215,38 @@ func TestOversizedDoesNotHoldBack(t *testing.T) {
 	}
 	if n := messages(t, st, ActivitySubject); n != 3 {
 		t.Errorf("%d activity messages, want 3", n)
+	}
+}
+
+// TestCoalesced: a call whose start and end are in one flush has one
+// activity event, its end, saying when it started; one whose start was
+// flushed before it ended keeps both. An async execution's own subject
+// keeps its start either way.
+func TestCoalesced(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := NewRecorder(Options{Store: st})
+	ctx := context.Background()
+	env := &dispatch.Envelope{Status: dispatch.StatusSuccess, DurationMS: 1}
+	quick := &dispatch.CallInfo{Tool: "echo", RequestID: "quick", Caller: "k", ExecutionID: "ex"}
+	slow := &dispatch.CallInfo{Tool: "echo", RequestID: "slow", Caller: "k"}
+	r.CallStarted(slow)
+	r.flush(ctx)
+	r.CallStarted(quick)
+	r.CallEnded(quick, env)
+	r.CallEnded(slow, env)
+	r.flush(ctx)
+	var got []string
+	ctxT, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	Activity(ctxT, st, Position{FromStart: true}, Filter{}, func(ev Event) bool {
+		got = append(got, ev.Type+" "+ev.RequestID+" "+strconv.FormatBool(ev.Coalesced && !ev.Started.IsZero()))
+		return len(got) < 3
+	})
+	want := []string{"start slow false", "end quick true", "end slow false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("activity: %q, want %q", got, want)
+	}
+	if n := messages(t, st, ExecutionSubject("ex")); n != 1 {
+		t.Errorf("the execution's subject: %d messages, want its start and end in one", n)
 	}
 }

@@ -66,7 +66,7 @@ func reseal(t *testing.T, lines [][]byte, edit func(i int, rec *events.Record), 
 		tail := `,"hash":"` + prev + `"`
 		switch {
 		case signer != nil:
-			tail += `,"signed_from":` + jsonNumber(rec.Seq) + `,"kid":"` + signer.KeyID() + `","sig":"` + events.SignForTest(signer, sum, rec.Seq) + `"`
+			tail += `,"signed_from":` + jsonNumber(rec.Seq) + `,"kid":"` + signer.KeyID() + `","sig":"` + events.SignForTest(signer, sum, rec.Seq, rec.V) + `"`
 		case keepSig && sig.Sig != "":
 			tail += `,"signed_from":` + jsonNumber(sig.SignedFrom) + `,"kid":"` + sig.KeyID + `","sig":"` + sig.Sig + `"`
 		}
