@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,19 +16,13 @@ import (
 	"github.com/toold/toold/internal/state/statetest"
 )
 
-// node is one nats-server of the three-node cluster: a real process built
-// from the nats-server module toold embeds, on loopback, its JetStream
-// store in a directory of its own (for one node, a small tmpfs, so that
-// its disk can be filled).
+// node is one nats-server of the three-node cluster (statetest.Node: a
+// real process built from the nats-server module toold embeds, on
+// loopback), one of them with its store on a small tmpfs, so that its disk
+// can be filled.
 type node struct {
-	name        string
-	bin         string
-	port, route int
-	routes      []int // every node's cluster port
-	dir         string
-	tmpfs       bool  // dir is a tmpfs of tmpfsBytes this harness mounted
-	maxStore    int64 // JetStream's max_file_store
-	cmd         *exec.Cmd
+	*statetest.Node
+	tmpfs bool // its Dir is a tmpfs of tmpfsBytes this harness mounted
 }
 
 // tmpfsBytes is the size of the tmpfs holding one node's store: large
@@ -39,112 +30,35 @@ type node struct {
 // replicas.go), small enough to fill in a moment.
 const tmpfsBytes = 384 << 20
 
-// freePort asks the kernel for a loopback port free now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// newCluster prepares three nodes under dir. With tmpfs, the third one's
-// store is a tmpfs when mounting one is allowed (root), else a plain
-// directory and the disk-full fault is skipped; without, every node may
-// use maxStore bytes of disk.
+// newCluster prepares three nodes under dir, each storing at most
+// maxStore. With tmpfs, the third one's store is a tmpfs when mounting one
+// is allowed (root), else a plain directory and the disk-full fault is
+// skipped.
 func newCluster(dir string, tmpfs bool, maxStore int64) ([]*node, error) {
-	bin, err := statetest.ServerBinary()
+	inner, err := statetest.NewCluster(dir, 3)
 	if err != nil {
 		return nil, err
 	}
-	nodes := make([]*node, 3)
-	routes := make([]int, 3)
-	for i := range nodes {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		r, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		routes[i] = r
-		nodes[i] = &node{name: "n" + strconv.Itoa(i+1), bin: bin, port: p, route: r, dir: filepath.Join(dir, "nats-n"+strconv.Itoa(i+1)),
-			maxStore: maxStore}
-		if err := os.MkdirAll(nodes[i].dir, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	for _, n := range nodes {
-		n.routes = routes
+	nodes := make([]*node, len(inner))
+	for i, n := range inner {
+		n.MaxStore = maxStore
+		nodes[i] = &node{Node: n}
 	}
 	last := nodes[2]
-	if tmpfs && syscall.Mount("tmpfs", last.dir, "tmpfs", 0, "size="+strconv.Itoa(tmpfsBytes)) == nil {
-		last.tmpfs, last.maxStore = true, tmpfsBytes*3/4
+	if tmpfs && syscall.Mount("tmpfs", last.Dir, "tmpfs", 0, "size="+strconv.Itoa(tmpfsBytes)) == nil {
+		last.tmpfs, last.MaxStore = true, tmpfsBytes*3/4
 	}
 	return nodes, nil
 }
 
-// url is the client URL of every node, as toold's state.nats.url takes it.
+// clusterURL is every node's client URL, as toold's state.nats.url takes them.
 func clusterURL(nodes []*node) string {
-	var urls []string
-	for _, n := range nodes {
-		urls = append(urls, "nats://127.0.0.1:"+strconv.Itoa(n.port))
+	inner := make([]*statetest.Node, len(nodes))
+	for i, n := range nodes {
+		inner[i] = n.Node
 	}
-	return strings.Join(urls, ",")
+	return statetest.ClusterURL(inner)
 }
-
-// config is the node's nats-server configuration: JetStream with limits
-// the tmpfs can hold, and routes to the other two.
-func (n *node) config() string {
-	var routes []string
-	for _, r := range n.routes {
-		if r != n.route {
-			routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", r))
-		}
-	}
-	return fmt.Sprintf(`server_name: %s
-listen: 127.0.0.1:%d
-jetstream {
-  store_dir: %q
-  max_file_store: %d
-  max_memory_store: 64MB
-}
-cluster {
-  name: chaos
-  listen: 127.0.0.1:%d
-  routes: [%s]
-}
-`, n.name, n.port, filepath.Join(n.dir, "js"), n.maxStore, n.route, strings.Join(routes, ", "))
-}
-
-// start runs the node and waits until it accepts clients.
-func (n *node) start() error {
-	conf := filepath.Join(filepath.Dir(n.dir), n.name+".conf")
-	if err := os.WriteFile(conf, []byte(n.config()), 0o600); err != nil {
-		return err
-	}
-	n.cmd = exec.Command(n.bin, "-c", conf)
-	if err := statetest.StartReady(n.cmd); err != nil {
-		n.kill()
-		return fmt.Errorf("nats node %s: %w", n.name, err)
-	}
-	return nil
-}
-
-// kill ends the node at once (SIGKILL), as a crash would.
-func (n *node) kill() {
-	if n.cmd == nil || n.cmd.Process == nil {
-		return
-	}
-	_ = n.cmd.Process.Kill()
-	_ = n.cmd.Wait()
-	n.cmd = nil
-}
-
-// running reports whether the node's process is up.
-func (n *node) running() bool { return n.cmd != nil }
 
 // fill takes all but a sliver of the node's tmpfs with one file, so the
 // next writes of its JetStream store fail for lack of space.
@@ -153,11 +67,11 @@ func (n *node) fill() error {
 		return errors.New("the node's store is not on a tmpfs this harness could mount (not root?)")
 	}
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(n.dir, &st); err != nil {
+	if err := syscall.Statfs(n.Dir, &st); err != nil {
 		return err
 	}
 	free := int64(st.Bavail) * st.Bsize
-	f, err := os.Create(filepath.Join(n.dir, "filler"))
+	f, err := os.Create(filepath.Join(n.Dir, "filler"))
 	if err != nil {
 		return err
 	}
@@ -172,12 +86,12 @@ func (n *node) fill() error {
 }
 
 // free gives the space back.
-func (n *node) free() error { return os.Remove(filepath.Join(n.dir, "filler")) }
+func (n *node) free() error { return os.Remove(filepath.Join(n.Dir, "filler")) }
 
 // unmount removes the tmpfs (after the node stopped).
 func (n *node) unmount() {
 	if n.tmpfs {
-		_ = syscall.Unmount(n.dir, syscall.MNT_DETACH)
+		_ = syscall.Unmount(n.Dir, syscall.MNT_DETACH)
 	}
 }
 
@@ -194,24 +108,6 @@ func jsClient(nodes []*node) (*nats.Conn, jetstream.JetStream, error) {
 		return nil, nil, err
 	}
 	return nc, js, nil
-}
-
-// waitJetStream waits until the cluster has a JetStream meta leader (an
-// account info request answers), at most d.
-func waitJetStream(js jetstream.JetStream, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("JetStream did not serve within %v: %w", d, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // waitStreamsLed waits until every stream and bucket toold made has a

@@ -58,7 +58,7 @@ func (h *harness) inject(name string) *fault {
 func (h *harness) follower() *node {
 	leader, _ := leaderOf(h.js, executionsStream)
 	for _, n := range h.nodes[:2] {
-		if n.name != leader {
+		if n.Name != leader {
 			return n
 		}
 	}
@@ -68,6 +68,9 @@ func (h *harness) follower() *node {
 // killReplica SIGKILLs a replica mid-load and starts it again.
 func (h *harness) killReplica(f *fault, r *replica) {
 	h.setServing(r, false)
+	h.mu.Lock()
+	h.kills = append(h.kills, kill{r.name, time.Now()})
+	h.mu.Unlock()
 	r.kill()
 	time.Sleep(2 * time.Second)
 	if err := r.start(); err != nil {
@@ -82,8 +85,8 @@ func (h *harness) killReplica(f *fault, r *replica) {
 // that window is recorded, for the check that new calls were refused.
 func (h *harness) killNodes(f *fault, hold time.Duration, nodes ...*node) {
 	for _, n := range nodes {
-		h.logf("  SIGKILL %s", n.name)
-		n.kill()
+		h.logf("  SIGKILL %s", n.Name)
+		n.Kill()
 	}
 	if len(nodes) >= 2 {
 		// Calls already in flight may be answered by the last leader's
@@ -95,7 +98,7 @@ func (h *harness) killNodes(f *fault, hold time.Duration, nodes ...*node) {
 		f.storeDown[1] = time.Now()
 	}
 	for _, n := range nodes {
-		if err := n.start(); err != nil {
+		if err := n.Start(); err != nil {
 			f.problem = err.Error()
 		}
 	}
@@ -108,13 +111,13 @@ func (h *harness) diskFull(f *fault, n *node) {
 		f.skipped = err.Error()
 		return
 	}
-	h.logf("  %s's store is full", n.name)
+	h.logf("  %s's store is full", n.Name)
 	time.Sleep(8 * time.Second)
 	if err := n.free(); err != nil {
 		f.problem = err.Error()
 	}
-	n.kill()
-	if err := n.start(); err != nil {
+	n.Kill()
+	if err := n.Start(); err != nil {
 		f.problem = err.Error()
 	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // harness is one run: the NATS cluster, the toold replicas, the load, and
@@ -32,6 +34,16 @@ type harness struct {
 	replicas []*replica
 	serving  map[string]bool // replicas the load may call now
 	faults   []*fault
+	kills    []kill // replicas SIGKILLed, and when
+	// unflushed counts the calls answered now whose audit records a
+	// replica SIGKILLed right after held unflushed.
+	unflushed int
+}
+
+// kill is a replica's SIGKILL.
+type kill struct {
+	replica string
+	at      time.Time
 }
 
 // fault is one fault of the schedule, as it happened.
@@ -61,7 +73,7 @@ func setup(dir, bin string, replicas int, tmpfs bool, maxStore int64, out io.Wri
 	var wg sync.WaitGroup
 	errs := make([]error, len(h.nodes))
 	for i, n := range h.nodes {
-		wg.Go(func() { errs[i] = n.start() })
+		wg.Go(func() { errs[i] = n.Start() })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -72,7 +84,7 @@ func setup(dir, bin string, replicas int, tmpfs bool, maxStore int64, out io.Wri
 		h.close()
 		return nil, err
 	}
-	if err := waitJetStream(h.js, 30*time.Second); err != nil {
+	if err := statetest.WaitForJetStream(clusterURL(h.nodes), 30*time.Second); err != nil {
 		h.close()
 		return nil, err
 	}
@@ -135,7 +147,7 @@ func (h *harness) close() {
 		h.nc.Close()
 	}
 	for _, n := range h.nodes {
-		n.kill()
+		n.Kill()
 		n.unmount()
 	}
 }
@@ -202,7 +214,7 @@ func (h *harness) heal(f *fault) {
 
 func (h *harness) node(name string) *node {
 	for _, n := range h.nodes {
-		if n.name == name {
+		if n.Name == name {
 			return n
 		}
 	}

@@ -207,7 +207,7 @@ func (l *load) idempotent(o *op, rng *rand.Rand) {
 		o.a, o.attempts = a, attempt
 		if a.status == 200 || a.status == 202 {
 			if first == nil {
-				first = a
+				first, o.replica = a, r.name
 			} else if a.env.ExecutionID != first.env.ExecutionID || a.env.Status != first.env.Status && o.kind == kindIdemSync {
 				o.replayMismatch = fmt.Sprintf("answer %d: %s %s, first %s %s", attempt, a.env.Status, a.env.ExecutionID, first.env.Status, first.env.ExecutionID)
 			}

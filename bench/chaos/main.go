@@ -186,6 +186,10 @@ func report(out io.Writer, h *harness, ops []*op, res *results, took time.Durati
 			fmt.Fprintf(out, "  ✘ %s\n", v)
 		}
 	}
+	if h.unflushed > 0 {
+		fmt.Fprintf(out, "\n%d call(s) answered now (sync) by a replica SIGKILLed less than a second later are not in the audit log: "+
+			"their records were in its buffer, flushed every 50ms off the call's path (docs/reliability.md)\n", h.unflushed)
+	}
 	fmt.Fprintf(out, "\n%d calls, %s, in %v\n", len(ops), strings.Join(faultNames(h.faults), ", "), took.Round(time.Second))
 }
 

@@ -134,7 +134,7 @@ func (h *harness) measure(c *client, ids []string, open int) level {
 		m.tooldHeap += liveHeap(r.admin)
 	}
 	for _, n := range h.nodes {
-		m.natsRSS += rss(n.cmd.Process.Pid)
+		m.natsRSS += rss(n.Pid())
 	}
 	rng := rand.New(rand.NewPCG(uint64(open), 1))
 	// Each try waits 10s at most; five failures in a row mean delivery

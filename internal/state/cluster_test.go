@@ -27,7 +27,7 @@ func TestReplicatedReadsTheLastWrite(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		return st
 	}
-	a, b := open(nodes[0].URL, "a"), open(nodes[2].URL, "b")
+	a, b := open(nodes[0].URL(), "a"), open(nodes[2].URL(), "b")
 	ctx := context.Background()
 	stale := 0
 	for i := range 300 {

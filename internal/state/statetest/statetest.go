@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -16,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,8 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toold/toold/internal/state"
@@ -199,8 +195,6 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
-	// conf, for a node of a cluster, is its configuration file.
-	conf string
 	cmd  *exec.Cmd
 	URL  string
 }
@@ -231,89 +225,8 @@ func (s *Server) Start() {
 }
 
 func (s *Server) start() error {
-	if s.conf != "" {
-		s.cmd = exec.Command(s.bin, "-c", s.conf)
-	} else {
-		s.cmd = exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-js", "-sd", s.dir)
-	}
+	s.cmd = exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-js", "-sd", s.dir)
 	return StartReady(s.cmd)
-}
-
-// StartCluster starts three nats-server processes with JetStream as one
-// cluster on loopback (streams span it with Replicas: 3), and waits until
-// it serves JetStream; they are stopped when the test ends. URLs joins
-// their client URLs, as state.Options.URL takes them.
-func StartCluster(t testing.TB) []*Server {
-	t.Helper()
-	bin, err := buildServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes := make([]*Server, 3)
-	routes := make([]string, 3)
-	for i := range nodes {
-		port := FreePort(t)
-		nodes[i] = &Server{t: t, bin: bin, dir: t.TempDir(), port: port, URL: "nats://127.0.0.1:" + strconv.Itoa(port)}
-		routes[i] = "nats-route://127.0.0.1:" + strconv.Itoa(FreePort(t))
-	}
-	for i, n := range nodes {
-		others := slices.Delete(slices.Clone(routes), i, i+1)
-		n.conf = filepath.Join(n.dir, "node.conf")
-		conf := fmt.Sprintf("server_name: n%d\nlisten: 127.0.0.1:%d\njetstream {store_dir: %q}\n"+
-			"cluster {name: test, listen: %q, routes: [%s]}\n", i+1, n.port, filepath.Join(n.dir, "js"),
-			strings.TrimPrefix(routes[i], "nats-route://"), strings.Join(others, ", "))
-		if err := os.WriteFile(n.conf, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { errs[i] = n.start() })
-	}
-	wg.Wait()
-	for _, n := range nodes {
-		t.Cleanup(n.Kill)
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	waitForJetStream(t, URLs(nodes))
-	return nodes
-}
-
-// URLs is the client URLs of servers, comma-separated.
-func URLs(servers []*Server) string {
-	urls := make([]string, len(servers))
-	for i, s := range servers {
-		urls[i] = s.URL
-	}
-	return strings.Join(urls, ",")
-}
-
-// waitForJetStream waits (20s at most) until the cluster has elected the
-// leader that answers JetStream's API.
-func waitForJetStream(t testing.TB, url string) {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster did not serve JetStream within 20s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // StartReady starts cmd, a nats-server, and waits until it says it is
