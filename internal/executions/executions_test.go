@@ -60,6 +60,16 @@ func newReplica(t testing.TB, st *state.Store, ts ...tools.Tool) *replica {
 // audit is set.
 func newReplicaWith(t testing.TB, st *state.Store, audit bool, ts ...tools.Tool) *replica {
 	t.Helper()
+	return newReplicaOpts(t, st, replicaOptions{audit: audit}, ts...)
+}
+
+// replicaOptions vary a test replica: audit keeps the audit log, queued
+// sends every async call through the queue (none runs where accepted).
+type replicaOptions struct{ audit, queued bool }
+
+func newReplicaOpts(t testing.TB, st *state.Store, o replicaOptions, ts ...tools.Tool) *replica {
+	t.Helper()
+	audit := o.audit
 	reg, err := registry.New(registry.Options{}, ts...)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +83,11 @@ func newReplicaWith(t testing.TB, st *state.Store, audit bool, ts ...tools.Tool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := executions.New(executions.Options{Store: st, Dispatcher: d, Recorder: rec, Heartbeat: 100 * time.Millisecond, Workers: 4})
+	eo := executions.Options{Store: st, Dispatcher: d, Recorder: rec, Heartbeat: 100 * time.Millisecond, Workers: 4}
+	if o.queued {
+		eo.InlineSlots = -1
+	}
+	svc, err := executions.New(eo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,24 +131,33 @@ func waitStatus(t *testing.T, r *replica, id string, want dispatch.Status) *exec
 
 // TestLostReplica: B runs an execution and dies (its connection closes,
 // its lease is no longer renewed); A, the only replica left, takes the
-// execution back from the queue and ends it interrupted, or runs it again
-// when the tool is idempotent.
+// execution back and ends it interrupted, or runs it again when the tool
+// is idempotent. B runs it either from the queue (submitted on A) or
+// where it was submitted (on B itself, its lease a timer that falls due).
 func TestLostReplica(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		idem bool
-		want dispatch.Status
+		name   string
+		idem   bool
+		inline bool
+		want   dispatch.Status
 	}{
-		{"not idempotent: interrupted", false, dispatch.StatusInterrupted},
-		{"idempotent: run again", true, dispatch.StatusSuccess},
+		{"from the queue, not idempotent: interrupted", false, false, dispatch.StatusInterrupted},
+		{"from the queue, idempotent: run again", true, false, dispatch.StatusSuccess},
+		{"where submitted, not idempotent: interrupted", false, true, dispatch.StatusInterrupted},
+		{"where submitted, idempotent: run again", true, true, dispatch.StatusSuccess},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			runs := &atomic.Int64{}
 			tool := slow{name: "slow", idem: tt.idem, runs: runs}
 			sa, sb := statetest.OpenPair(t, state.Options{})
-			a, b := newReplica(t, sa, tool), newReplica(t, sb, tool)
+			opts := replicaOptions{queued: !tt.inline}
+			a, b := newReplicaOpts(t, sa, opts, tool), newReplicaOpts(t, sb, opts, tool)
 			b.start(t)
-			rec, refusal, err := a.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: []byte(`{"ms":1500}`), Caller: "k", RequestID: "r1"})
+			on := a
+			if tt.inline {
+				on = b
+			}
+			rec, refusal, err := on.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: []byte(`{"ms":1500}`), Caller: "k", RequestID: "r1"})
 			if err != nil || refusal != nil {
 				t.Fatal(err, refusal)
 			}
@@ -162,7 +185,7 @@ func TestCancelAcrossReplicas(t *testing.T) {
 	runs := &atomic.Int64{}
 	tool := slow{name: "slow", runs: runs}
 	sa, sb := statetest.OpenPair(t, state.Options{})
-	a, b := newReplica(t, sa, tool), newReplica(t, sb, tool)
+	a, b := newReplicaOpts(t, sa, replicaOptions{queued: true}, tool), newReplicaOpts(t, sb, replicaOptions{queued: true}, tool)
 	b.start(t)
 	rec, _, err := a.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: []byte(`{"ms":10000}`), Caller: "k"})
 	if err != nil {
@@ -203,7 +226,9 @@ func TestSubmitRefusesWhenStoreFull(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	ctx := context.Background()
-	r := newReplica(t, st, slow{name: "slow", runs: &atomic.Int64{}})
+	// Through the queue, whose messages keep each call's arguments (a call
+	// run where accepted leaves a small final record in its place).
+	r := newReplicaOpts(t, st, replicaOptions{queued: true}, slow{name: "slow", runs: &atomic.Int64{}})
 	big := []byte(`{"ms":1,"pad":"` + strings.Repeat("x", 60<<10) + `"}`)
 	accepted := 0
 	for ; accepted < 100; accepted++ {

@@ -171,7 +171,8 @@ func TestApprovalIndexedThroughAnOutage(t *testing.T) {
 func TestInterruptedIsAudited(t *testing.T) {
 	tool := slow{name: "slow", runs: &atomic.Int64{}}
 	sa, sb := statetest.OpenPair(t, state.Options{})
-	a, b := newReplicaWith(t, sa, true, tool), newReplicaWith(t, sb, true, tool)
+	o := replicaOptions{audit: true, queued: true} // B runs it, from the queue
+	a, b := newReplicaOpts(t, sa, o, tool), newReplicaOpts(t, sb, o, tool)
 	b.start(t)
 	ctx := context.Background()
 	rec, refusal, err := a.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":2000}`), Caller: "k", RequestID: "r1"})

@@ -45,6 +45,10 @@ type Options struct {
 	// Workers run async executions at once on this replica (default 64);
 	// each tool's bulkhead still applies inside.
 	Workers int
+	// InlineSlots bound the async calls this replica runs where it
+	// accepted them, at once, besides its workers (default Workers; see
+	// inline.go); negative sends every call through the queue.
+	InlineSlots int
 	// Heartbeat is how often a running execution's lease is renewed
 	// (default 5s); a replica silent for 3 heartbeats has lost its work.
 	Heartbeat time.Duration
@@ -87,6 +91,10 @@ type Service struct {
 	m    *metrics
 	name string
 
+	// slots bound the calls this replica runs where it accepted them
+	// (Workers), besides what its workers take from the queue.
+	slots chan struct{}
+
 	mu       sync.Mutex
 	running  map[string]*run // executions running on this replica, by id
 	draining bool
@@ -100,7 +108,7 @@ type Service struct {
 	orphans map[string]uint64 // key -> the revision written
 
 	wmu     sync.Mutex
-	waiters map[string][]chan struct{} // clients waiting here for an execution's end
+	waiters map[string][]chan *Record // clients waiting here for an execution's end
 }
 
 // New builds a service; Start runs its workers.
@@ -112,6 +120,7 @@ func New(o Options) (*Service, error) {
 		return nil, errors.New("executions: a recorder is required with a store")
 	}
 	o.Workers = cmp.Or(o.Workers, 64)
+	o.InlineSlots = cmp.Or(o.InlineSlots, o.Workers)
 	o.Heartbeat = cmp.Or(o.Heartbeat, 5*time.Second)
 	o.MaxAttempts = cmp.Or(o.MaxAttempts, 3)
 	o.BatchMax = cmp.Or(o.BatchMax, 32)
@@ -121,7 +130,7 @@ func New(o Options) (*Service, error) {
 		o.Logger = zap.NewNop()
 	}
 	s := &Service{opts: o, st: o.Store, disp: o.Dispatcher, rec: o.Recorder, log: o.Logger, m: newMetrics(o.Registerer),
-		running: map[string]*run{}, idle: make(chan struct{}), waiters: map[string][]chan struct{}{}, orphans: map[string]uint64{}}
+		running: map[string]*run{}, idle: make(chan struct{}), slots: make(chan struct{}, max(o.InlineSlots, 0)), waiters: map[string][]chan *Record{}, orphans: map[string]uint64{}}
 	if o.Store != nil {
 		s.name = o.Store.Name()
 	}

@@ -38,12 +38,18 @@ type Call struct {
 	// Raw keeps Body as the arguments even when it is {"arguments": {...}}
 	// (MCP sends the arguments themselves; REST may wrap them).
 	Raw bool
+	// Wait is how long the caller waits for the end (Prefer: wait): a
+	// call that ends within a moment of it is kept with one write.
+	Wait time.Duration
 }
 
-// Submit checks a call and, when it could run, accepts it: the record and
-// its work-queue message are written before Submit returns, so an accepted
-// execution survives this replica. A refusal comes back as an envelope
-// (the one a sync call would get); a store failure as an error.
+// Submit checks a call and, when it could run, accepts it: what keeps it
+// is written before Submit returns, so an accepted execution survives this
+// replica. With a slot free here it runs here at once (inline.go);
+// otherwise its record and a work-queue message are written for any
+// replica's workers. A refusal comes back as an envelope (the one a sync
+// call would get), and so does the end of a call that ran but that the
+// store could not keep; a store failure as an error.
 func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelope, error) {
 	if err := s.accepting(); err != nil {
 		return nil, nil, err
@@ -57,6 +63,9 @@ func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelo
 	r := &Record{ID: newID(now), Caller: c.Caller, Principal: c.Principal, Kind: "call", Tool: c.Tool, Arguments: c.Body,
 		TimeoutMS:    c.Timeout.Milliseconds(),
 		ConfirmToken: c.ConfirmToken, RequestID: c.RequestID, Status: dispatch.StatusPending, Step: 1, CreatedAt: now, UpdatedAt: now}
+	if rec, env, ok, err := s.submitInline(ctx, r, c.Wait); ok {
+		return rec, env, err
+	}
 	if err := s.accept(ctx, r); err != nil {
 		return nil, nil, err
 	}
@@ -109,6 +118,9 @@ func inBatch(env *dispatch.Envelope, requestID string, i int) *dispatch.Envelope
 func (s *Service) accepting() error {
 	if s.st == nil {
 		return errNoStore
+	}
+	if s.st.Conn().IsClosed() {
+		return StoreError(state.ErrUnavailable)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -285,101 +297,6 @@ func (s *Service) get(ctx context.Context, caller, id string) (*Record, uint64, 
 		return nil, 0, err
 	}
 	return r, rev, nil
-}
-
-// Wait returns the caller's execution once it is final or waits for the
-// caller (an answer, a subtask's result), or as it is when d passes or ctx
-// ends.
-func (s *Service) Wait(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
-	return s.waitUntil(ctx, caller, id, d, func(r *Record) bool { return r.Status.Final() || r.Status == dispatch.StatusWaiting })
-}
-
-// WaitFinal returns the caller's execution once it is final, or as it is
-// when d passes or ctx ends.
-func (s *Service) WaitFinal(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
-	return s.waitUntil(ctx, caller, id, d, func(r *Record) bool { return r.Status.Final() })
-}
-
-// WaitChange returns the caller's execution once it is no longer as seen
-// (another status or step), or as it is when d passes or ctx ends: what a
-// follower of every step (an MCP task) waits for.
-func (s *Service) WaitChange(ctx context.Context, seen *Record, d time.Duration) (*Record, error) {
-	return s.waitUntil(ctx, seen.Caller, seen.ID, d, func(r *Record) bool { return r.Status != seen.Status || r.Step != seen.Step })
-}
-
-// waitUntil is told of changes by the done subject, and reads the record
-// again every second in case a notice was lost. A store that is away for
-// a while (an election, a reconnection) is waited out within d: a caller
-// waiting for an accepted execution is answered its end, or the record as
-// it last read it, not 503, unless the store never came back.
-func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Duration, enough func(*Record) bool) (*Record, error) {
-	if d <= 0 || s.st == nil || !ValidID(id) {
-		return s.Get(ctx, caller, id)
-	}
-	done := s.watch(id)
-	defer s.unwatch(id, done)
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	poll := time.NewTicker(time.Second)
-	defer poll.Stop()
-	var last *Record
-	for {
-		r, err := s.Get(ctx, caller, id)
-		switch {
-		case err == nil:
-			if last = r; enough(r) {
-				return r, nil
-			}
-		case !unavailable(err):
-			return nil, err
-		}
-		select {
-		case <-done:
-		case <-poll.C:
-		case <-deadline.C:
-			if last == nil {
-				return nil, err
-			}
-			return last, nil
-		case <-ctx.Done():
-			if last == nil {
-				return nil, err
-			}
-			return last, nil
-		}
-	}
-}
-
-// watch registers a waiter for id's done notice.
-func (s *Service) watch(id string) chan struct{} {
-	ch := make(chan struct{}, 1)
-	s.wmu.Lock()
-	s.waiters[id] = append(s.waiters[id], ch)
-	s.wmu.Unlock()
-	return ch
-}
-
-func (s *Service) unwatch(id string, ch chan struct{}) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	ws := slices.DeleteFunc(s.waiters[id], func(c chan struct{}) bool { return c == ch })
-	if len(ws) == 0 {
-		delete(s.waiters, id)
-	} else {
-		s.waiters[id] = ws
-	}
-}
-
-// notify wakes this replica's waiters of id.
-func (s *Service) notify(id string) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	for _, ch := range s.waiters[id] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // Cancel stops the caller's execution wherever it runs: a pending one ends

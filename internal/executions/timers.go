@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -69,8 +70,11 @@ func (s *Service) startTimers(ctx, wctx context.Context) error {
 }
 
 // due handles a timer that fired: a wait that expired ends the execution
-// (timeout, wait_expired). A timer of a step that is over, of an ended
-// execution or of one gone is dropped.
+// (timeout, wait_expired); the lease of a run taken on where it was
+// accepted means its replica stopped setting it: the run is handed to the
+// queue, whose worker finds it running on a lost replica (or adopts it,
+// here). A timer of a step that is over, of an ended execution or of one
+// gone is dropped.
 func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
 	var w work
 	if err := json.Unmarshal(msg.Data(), &w); err != nil || w.Key == "" {
@@ -83,6 +87,11 @@ func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
 	case err != nil:
 		_ = msg.NakWithDelay(time.Second) // the store is away: again shortly
 		return
+	case r != nil && sameStep(w.Step, r.Step) && r.Status == dispatch.StatusRunning:
+		if !s.adopt(r.ID, msg) {
+			s.requeue(ctx, msg, r, rev)
+		}
+		return
 	case r == nil || !sameStep(w.Step, r.Step) || r.Status != dispatch.StatusWaiting:
 		_ = msg.Ack()
 		return
@@ -93,6 +102,18 @@ func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
 	}
 	s.conclude(ctx, msg, r, rev, dispatch.StatusTimeout, expiredEnvelope(r))
 	s.unindex(ctx, r)
+}
+
+// requeue gives the queue a run whose lease fell due, and is done with
+// the timer; if the queue refuses, the timer comes back.
+func (s *Service) requeue(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64) {
+	data, _ := json.Marshal(work{Key: r.key(), Revision: rev, Step: r.Step})
+	id := r.ID + "." + strconv.Itoa(r.Step) + ".lost." + strconv.Itoa(r.Attempt)
+	if _, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, data, jetstream.WithMsgID(id)); err != nil {
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = msg.Ack()
 }
 
 // read returns the record under key; nil, without error, when there is

@@ -123,6 +123,13 @@ func (s *Service) Park(ctx context.Context, req *dispatch.Request, env *dispatch
 	r := &Record{ID: newID(now), Caller: req.Caller, Principal: req.Principal, Kind: "call", Tool: req.Tool, Arguments: req.Body,
 		TimeoutMS: req.Timeout.Milliseconds(),
 		RequestID: req.RequestID, Step: 1, Attempt: 1, Replica: s.name, CreatedAt: now, StartedAt: env.StartedAt}
+	return s.parkRecord(ctx, r, env)
+}
+
+// parkRecord keeps r, whose step ran here and paused with env, as a
+// waiting execution: listed if it waits for approval, its timer set, its
+// record written; nothing of it is left if one of them fails.
+func (s *Service) parkRecord(ctx context.Context, r *Record, env *dispatch.Envelope) (*Record, error) {
 	r = s.waiting(r, env)
 	// Listed before it is accepted: an approval no approver can find
 	// would be lost until its wait expires.
@@ -243,7 +250,9 @@ func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 	})
 	switch {
 	case err == nil:
-		_ = msg.Ack()
+		if msg != nil {
+			_ = msg.Ack()
+		}
 		s.m.executions.WithLabelValues(string(dispatch.StatusWaiting)).Inc()
 		s.announceWait(ctx, next, env)
 	case errors.Is(err, errCancelled):

@@ -27,7 +27,12 @@ const consumerName = "toold-workers"
 type run struct {
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
-	msg    jetstream.Msg // the latest delivery: its lease is renewed, it is acknowledged
+	// msg is the latest delivery: its lease is renewed, it is
+	// acknowledged. Nil for a run this replica took on itself when it
+	// accepted the call (inline.go): its lease is a timer it sets again,
+	// the last one set lease.
+	msg   jetstream.Msg
+	lease uint64
 }
 
 func (r *run) delivery() jetstream.Msg {
@@ -251,14 +256,24 @@ func (s *Service) adopt(id string, msg jetstream.Msg) bool {
 // execute runs a claimed execution through the pipeline, renewing its
 // lease, and records the outcome.
 func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
+	ctx, rn, done := s.begin(r, msg)
+	defer done()
+	stopBeat := s.heartbeat(ctx, rn, r)
+	defer stopBeat() // after the outcome is written: the lease holds while it is
+	s.outcome(ctx, rn, r, rev, s.runStep(ctx, r))
+}
+
+// begin registers an execution running here, under a context its
+// cancellation (DELETE, a drain) cancels; done unregisters it.
+func (s *Service) begin(r *Record, msg jetstream.Msg) (context.Context, *run, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
 	rn := &run{cancel: cancel, msg: msg}
 	s.mu.Lock()
 	s.running[r.ID] = rn
 	s.mu.Unlock()
 	s.m.running.Inc()
-	defer func() {
+	return ctx, rn, func() {
+		cancel(nil)
 		s.mu.Lock()
 		delete(s.running, r.ID)
 		idle := s.draining && len(s.running) == 0
@@ -267,9 +282,11 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 		if idle {
 			s.closeIdle()
 		}
-	}()
-	stopBeat := s.heartbeat(ctx, rn, r)
-	defer stopBeat() // after the outcome is written: the lease holds while it is
+	}
+}
+
+// runStep runs the execution's current step through the pipeline.
+func (s *Service) runStep(ctx context.Context, r *Record) *dispatch.Envelope {
 	ctx, span := s.startRun(ctx, r)
 	var env *dispatch.Envelope
 	if r.Kind == "batch" {
@@ -281,6 +298,13 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 		env = s.disp.Execute(ctx, req)
 	}
 	endRun(span, env)
+	return env
+}
+
+// outcome records how a step that ran here ended: it waits, it was
+// cancelled or stopped by a drain (an idempotent one goes back to another
+// replica at once), or it ended.
+func (s *Service) outcome(ctx context.Context, rn *run, r *Record, rev uint64, env *dispatch.Envelope) {
 	if env.Status == dispatch.StatusWaiting && ctx.Err() == nil {
 		s.pause(context.Background(), rn.delivery(), r, rev, env)
 		return
@@ -292,13 +316,16 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 			status = dispatch.StatusCancelled
 		case "draining":
 			if s.rerunnable(r) {
-				_ = rn.delivery().Nak() // another replica runs it again at once
+				s.handOver(rn, r) // another replica runs it again at once
 				return
 			}
 			status, env = dispatch.StatusInterrupted, interruptedEnvelope(r)
 		}
 	}
 	s.settle(context.Background(), rn.delivery(), r, rev, status, env)
+	if rn.delivery() == nil {
+		s.disarmLease(rn, r)
+	}
 }
 
 // emitter publishes a running execution's output as events.
@@ -325,7 +352,7 @@ func (s *Service) heartbeat(ctx context.Context, rn *run, r *Record) (stop func(
 				return
 			case <-t.C:
 			}
-			_ = rn.delivery().InProgress()
+			s.renew(ctx, rn, r)
 			b, _, err := s.st.Executions.Get(ctx, r.key())
 			if err != nil {
 				continue
@@ -399,7 +426,9 @@ func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev 
 		s.log.Error("executions: could not record an execution's end; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
 		return false
 	}
-	_ = msg.Ack()
+	if msg != nil {
+		_ = msg.Ack()
+	}
 	if dropped {
 		s.log.Warn("executions: another replica ended this execution first; this outcome is dropped",
 			zap.String("execution_id", r.ID), zap.String("dropped", string(status)))
@@ -431,9 +460,11 @@ func (s *Service) settleBudget(r *Record) time.Duration {
 	return max(time.Duration(r.TimeoutMS)*time.Millisecond, 30*time.Second)
 }
 
-// ended counts and announces a final record.
+// ended counts and announces a final record: to this replica's waiters
+// with the record, to the others' by the done subject.
 func (s *Service) ended(r *Record) {
 	s.m.executions.WithLabelValues(string(r.Status)).Inc()
+	s.wake(r.ID, r)
 	_ = s.st.Conn().Publish(state.DoneSubject, []byte(r.ID))
 	typ := events.TypeEnd
 	if r.Status != dispatch.StatusSuccess {

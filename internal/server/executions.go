@@ -177,7 +177,8 @@ func (s *Server) errorReply(r *http.Request, tool string, err error) *reply {
 // would be.
 func (s *Server) submitReply(r *http.Request, req *dispatch.Request, pref preference) *reply {
 	rec, refusal, err := s.opts.Executions.Submit(r.Context(), executions.Call{Tool: req.Tool, Body: req.Body, RequestID: req.RequestID,
-		Caller: req.Caller, Principal: req.Principal, Allowed: req.Allowed, Timeout: req.Timeout, ConfirmToken: req.ConfirmToken})
+		Caller: req.Caller, Principal: req.Principal, Allowed: req.Allowed, Timeout: req.Timeout, ConfirmToken: req.ConfirmToken,
+		Wait: pref.wait})
 	switch {
 	case err != nil:
 		return s.errorReply(r, req.Tool, err)

@@ -1,0 +1,240 @@
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tracing"
+)
+
+// An async call is run by the replica that accepts it, at once, when one
+// of its slots (Workers) is free: no trip through the queue to whichever
+// worker takes it, no claim. What makes it durable is written once, when
+// needed:
+//
+//   - a call whose caller waits for it (Prefer: wait) and that ends within
+//     quickWindow is written once, ended: one write for the whole call
+//     (before it ends there is nothing to lose: the caller has no answer);
+//   - otherwise, before the caller is answered, its record is written as
+//     running here, and its lease is a timer (timers.go) this replica sets
+//     again every heartbeat, due three heartbeats on: a replica that dies
+//     stops setting it, the timer fires on another replica, and that one
+//     finds the execution running on a lost replica, as the queue's
+//     redelivery would have it find it (interrupted, or run again when
+//     idempotent). Its end is written when it ends, as a worker's is.
+
+// quickWindow is how long a call whose caller waits for it may run before
+// it is made durable: one that ends within it costs one write.
+const quickWindow = 50 * time.Millisecond
+
+// inlineRun is a call running where it was accepted, before and after
+// the accepting request decided how it is kept.
+type inlineRun struct {
+	ended   chan struct{} // closed when the call ended; env is its envelope
+	env     *dispatch.Envelope
+	decided chan struct{} // closed when the request decided: kept or not
+	kept    bool          // its record is written, running here, at rev
+	rev     uint64
+}
+
+// submitInline runs r's call here at once if a slot is free (false
+// otherwise: the queue takes it). It returns the record the caller is
+// answered with; or, for a call that ran but that the store could not
+// keep, the envelope it ended with, answered as a synchronous call's; or
+// the store's refusal of a call that did not run.
+func (s *Service) submitInline(ctx context.Context, r *Record, wait time.Duration) (rec *Record, env *dispatch.Envelope, ok bool, err error) {
+	if s.opts.InlineSlots < 0 {
+		return nil, nil, false, nil
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return nil, nil, false, nil
+	}
+	if r.Trace == nil {
+		r.Trace = tracing.FromContext(ctx)
+	}
+	now := time.Now().UTC()
+	r.Status, r.Replica, r.Attempt, r.StartedAt, r.UpdatedAt = dispatch.StatusRunning, s.name, 1, now, now
+	ir := &inlineRun{ended: make(chan struct{}), decided: make(chan struct{})}
+	rctx, rn, done := s.begin(r, nil)
+	if wait <= 0 {
+		// Nobody waits for its end: kept before it runs, so a store
+		// that refuses means nothing ran.
+		if err := s.keep(ctx, rn, r, ir); err != nil {
+			done()
+			<-s.slots
+			return nil, nil, true, err
+		}
+		go s.runInline(rctx, rn, done, r, ir)
+		return r, nil, true, nil
+	}
+	go s.runInline(rctx, rn, done, r, ir)
+	select {
+	case <-ir.ended:
+		rec, env, err = s.endedQuickly(ctx, r, ir)
+		return rec, env, true, err
+	case <-time.After(min(wait, quickWindow)):
+	}
+	if err := s.keep(ctx, rn, r, ir); err != nil {
+		s.log.Warn("executions: an async call could not be kept; its caller waits for its answer", zap.String("execution_id", r.ID), zap.Error(err))
+		<-ir.ended
+		return nil, unkept(ir.env), true, nil
+	}
+	return r, nil, true, nil
+}
+
+// runInline runs the call, then, once the request decided, writes its
+// outcome if its record was kept (the request wrote the quick end itself).
+func (s *Service) runInline(ctx context.Context, rn *run, done func(), r *Record, ir *inlineRun) {
+	defer func() { <-s.slots }()
+	defer done()
+	ir.env = s.runStep(ctx, r)
+	close(ir.ended)
+	<-ir.decided
+	if !ir.kept {
+		return
+	}
+	stopBeat := s.heartbeat(ctx, rn, r)
+	defer stopBeat()
+	s.outcome(ctx, rn, r, ir.rev, ir.env)
+}
+
+// endedQuickly keeps a call that ended within its window: one record,
+// ended (or waiting, if it paused).
+func (s *Service) endedQuickly(ctx context.Context, r *Record, ir *inlineRun) (*Record, *dispatch.Envelope, error) {
+	defer close(ir.decided)
+	env := ir.env
+	if env.Status == dispatch.StatusWaiting {
+		w, err := s.parkRecord(ctx, r, env)
+		if err != nil {
+			return nil, interruptedAnswer(r, err), nil
+		}
+		return w, nil, nil
+	}
+	final := s.final(r, env.Status, env)
+	err := s.retryStore(ctx, s.settleBudget(r), func(ctx context.Context) (err error) {
+		_, err = s.create(ctx, final.key(), final.encode())
+		return err
+	})
+	if err != nil {
+		s.log.Warn("executions: an async call that ended could not be kept; its caller gets its answer now", zap.String("execution_id", r.ID), zap.Error(err))
+		return nil, unkept(env), nil
+	}
+	s.accepted(r)
+	s.ended(final)
+	return final, nil, nil
+}
+
+// keep makes a call running here durable: its lease, then its record,
+// running here; then the run writes its outcome. On an error nothing is
+// left of it in the store, and the run writes nothing.
+func (s *Service) keep(ctx context.Context, rn *run, r *Record, ir *inlineRun) error {
+	defer close(ir.decided)
+	if err := s.armLease(ctx, rn, r, acceptBudget); err != nil {
+		return StoreError(err)
+	}
+	key, body := r.key(), r.encode()
+	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) (err error) {
+		ir.rev, err = s.create(ctx, key, body)
+		return err
+	})
+	if err != nil {
+		s.takeBack(ctx, key, 0)
+		s.disarmLease(rn, r)
+		return StoreError(err)
+	}
+	ir.kept = true
+	s.accepted(r)
+	return nil
+}
+
+// unkept is the answer of a call that ran here but that the store did not
+// keep: its envelope, as a synchronous call's, naming no execution (there
+// is none to read).
+func unkept(env *dispatch.Envelope) *dispatch.Envelope {
+	e := *env
+	e.ExecutionID = ""
+	return &e
+}
+
+// accepted counts and announces an execution accepted here.
+func (s *Service) accepted(r *Record) {
+	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
+	s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Status: string(dispatch.StatusPending)})
+}
+
+// interruptedAnswer answers a call that paused but whose wait the store
+// could not keep: it ran, and must not be told nothing was accepted.
+func interruptedAnswer(r *Record, err error) *dispatch.Envelope {
+	te := tools.Errorf(tools.SystemError, "the call paused to wait, and the state store could not keep the wait (%v); it may have done part of its work", err).
+		WithCode("interrupted").WithSuggestion("retry in a few seconds; GET /readyz says when the store is back")
+	return dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusInterrupted, te)
+}
+
+// The lease of a run taken on here is a timer due three heartbeats on,
+// set again every heartbeat; it fires only if this replica stops.
+
+func (s *Service) leaseData(r *Record) []byte {
+	data, _ := json.Marshal(work{Key: r.key(), Step: r.Step})
+	return data
+}
+
+func (s *Service) armLease(ctx context.Context, rn *run, r *Record, budget time.Duration) error {
+	return s.retryStore(ctx, budget, func(ctx context.Context) error {
+		seq, err := s.st.Schedule(ctx, r.ID, time.Now().Add(3*s.opts.Heartbeat), s.leaseData(r))
+		if err == nil {
+			rn.mu.Lock()
+			rn.lease = seq
+			rn.mu.Unlock()
+		}
+		return err
+	})
+}
+
+// renew renews a run's lease: its delivery's, or its timer.
+func (s *Service) renew(ctx context.Context, rn *run, r *Record) {
+	if msg := rn.delivery(); msg != nil {
+		_ = msg.InProgress()
+		return
+	}
+	if err := s.armLease(ctx, rn, r, s.opts.Heartbeat); err != nil {
+		s.log.Warn("executions: an execution's lease could not be renewed", zap.String("execution_id", r.ID), zap.Error(err))
+	}
+}
+
+// handOver gives a run stopped by a drain to another replica at once: its
+// delivery goes back to the queue, or its lease falls due now.
+func (s *Service) handOver(rn *run, r *Record) {
+	if msg := rn.delivery(); msg != nil {
+		_ = msg.Nak()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), acceptBudget)
+	defer cancel()
+	if _, err := s.st.Schedule(ctx, r.ID, time.Now(), s.leaseData(r)); err != nil {
+		s.log.Warn("executions: a drained execution could not be handed over; its lease ends it", zap.String("execution_id", r.ID), zap.Error(err))
+	}
+}
+
+// disarmLease deletes a run's lease timer once its outcome is written. (A
+// wait's timer replaces it: then it is gone already.)
+func (s *Service) disarmLease(rn *run, r *Record) {
+	rn.mu.Lock()
+	seq := rn.lease
+	rn.mu.Unlock()
+	if seq == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), acceptBudget)
+	defer cancel()
+	if err := s.st.Unschedule(ctx, seq); err != nil {
+		s.log.Warn("executions: an ended execution's lease could not be deleted; it is dropped when it fires", zap.String("execution_id", r.ID), zap.Error(err))
+	}
+}
