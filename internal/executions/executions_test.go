@@ -143,7 +143,7 @@ func TestLostReplica(t *testing.T) {
 	}{
 		{"from the queue, not idempotent: interrupted", false, false, dispatch.StatusInterrupted},
 		{"from the queue, idempotent: run again", true, false, dispatch.StatusSuccess},
-		{"where submitted, not idempotent: interrupted", false, true, dispatch.StatusInterrupted},
+		{"where submitted (its caller waits), not idempotent: interrupted", false, true, dispatch.StatusInterrupted},
 		{"where submitted, idempotent: run again", true, true, dispatch.StatusSuccess},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,7 +157,9 @@ func TestLostReplica(t *testing.T) {
 			if tt.inline {
 				on = b
 			}
-			rec, refusal, err := on.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: []byte(`{"ms":1500}`), Caller: "k", RequestID: "r1"})
+			// The caller waits a moment: B, where submitted, runs it.
+			rec, refusal, err := on.svc.Submit(context.Background(), executions.Call{Tool: "slow", Body: []byte(`{"ms":1500}`), Caller: "k", RequestID: "r1",
+				Wait: 100 * time.Millisecond})
 			if err != nil || refusal != nil {
 				t.Fatal(err, refusal)
 			}

@@ -1,8 +1,10 @@
 package executions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -13,21 +15,24 @@ import (
 	"github.com/toold/toold/internal/tracing"
 )
 
-// An async call is run by the replica that accepts it, at once, when one
-// of its slots (Workers) is free: no trip through the queue to whichever
-// worker takes it, no claim. What makes it durable is written once, when
-// needed:
+// An async call whose caller waits for it (Prefer: wait) is run by the
+// replica that accepts it, at once, when one of its slots (InlineSlots) is
+// free: no trip through the queue to whichever worker takes it, no claim.
+// What makes it durable is written once, when needed:
 //
-//   - a call whose caller waits for it (Prefer: wait) and that ends within
-//     quickWindow is written once, ended: one write for the whole call
-//     (before it ends there is nothing to lose: the caller has no answer);
-//   - otherwise, before the caller is answered, its record is written as
-//     running here, and its lease is a timer (timers.go) this replica sets
-//     again every heartbeat, due three heartbeats on: a replica that dies
-//     stops setting it, the timer fires on another replica, and that one
-//     finds the execution running on a lost replica, as the queue's
-//     redelivery would have it find it (interrupted, or run again when
-//     idempotent). Its end is written when it ends, as a worker's is.
+//   - a call that ends within quickWindow is written once, ended: one
+//     write for the whole call (before it ends there is nothing to lose:
+//     the caller has no answer yet);
+//   - one still running then is written as running here before its
+//     caller is answered, and its lease is a timer (timers.go) this
+//     replica sets again every heartbeat, due three heartbeats on: a
+//     replica that dies stops setting it, the timer fires on another
+//     replica, and the run goes to the queue, whose worker finds it running
+//     on a lost replica, as a redelivery would have it (interrupted, or
+//     run again when idempotent). Its end is written when it ends, as a
+//     worker's is.
+//
+// A call nobody waits for goes through the queue.
 
 // quickWindow is how long a call whose caller waits for it may run before
 // it is made durable: one that ends within it costs one write.
@@ -49,7 +54,10 @@ type inlineRun struct {
 // keep, the envelope it ended with, answered as a synchronous call's; or
 // the store's refusal of a call that did not run.
 func (s *Service) submitInline(ctx context.Context, r *Record, wait time.Duration) (rec *Record, env *dispatch.Envelope, ok bool, err error) {
-	if s.opts.InlineSlots < 0 {
+	if s.opts.InlineSlots < 0 || wait <= 0 {
+		// Nobody waits for it: the queue, whose record and message cost
+		// less than a record and a lease timer here (measured: 673µs
+		// against 1.1ms from submit to a GET's answer, embedded).
 		return nil, nil, false, nil
 	}
 	select {
@@ -64,17 +72,6 @@ func (s *Service) submitInline(ctx context.Context, r *Record, wait time.Duratio
 	r.Status, r.Replica, r.Attempt, r.StartedAt, r.UpdatedAt = dispatch.StatusRunning, s.name, 1, now, now
 	ir := &inlineRun{ended: make(chan struct{}), decided: make(chan struct{})}
 	rctx, rn, done := s.begin(r, nil)
-	if wait <= 0 {
-		// Nobody waits for its end: kept before it runs, so a store
-		// that refuses means nothing ran.
-		if err := s.keep(ctx, rn, r, ir); err != nil {
-			done()
-			<-s.slots
-			return nil, nil, true, err
-		}
-		go s.runInline(rctx, rn, done, r, ir)
-		return r, nil, true, nil
-	}
 	go s.runInline(rctx, rn, done, r, ir)
 	select {
 	case <-ir.ended:
@@ -132,23 +129,29 @@ func (s *Service) endedQuickly(ctx context.Context, r *Record, ir *inlineRun) (*
 	return final, nil, nil
 }
 
-// keep makes a call running here durable: its lease, then its record,
-// running here; then the run writes its outcome. On an error nothing is
-// left of it in the store, and the run writes nothing.
+// keep makes a call running here durable: its lease and its record,
+// running here, written at once (one round trip, not two); then the run
+// writes its outcome. On an error nothing is left of it in the store, and
+// the run writes nothing.
 func (s *Service) keep(ctx context.Context, rn *run, r *Record, ir *inlineRun) error {
 	defer close(ir.decided)
-	if err := s.armLease(ctx, rn, r, acceptBudget); err != nil {
-		return StoreError(err)
-	}
+	var leaseErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { leaseErr = s.armLease(ctx, rn, r, acceptBudget) })
 	key, body := r.key(), r.encode()
 	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) (err error) {
 		ir.rev, err = s.create(ctx, key, body)
 		return err
 	})
-	if err != nil {
-		s.takeBack(ctx, key, 0)
+	wg.Wait()
+	if err != nil || leaseErr != nil {
+		rev := ir.rev
+		if err != nil {
+			rev = 0 // its outcome unknown: taken back whatever it holds
+		}
+		s.takeBack(ctx, key, rev)
 		s.disarmLease(rn, r)
-		return StoreError(err)
+		return StoreError(cmp.Or(err, leaseErr))
 	}
 	ir.kept = true
 	s.accepted(r)

@@ -74,30 +74,33 @@ func TestQuickAsyncIsOneWrite(t *testing.T) {
 	}
 }
 
-// TestInlineKeptBeforeItRuns: a plain submit (nobody waits) is written
-// running here, with its lease timer, before Submit returns; it ends as
-// a worker's run would, and the lease is deleted; it can be cancelled
-// while it runs.
-func TestInlineKeptBeforeItRuns(t *testing.T) {
+// TestInlineKeptPastItsWindow: a call whose caller waits, still running
+// when its window ends, is written running here, with its lease timer,
+// before Submit returns; it ends as a worker's run would, and the lease
+// is deleted; it can be cancelled while it runs.
+func TestInlineKeptPastItsWindow(t *testing.T) {
 	st := statetest.Open(t, nil, "a")
 	runs := &atomic.Int64{}
 	r := newReplica(t, st, slow{name: "slow", runs: runs})
 	r.start(t)
 	ctx := context.Background()
-	rec, _, err := r.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":300}`), Caller: "k", RequestID: "r"})
+	rec, _, err := r.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":300}`), Caller: "k", RequestID: "r", Wait: time.Second})
 	if err != nil || rec.Status != dispatch.StatusRunning || rec.Replica != "a" {
 		t.Fatalf("submit: %+v %v", rec, err)
 	}
+	timers, _ := st.JetStream().Stream(ctx, "TOOLD_TIMERS")
 	if got, err := r.svc.Get(ctx, "k", rec.ID); err != nil || got.Status != dispatch.StatusRunning {
-		t.Fatalf("kept before it runs: %+v %v", got, err)
+		t.Fatalf("kept while it runs: %+v %v", got, err)
+	}
+	if i, err := timers.Info(ctx); err != nil || i.State.Msgs != 1 {
+		t.Fatalf("its lease: %+v %v", i, err)
 	}
 	if got, err := r.svc.WaitFinal(ctx, "k", rec.ID, 10*time.Second); err != nil || got.Status != dispatch.StatusSuccess || runs.Load() != 1 {
 		t.Fatalf("the end: %+v %v (ran %d)", got, err, runs.Load())
 	}
-	timers, _ := st.JetStream().Stream(ctx, "TOOLD_TIMERS")
 	waitFor(t, "the lease to be deleted", func() bool { i, err := timers.Info(ctx); return err == nil && i.State.Msgs == 0 })
 
-	long, _, err := r.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":10000}`), Caller: "k", RequestID: "r2"})
+	long, _, err := r.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":10000}`), Caller: "k", RequestID: "r2", Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,9 +45,10 @@ type Options struct {
 	// Workers run async executions at once on this replica (default 64);
 	// each tool's bulkhead still applies inside.
 	Workers int
-	// InlineSlots bound the async calls this replica runs where it
-	// accepted them, at once, besides its workers (default Workers; see
-	// inline.go); negative sends every call through the queue.
+	// InlineSlots bound the async calls whose caller waits for them that
+	// this replica runs where it accepted them, at once, besides its
+	// workers (default Workers; see inline.go); negative sends every call
+	// through the queue.
 	InlineSlots int
 	// Heartbeat is how often a running execution's lease is renewed
 	// (default 5s); a replica silent for 3 heartbeats has lost its work.

@@ -38,16 +38,17 @@ type Call struct {
 	// Raw keeps Body as the arguments even when it is {"arguments": {...}}
 	// (MCP sends the arguments themselves; REST may wrap them).
 	Raw bool
-	// Wait is how long the caller waits for the end (Prefer: wait): a
-	// call that ends within a moment of it is kept with one write.
+	// Wait is how long the caller waits for the end (Prefer: wait): such
+	// a call runs where it is accepted, and one that ends within a moment
+	// is kept with one write (inline.go).
 	Wait time.Duration
 }
 
 // Submit checks a call and, when it could run, accepts it: what keeps it
 // is written before Submit returns, so an accepted execution survives this
-// replica. With a slot free here it runs here at once (inline.go);
-// otherwise its record and a work-queue message are written for any
-// replica's workers. A refusal comes back as an envelope (the one a sync
+// replica. One whose caller waits for it runs here at once when a slot is
+// free (inline.go); otherwise its record and a work-queue message are
+// written for any replica's workers. A refusal comes back as an envelope (the one a sync
 // call would get), and so does the end of a call that ran but that the
 // store could not keep; a store failure as an error.
 func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelope, error) {
