@@ -66,8 +66,21 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 		"  held back by its NATS server sharing the generator's core, so read the CPU figure\n",
 		perCPU(2), 100*perCPU(2)/perCPU(0), 100*total[2].rate()/offS.rate())
 
-	if err := asyncLatency(on); err != nil {
+	clustered, stopCluster, err := startCluster(o, bin, dir, pinned)
+	if err != nil {
 		return err
+	}
+	defer stopCluster()
+	defer clustered.stop()
+	for _, t := range []struct {
+		name string
+		td   *server
+	}{{"embedded store", on}, {"three-node NATS cluster (streams with 3 replicas)", clustered}} {
+		for _, conns := range []int{1, 8} {
+			if err := asyncLatency(t.name, t.td, conns); err != nil {
+				return err
+			}
+		}
 	}
 	if err := manyAsync(on, 10_000); err != nil {
 		return err
@@ -81,10 +94,11 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 	return nil
 }
 
-// asyncLatency compares, at 8 connections, a sync echo with an async one
-// (submit, then GET ?wait until the end), and with the one-request form.
-func asyncLatency(td *server) error {
-	const conns, d = 8, 3 * time.Second
+// asyncLatency compares, at conns connections, a sync echo with an async
+// one (submit, then GET ?wait until the end), and with the one-request
+// form, on one toold, one after the other.
+func asyncLatency(store string, td *server, conns int) error {
+	const d = 3 * time.Second
 	sync, err := closedLoop(td.addr, request(td.addr, "/tools/echo/execute", echoBody), conns, d, restOK)
 	if err != nil {
 		return err
@@ -106,7 +120,7 @@ func asyncLatency(td *server) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nasync submit-to-result, %d connections, %v each:\n\n", conns, d)
+	fmt.Printf("\nasync submit-to-result, %s, %d connection(s), %v each:\n\n", store, conns, d)
 	fmt.Println("| call | per second | p50 | p99 | bad |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, r := range []struct {
@@ -116,8 +130,8 @@ func asyncLatency(td *server) error {
 		{"async in one request: Prefer: respond-async, wait=10", oneStep}} {
 		fmt.Printf("| %s | %.0f | %v | %v | %d |\n", r.name, r.s.rate(), pct(r.s.lat, .5).Round(time.Microsecond), pct(r.s.lat, .99).Round(time.Microsecond), r.s.errs)
 	}
-	fmt.Printf("\nasync/sync p50: %.2fx submit+GET, %.2fx one request (target <= 2x)\n",
-		float64(pct(twoStep.lat, .5))/float64(pct(sync.lat, .5)), float64(pct(oneStep.lat, .5))/float64(pct(sync.lat, .5)))
+	fmt.Printf("\nasync/sync p50, %s, %d connection(s): %.2fx one request (target <= 2x), %.2fx submit then GET ?wait (target <= 3x)\n",
+		store, conns, float64(pct(oneStep.lat, .5))/float64(pct(sync.lat, .5)), float64(pct(twoStep.lat, .5))/float64(pct(sync.lat, .5)))
 	return nil
 }
 
@@ -253,6 +267,41 @@ func saveProfile(admin string, d time.Duration, file string) {
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		fmt.Println("profile:", err)
 	}
+}
+
+// startCluster starts a three-node nats-server cluster (statetest's, the
+// module toold embeds) and a toold whose store is that cluster, every
+// stream with three replicas: async calls' writes are replicated there.
+func startCluster(o options, bin, dir string, pinned bool) (*server, func(), error) {
+	nodes, err := statetest.NewCluster(filepath.Join(dir, "cluster"), 3)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		for _, n := range nodes {
+			n.Kill()
+		}
+	}
+	if err := statetest.StartAll(nodes); err == nil {
+		err = statetest.WaitForJetStream(statetest.ClusterURL(nodes), 30*time.Second)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	key := filepath.Join(dir, "cluster-audit.key")
+	if out, err := exec.Command(bin, "audit", "keygen", "-o", key).CombinedOutput(); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("toold audit keygen: %v: %s", err, out)
+	}
+	cfg := fmt.Sprintf("state: {nats: {url: %q, replicas: 3}, audit: {signing_key_file: %q}}\ntools:\n  echo: {enabled: true}\n",
+		statetest.ClusterURL(nodes), key)
+	td, err := startToold(bin, dir, "cluster", cfg+o.pprofConfig(), pinned)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return td, stop, nil
 }
 
 // startOwnNATS starts a nats-server (built from the module toold uses, as
