@@ -175,7 +175,7 @@ func (r *Recorder) Execution(ev Event) {
 func (r *Recorder) Concluded(ev Event, args []byte) {
 	if r.opts.Audit {
 		r.add(item{typ: ev.Type, at: time.Now(), audit: true, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller,
-			execution: ev.ExecutionID, status: ev.Status, errType: ev.ErrorType, errCode: ev.ErrorCode, args: args})
+			who: tokenOnly(ev.Principal), execution: ev.ExecutionID, status: ev.Status, errType: ev.ErrorType, errCode: ev.ErrorCode, args: args})
 	}
 }
 

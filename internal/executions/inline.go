@@ -170,7 +170,8 @@ func unkept(env *dispatch.Envelope) *dispatch.Envelope {
 // accepted counts and announces an execution accepted here.
 func (s *Service) accepted(r *Record) {
 	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
-	s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Status: string(dispatch.StatusPending)})
+	s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
+		Status: string(dispatch.StatusPending)})
 }
 
 // interruptedAnswer answers a call that paused but whose wait the store

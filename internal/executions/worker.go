@@ -446,7 +446,8 @@ func (s *Service) conclude(ctx context.Context, msg jetstream.Msg, r *Record, re
 	if !s.settle(ctx, msg, r, rev, status, env) {
 		return
 	}
-	ev := events.Event{Type: events.TypeError, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, ExecutionID: r.ID, Status: string(status)}
+	ev := events.Event{Type: events.TypeError, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
+		ExecutionID: r.ID, Status: string(status)}
 	if env.Error != nil {
 		ev.ErrorType, ev.ErrorCode = string(env.Error.Type), env.Error.Code
 	}
