@@ -138,3 +138,28 @@ func TestUnkeptAnswerNamesNoExecution(t *testing.T) {
 		t.Fatalf("rec %+v, env %+v, err %v, ran %d", rec, env, err, runs.Load())
 	}
 }
+
+// TestNotInlineWhileTheStoreRefuses: while the store has just refused an
+// operation (a stream without a leader, a lost quorum), a call whose
+// caller waits does not run where it is accepted: run first, it could not
+// be kept after, and a new call must then be refused 503 with nothing
+// run. It takes the queue's way, whose first write decides. The chaos
+// harness found two such calls answered 200 while the quorum was lost.
+func TestNotInlineWhileTheStoreRefuses(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	st := statetest.Open(t, reg, "a")
+	r := newReplica(t, st, diag.Echo())
+	r.start(t)
+	ctx := context.Background()
+	if _, err := st.Publish(ctx, "probe", "toold.nowhere", []byte("x")); err == nil {
+		t.Fatal("a publish to no stream was taken")
+	}
+	before := storeOps(t, reg)["work_publish"]
+	rec, _, err := r.svc.Submit(ctx, executions.Call{Tool: "echo", Body: []byte(`{"message":"m"}`), Caller: "k", RequestID: "r", Wait: 5 * time.Second})
+	if err != nil || rec == nil {
+		t.Fatal(err)
+	}
+	if storeOps(t, reg)["work_publish"] != before+1 {
+		t.Errorf("the call ran where accepted, not through the queue")
+	}
+}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,9 @@ type metrics struct {
 	errors     *prometheus.CounterVec
 	connected  prometheus.Gauge
 	reconnects prometheus.Counter
+	// unavailable is when an operation last found the store unavailable
+	// (Unix nanoseconds; 0: never).
+	unavailable atomic.Int64
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -41,6 +45,7 @@ func (m *metrics) observe(op string, start time.Time, err error) {
 	switch {
 	case errors.Is(err, ErrUnavailable):
 		reason = "unavailable"
+		m.unavailable.Store(time.Now().UnixNano())
 	case errors.Is(err, ErrFull):
 		reason = "full"
 	}

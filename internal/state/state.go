@@ -403,6 +403,18 @@ func (s *Store) Ready() error {
 	return nil
 }
 
+// Writable reports whether the store has taken every operation of the
+// last two seconds: connected, and no operation found it unavailable (a
+// stream without a leader, a lost quorum). It is a hint for choosing the
+// cheaper of two ways, never a promise: the next write may still fail.
+func (s *Store) Writable() bool {
+	if s.Ready() != nil {
+		return false
+	}
+	last := s.metrics.unavailable.Load()
+	return last == 0 || time.Since(time.Unix(0, last)) > 2*time.Second
+}
+
 // Publish appends data to a stream's subject and waits for the store's
 // acknowledgement, recording latency and errors under op.
 func (s *Store) Publish(ctx context.Context, op, subject string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
