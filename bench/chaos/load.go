@@ -42,10 +42,11 @@ type op struct {
 	start, end time.Time
 	a          *answer // the (last) answer to the call itself
 	poll       *answer // async: GET ?wait=15s right after its 202, on any replica
-	attempts   int     // requests made for it (idempotency retries)
-	exec       string  // its execution, when it has one
-	token      string  // its mark's token (mark, idem, approval)
-	key        string  // its Idempotency-Key
+	pollTook   time.Duration
+	attempts   int    // requests made for it (idempotency retries)
+	exec       string // its execution, when it has one
+	token      string // its mark's token (mark, idem, approval)
+	key        string // its Idempotency-Key
 	// Decisions and resumptions, for approval and answer.
 	approve   bool
 	answered  string // the answer a resumption carried that was taken
@@ -149,7 +150,9 @@ func (l *load) call(kind string, rng *rand.Rand) *op {
 	case kindAsync:
 		o.a = l.agent.do("POST", r.url+"/tools/sleep/execute", `{"ms":300}`, "Prefer", "respond-async")
 		if p := l.h.pick(rng); p != nil && o.a.status == 202 {
+			t0 := time.Now()
 			o.poll = l.agent.do("GET", p.url+o.a.location+"?wait=15s", "")
+			o.pollTook = time.Since(t0)
 		}
 	case kindAsyncWait:
 		o.a = l.agent.do("POST", r.url+"/tools/sleep/execute", `{"ms":50}`, "Prefer", "respond-async, wait=5")
