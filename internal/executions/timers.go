@@ -76,10 +76,8 @@ func (s *Service) startTimers(ctx, wctx context.Context) error {
 // here). A timer of a step that is over, of an ended execution or of one
 // gone is dropped.
 func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
-	var w work
-	if err := json.Unmarshal(msg.Data(), &w); err != nil || w.Key == "" {
-		s.log.Error("executions: unreadable timer dropped", zap.Error(err))
-		_ = msg.Ack()
+	w, ok := s.workOf(msg)
+	if !ok {
 		return
 	}
 	r, rev, err := s.read(ctx, w.Key)
@@ -114,6 +112,18 @@ func (s *Service) requeue(ctx context.Context, msg jetstream.Msg, r *Record, rev
 		return
 	}
 	_ = msg.Ack()
+}
+
+// workOf reads a delivery's work (a work message, a timer); an unreadable
+// one is acknowledged, so it never comes back, and dropped.
+func (s *Service) workOf(msg jetstream.Msg) (work, bool) {
+	var w work
+	if err := json.Unmarshal(msg.Data(), &w); err != nil || w.Key == "" {
+		s.log.Error("executions: an unreadable message dropped", zap.String("subject", msg.Subject()), zap.Error(err))
+		_ = msg.Ack()
+		return w, false
+	}
+	return w, true
 }
 
 // read returns the record under key; nil, without error, when there is

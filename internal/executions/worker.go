@@ -107,10 +107,8 @@ func (s *Service) take(ctx context.Context, cons jetstream.Consumer, handle func
 // handle decides what a delivery means for its record, and runs it if it
 // should run here.
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
-	var w work
-	if err := json.Unmarshal(msg.Data(), &w); err != nil || w.Key == "" {
-		s.log.Error("executions: unreadable work message dropped", zap.Error(err))
-		_ = msg.Ack()
+	w, ok := s.workOf(msg)
+	if !ok {
 		return
 	}
 	key := w.Key
@@ -123,19 +121,13 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		b, rev, err := s.st.Executions.Get(ctx, key)
-		if errors.Is(err, state.ErrNotFound) {
-			_ = msg.Ack() // expired or never accepted: nothing to do
-			return
-		}
+		r, rev, err := s.read(ctx, key)
 		if err != nil {
 			_ = msg.NakWithDelay(time.Second)
 			return
 		}
-		r, err := decodeRecord(b)
-		if err != nil {
-			s.log.Error("executions: unreadable record dropped from the queue", zap.String("key", key), zap.Error(err))
-			_ = msg.Ack()
+		if r == nil {
+			_ = msg.Ack() // expired, never accepted, or unreadable: nothing to do
 			return
 		}
 		if !sameStep(w.Step, r.Step) {

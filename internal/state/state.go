@@ -354,14 +354,7 @@ func (s *Store) Schedule(ctx context.Context, execution string, at time.Time, da
 // Unschedule deletes a timer by its sequence, so it never fires; one that
 // fired or is gone already is not an error.
 func (s *Store) Unschedule(ctx context.Context, seq uint64) error {
-	start := time.Now()
-	err := s.timers.DeleteMsg(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
-		err = nil
-	}
-	err = classify(err)
-	s.metrics.observe("timer_unschedule", start, err)
-	return err
+	return s.deleteMsg(ctx, s.timers, seq, "timer_unschedule")
 }
 
 // DropWork deletes a work message by its stream sequence. A message a
@@ -370,13 +363,19 @@ func (s *Store) Unschedule(ctx context.Context, seq uint64) error {
 // at once, as an acknowledgement would, from any replica. One that is
 // gone already is not an error.
 func (s *Store) DropWork(ctx context.Context, seq uint64) error {
+	return s.deleteMsg(ctx, s.work, seq, "work_drop")
+}
+
+// deleteMsg deletes a stream's message, recorded under op; one gone
+// already is not an error.
+func (s *Store) deleteMsg(ctx context.Context, stream jetstream.Stream, seq uint64, op string) error {
 	start := time.Now()
-	err := s.work.DeleteMsg(ctx, seq)
+	err := stream.DeleteMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
 		err = nil
 	}
 	err = classify(err)
-	s.metrics.observe("work_drop", start, err)
+	s.metrics.observe(op, start, err)
 	return err
 }
 
