@@ -56,6 +56,9 @@ type Recorder struct {
 	mu      sync.Mutex
 	pending []item
 	spare   []item // the other buffer: flush swaps them
+	flushes uint64 // flushes begun
+	durable []durableWaiter
+	kick    chan struct{} // a Durable call asks for a flush now
 
 	done      chan struct{}
 	stopped   chan struct{}
@@ -120,7 +123,7 @@ func NewRecorder(o Options) *Recorder {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Recorder{opts: o, st: o.Store, replica: o.Store.Name(), log: o.Logger, m: newRecorderMetrics(o.Registerer),
-		chain: newChain(o), done: make(chan struct{}), stopped: make(chan struct{}), ctx: ctx, cancel: cancel,
+		chain: newChain(o), done: make(chan struct{}), stopped: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
 		publishTimeout: 5 * time.Second, closeTimeout: 5 * time.Second}
 }
 
@@ -227,8 +230,8 @@ func (r *Recorder) add(it item) {
 // maxBatch is the most entries one message holds.
 const maxBatch = 1024
 
-// Run publishes the buffer every FlushInterval until Close; it returns
-// when the last flush is done.
+// Run publishes the buffer every FlushInterval, and at once when Durable
+// asks, until Close; it returns when the last flush is done.
 func (r *Recorder) Run() {
 	defer close(r.stopped)
 	t := time.NewTicker(r.opts.FlushInterval)
@@ -236,6 +239,8 @@ func (r *Recorder) Run() {
 	for {
 		select {
 		case <-t.C:
+			r.flush(r.ctx)
+		case <-r.kick:
 			r.flush(r.ctx)
 		case <-r.done:
 			r.flushAll(r.ctx)
@@ -287,6 +292,8 @@ func (r *Recorder) flush(ctx context.Context) int {
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = r.spare[:0]
+	r.flushes++
+	gen := r.flushes
 	r.mu.Unlock()
 	var failed, untried []item
 	for start := 0; start < len(batch); start += maxBatch {
@@ -312,6 +319,7 @@ func (r *Recorder) flush(ctx context.Context) int {
 	}
 	clear(batch) // drop references to arguments and envelopes
 	r.spare = batch[:0]
+	r.wakeDurable(gen, auditLeft(failed) || auditLeft(untried))
 	r.shed(r.opts.MaxPending)
 	r.m.pending.Set(float64(len(r.pending)))
 	return len(r.pending)
@@ -383,6 +391,12 @@ func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, do
 	if len(activity) > 0 {
 		msgs = append(msgs, &nats.Msg{Subject: ActivitySubject, Data: activity})
 	}
+	// The audit append goes at the same time as the events: a flush
+	// Durable waits for takes one round trip, not two.
+	appended := make(chan error, 1)
+	if len(audits) > 0 {
+		go func() { appended <- r.chain.append(ctx, audits) }()
+	}
 	var failedSubjects map[string]bool
 	var eventsErr error
 	activityOK := true
@@ -402,7 +416,7 @@ func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, do
 	}
 	auditOK := true
 	if len(audits) > 0 {
-		if err := r.chain.append(ctx, audits); err != nil {
+		if err := <-appended; err != nil {
 			r.log.Warn("audit: appending failed; retrying at the next flush", zap.Error(err))
 			auditOK = false
 			down = down || storeDown(ctx, err)

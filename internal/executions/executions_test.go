@@ -1,6 +1,7 @@
 package executions_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -64,8 +65,12 @@ func newReplicaWith(t testing.TB, st *state.Store, audit bool, ts ...tools.Tool)
 }
 
 // replicaOptions vary a test replica: audit keeps the audit log, queued
-// sends every async call through the queue (none runs where accepted).
-type replicaOptions struct{ audit, queued bool }
+// sends every async call through the queue (none runs where accepted),
+// flush is the recorder's flush interval (5ms unless set).
+type replicaOptions struct {
+	audit, queued bool
+	flush         time.Duration
+}
 
 func newReplicaOpts(t testing.TB, st *state.Store, o replicaOptions, ts ...tools.Tool) *replica {
 	t.Helper()
@@ -75,7 +80,7 @@ func newReplicaOpts(t testing.TB, st *state.Store, o replicaOptions, ts ...tools
 		t.Fatal(err)
 	}
 	san, _ := sanitize.New(sanitize.Config{}, nil)
-	rec := events.NewRecorder(events.Options{Store: st, Audit: audit, FlushInterval: 5 * time.Millisecond})
+	rec := events.NewRecorder(events.Options{Store: st, Audit: audit, FlushInterval: cmp.Or(o.flush, 5*time.Millisecond)})
 	go rec.Run()
 	t.Cleanup(rec.Close)
 	d, err := dispatch.New(dispatch.Options{Registry: registry.NewLive(reg, registry.Options{}), Sanitizer: san, Limiter: limits.New(limits.Options{}),

@@ -118,10 +118,14 @@ func (s *Service) endedQuickly(ctx context.Context, r *Record, ir *inlineRun) (*
 		return w, nil, nil
 	}
 	final := s.final(r, env.Status, env)
+	// Its audit record at the same time as its one write: the caller is
+	// answered once both are in (audited.go).
+	audited := s.auditing(ctx, r.ID, s.settleBudget(r))
 	err := s.retryStore(ctx, s.settleBudget(r), func(ctx context.Context) (err error) {
 		_, err = s.create(ctx, final.key(), final.encode())
 		return err
 	})
+	audited()
 	if err != nil {
 		s.log.Warn("executions: an async call that ended could not be kept; its caller gets its answer now", zap.String("execution_id", r.ID), zap.Error(err))
 		return nil, unkept(env), nil

@@ -131,6 +131,8 @@ func (s *Service) Park(ctx context.Context, req *dispatch.Request, env *dispatch
 // record written; nothing of it is left if one of them fails.
 func (s *Service) parkRecord(ctx context.Context, r *Record, env *dispatch.Envelope) (*Record, error) {
 	r = s.waiting(r, env)
+	audited := s.auditing(ctx, r.ID, acceptBudget) // before the record (audited.go)
+	defer audited()
 	// Listed before it is accepted: an approval no approver can find
 	// would be lost until its wait expires.
 	if err := s.indexApproval(ctx, r, acceptBudget); err != nil {
@@ -140,6 +142,7 @@ func (s *Service) parkRecord(ctx context.Context, r *Record, env *dispatch.Envel
 		s.dropIndex(ctx, r)
 		return nil, StoreError(err)
 	}
+	audited()
 	if err := s.accept(ctx, r); err != nil {
 		s.disarm(ctx, r)
 		s.dropIndex(ctx, r)
@@ -224,6 +227,8 @@ func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Env
 func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, env *dispatch.Envelope) {
 	next := s.waiting(r, env)
 	budget := time.Until(next.Wait.ExpiresAt)
+	audited := s.auditing(ctx, r.ID, budget) // before the record (audited.go)
+	defer audited()
 	if err := s.indexApproval(ctx, next, budget); err != nil {
 		s.log.Error("executions: a call waiting for approval could not be listed; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
 		return
@@ -233,6 +238,7 @@ func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 		s.log.Error("executions: a wait's timer could not be set; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
 		return
 	}
+	audited()
 	err := s.retryStore(ctx, budget, func(ctx context.Context) error {
 		_, err := s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
 		if !errors.Is(err, state.ErrConflict) {

@@ -395,7 +395,9 @@ func (s *Service) final(r *Record, status dispatch.Status, env *dispatch.Envelop
 func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, status dispatch.Status, env *dispatch.Envelope) bool {
 	done := s.final(r, status, env)
 	dropped := false
-	err := s.retryStore(ctx, s.settleBudget(r), func(ctx context.Context) error {
+	deadline := time.Now().Add(s.settleBudget(r))
+	s.auditing(ctx, r.ID, time.Until(deadline))() // before the end it audits (audited.go)
+	err := s.retryStore(ctx, max(time.Until(deadline), acceptBudget), func(ctx context.Context) error {
 		_, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev)
 		if !errors.Is(err, state.ErrConflict) {
 			return err
@@ -444,6 +446,10 @@ func (s *Service) conclude(ctx context.Context, msg jetstream.Msg, r *Record, re
 		ev.ErrorType, ev.ErrorCode = string(env.Error.Type), env.Error.Code
 	}
 	s.rec.Concluded(ev, r.Arguments)
+	// Written after the end it records (an end another replica wrote
+	// first is not audited twice): flushed at once, so only a replica
+	// killed within a round trip of it loses the record.
+	s.auditing(ctx, r.ID, acceptBudget)()
 }
 
 // settleBudget is how long an outcome waits for the store: the

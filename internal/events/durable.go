@@ -1,0 +1,83 @@
+package events
+
+import (
+	"context"
+	"errors"
+)
+
+// Durable returns once every audit record added before it was called is
+// in the store, flushing now rather than at the next tick. An execution's
+// step calls it before it writes the record that says the step ended: an
+// answer that outlives its replica has its audit record outlive it too
+// (a replica killed between the two leaves the step unended, which the
+// queue treats as a lost replica's). A sync call does not wait for it
+// (docs/reliability.md). With the audit log off it returns at once. It
+// fails when ctx ends first (the records stay buffered, retried at the
+// next flush) or the recorder has stopped.
+func (r *Recorder) Durable(ctx context.Context) error {
+	if !r.opts.Audit {
+		return nil
+	}
+	ch := make(chan struct{})
+	r.mu.Lock()
+	// Every record added before now is in the buffer or in the flush
+	// under way (numbered r.flushes): the next flush that leaves nothing
+	// behind wrote them.
+	r.durable = append(r.durable, durableWaiter{after: r.flushes, done: ch})
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default: // a flush is asked for already
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.stopped:
+		select {
+		case <-ch: // the last flushes wrote it
+			return nil
+		default:
+			return errRecorderStopped
+		}
+	}
+}
+
+var errRecorderStopped = errors.New("events: the recorder has stopped; the audit record was not written")
+
+// durableWaiter is a Durable call waiting for the first flush numbered
+// above after that leaves nothing buffered behind it.
+type durableWaiter struct {
+	after uint64
+	done  chan struct{}
+}
+
+// wakeDurable releases the waiters a flush numbered gen satisfied; r.mu
+// is held. A flush that left audit records behind (the store refused
+// them) satisfies none: they wait for the one that writes them.
+func (r *Recorder) wakeDurable(gen uint64, left bool) {
+	if left || len(r.durable) == 0 {
+		return
+	}
+	kept := r.durable[:0]
+	for _, w := range r.durable {
+		if w.after < gen {
+			close(w.done)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(r.durable[len(kept):])
+	r.durable = kept
+}
+
+// auditLeft reports whether items hold an audit record still to write.
+func auditLeft(items []item) bool {
+	for i := range items {
+		if items[i].audit {
+			return true
+		}
+	}
+	return false
+}

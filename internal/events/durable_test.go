@@ -1,0 +1,92 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
+)
+
+// audited reports whether the audit log holds a record of requestID.
+func audited(t *testing.T, st *state.Store, requestID string) bool {
+	t.Helper()
+	found := false
+	if err := ReadAudit(context.Background(), st, ID{}, func(_ ID, line []byte) bool {
+		found = strings.Contains(string(line), `"request_id":"`+requestID+`"`)
+		return !found
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// TestDurable: Durable returns once the audit records added before it are
+// in the store, flushing at once (the tick here is an hour away); it
+// gives up when its context ends while the store is down, leaving them
+// buffered; with the audit log off it returns at once; once the recorder
+// stopped it says the record was not written.
+func TestDurable(t *testing.T) {
+	end := func(r *Recorder, id string) {
+		c := &dispatch.CallInfo{RequestID: id, Tool: "echo", Caller: "k"}
+		r.CallStarted(c)
+		r.CallEnded(c, &dispatch.Envelope{Status: dispatch.StatusSuccess})
+	}
+	t.Run("written at once", func(t *testing.T) {
+		st := statetest.Open(t, nil, "a")
+		r := NewRecorder(Options{Store: st, Audit: true, FlushInterval: time.Hour})
+		go r.Run()
+		defer r.Close()
+		for i := range 3 {
+			id := "r" + string(rune('0'+i))
+			end(r, id)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := r.Durable(ctx)
+			cancel()
+			if err != nil || !audited(t, st, id) {
+				t.Fatalf("Durable: %v; record of %s in the store: %v", err, id, audited(t, st, id))
+			}
+		}
+	})
+	t.Run("store down", func(t *testing.T) {
+		r := NewRecorder(Options{Store: downStore(t, nil), Audit: true, FlushInterval: time.Hour})
+		r.publishTimeout = 100 * time.Millisecond
+		go r.Run()
+		defer r.Close()
+		end(r, "down")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if err := r.Durable(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Durable with the store down: %v, want the context's deadline", err)
+		}
+		r.mu.Lock()
+		left := auditLeft(r.pending)
+		r.mu.Unlock()
+		if !left {
+			t.Error("the audit record left the buffer without being written")
+		}
+	})
+	t.Run("audit off", func(t *testing.T) {
+		r := NewRecorder(Options{Store: downStore(t, nil), FlushInterval: time.Hour})
+		end(r, "off") // Run is not even started: nothing would flush
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := r.Durable(ctx); err != nil {
+			t.Fatalf("Durable with the audit log off: %v", err)
+		}
+	})
+	t.Run("stopped", func(t *testing.T) {
+		r := NewRecorder(Options{Store: downStore(t, nil), Audit: true, FlushInterval: time.Hour})
+		r.publishTimeout, r.closeTimeout = 50*time.Millisecond, 100*time.Millisecond
+		go r.Run()
+		r.Close()
+		end(r, "late")
+		if err := r.Durable(context.Background()); !errors.Is(err, errRecorderStopped) {
+			t.Fatalf("Durable after Close: %v, want %v", err, errRecorderStopped)
+		}
+	})
+}
