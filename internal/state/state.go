@@ -266,6 +266,9 @@ func (s *Store) connect() (*nats.Conn, error) {
 // provision creates or updates the buckets and streams, so a new limit in
 // the configuration takes effect at the next start.
 func (s *Store) provision(ctx context.Context) error {
+	if err := checkServer(s.nc); err != nil {
+		return err
+	}
 	o := s.opts
 	var err error
 	kv := func(name, desc string, ttl time.Duration) (*Bucket, error) {
@@ -328,7 +331,8 @@ func (s *Store) provision(ctx context.Context) error {
 			s.work = st
 		case TimersStream:
 			if !st.CachedInfo().Config.AllowMsgSchedules {
-				return fmt.Errorf("stream %s: the NATS server does not schedule messages, which toold's timers need: run nats-server 2.12 or later", sc.Name)
+				return fmt.Errorf("stream %s: the NATS server does not schedule messages, which toold's timers need: "+
+					"run nats-server 2.12 or later on every server of the cluster", sc.Name)
 			}
 			s.timers = st
 		}
