@@ -148,7 +148,10 @@ func ClusterURL(nodes []*Node) string {
 }
 
 // WaitForJetStream waits until the cluster at url answers JetStream's API
-// (it elected its meta leader), at most d.
+// (it elected its meta leader) and can place a stream on every one of its
+// nodes (each is a peer the meta leader sees online: without it, a stream
+// with as many replicas as nodes is refused "no suitable peers"), at most
+// d. It checks by creating and deleting a small stream.
 func WaitForJetStream(url string, d time.Duration) error {
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -156,16 +159,21 @@ func WaitForJetStream(url string, d time.Duration) error {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
+	probe := jetstream.StreamConfig{Name: "statetest_probe", Subjects: []string{"statetest.probe"},
+		Storage: jetstream.MemoryStorage, Replicas: len(strings.Split(url, ","))}
 	deadline := time.Now().Add(d)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := js.AccountInfo(ctx)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.CreateOrUpdateStream(ctx, probe)
+		if err == nil {
+			err = js.DeleteStream(ctx, probe.Name)
+		}
 		cancel()
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the cluster did not serve JetStream within %v: %w", d, err)
+			return fmt.Errorf("the cluster did not serve JetStream on all %d nodes within %v: %w", probe.Replicas, d, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
