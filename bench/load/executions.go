@@ -66,7 +66,7 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 		"  held back by its NATS server sharing the generator's core, so read the CPU figure\n",
 		perCPU(2), 100*perCPU(2)/perCPU(0), 100*total[2].rate()/offS.rate())
 
-	clustered, stopCluster, err := startCluster(o, bin, dir, pinned)
+	clustered, stopCluster, err := startCluster(o, bin, dir, "cluster", pinned)
 	if err != nil {
 		return err
 	}
@@ -99,9 +99,34 @@ func executions(o options, bin, dir string, pinned bool, on *server, onIdle int6
 // form, on one toold, one after the other.
 func asyncLatency(store string, td *server, conns int) error {
 	const d = 3 * time.Second
-	sync, err := closedLoop(td.addr, request(td.addr, "/tools/echo/execute", echoBody), conns, d, restOK)
+	f, err := asyncForms(td, conns, d)
 	if err != nil {
 		return err
+	}
+	fmt.Printf("\nasync submit-to-result, %s, %d connection(s), %v each:\n\n", store, conns, d)
+	fmt.Println("| call | per second | p50 | p99 | bad |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range []struct {
+		name string
+		s    *stats
+	}{{"sync POST /tools/echo/execute", f.sync}, {"async: submit (202), then GET ?wait=10s", f.twoStep},
+		{"async in one request: Prefer: respond-async, wait=10", f.oneStep}} {
+		fmt.Printf("| %s | %.0f | %v | %v | %d |\n", r.name, r.s.rate(), pct(r.s.lat, .5).Round(time.Microsecond), pct(r.s.lat, .99).Round(time.Microsecond), r.s.errs)
+	}
+	fmt.Printf("\nasync/sync p50, %s, %d connection(s): %.2fx one request (target <= 2x), %.2fx submit then GET ?wait (target <= 3x)\n",
+		store, conns, float64(pct(f.oneStep.lat, .5))/float64(pct(f.sync.lat, .5)), float64(pct(f.twoStep.lat, .5))/float64(pct(f.sync.lat, .5)))
+	return nil
+}
+
+// forms are the three ways asyncLatency calls echo, each measured.
+type forms struct{ sync, twoStep, oneStep *stats }
+
+// asyncForms runs, for d each at conns connections: a sync echo; submit
+// (202) then GET ?wait until the end; the one-request form.
+func asyncForms(td *server, conns int, d time.Duration) (*forms, error) {
+	sync, err := closedLoop(td.addr, request(td.addr, "/tools/echo/execute", echoBody), conns, d, restOK)
+	if err != nil {
+		return nil, err
 	}
 	submit := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async")
 	twoStep, err := loop(td.addr, conns, d, func(c *conn, end time.Time) (bool, error) {
@@ -113,26 +138,14 @@ func asyncLatency(store string, td *server, conns int) error {
 		return err == nil && restOK(rep), nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	waitForm := requestWith("POST", td.addr, "/tools/echo/execute", echoBody, "Prefer: respond-async, wait=10")
 	oneStep, err := closedLoop(td.addr, waitForm, conns, d, restOK)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Printf("\nasync submit-to-result, %s, %d connection(s), %v each:\n\n", store, conns, d)
-	fmt.Println("| call | per second | p50 | p99 | bad |")
-	fmt.Println("|---|---|---|---|---|")
-	for _, r := range []struct {
-		name string
-		s    *stats
-	}{{"sync POST /tools/echo/execute", sync}, {"async: submit (202), then GET ?wait=10s", twoStep},
-		{"async in one request: Prefer: respond-async, wait=10", oneStep}} {
-		fmt.Printf("| %s | %.0f | %v | %v | %d |\n", r.name, r.s.rate(), pct(r.s.lat, .5).Round(time.Microsecond), pct(r.s.lat, .99).Round(time.Microsecond), r.s.errs)
-	}
-	fmt.Printf("\nasync/sync p50, %s, %d connection(s): %.2fx one request (target <= 2x), %.2fx submit then GET ?wait (target <= 3x)\n",
-		store, conns, float64(pct(oneStep.lat, .5))/float64(pct(sync.lat, .5)), float64(pct(twoStep.lat, .5))/float64(pct(sync.lat, .5)))
-	return nil
+	return &forms{sync, twoStep, oneStep}, nil
 }
 
 // manyAsync submits n async echo executions from 32 connections, then
@@ -272,8 +285,8 @@ func saveProfile(admin string, d time.Duration, file string) {
 // startCluster starts a three-node nats-server cluster (statetest's, the
 // module toold embeds) and a toold whose store is that cluster, every
 // stream with three replicas: async calls' writes are replicated there.
-func startCluster(o options, bin, dir string, pinned bool) (*server, func(), error) {
-	nodes, err := statetest.NewCluster(filepath.Join(dir, "cluster"), 3)
+func startCluster(o options, bin, dir, name string, pinned bool) (*server, func(), error) {
+	nodes, err := statetest.NewCluster(filepath.Join(dir, name), 3)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -289,14 +302,14 @@ func startCluster(o options, bin, dir string, pinned bool) (*server, func(), err
 		stop()
 		return nil, nil, err
 	}
-	key := filepath.Join(dir, "cluster-audit.key")
+	key := filepath.Join(dir, name+"-audit.key")
 	if out, err := exec.Command(bin, "audit", "keygen", "-o", key).CombinedOutput(); err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("toold audit keygen: %v: %s", err, out)
 	}
 	cfg := fmt.Sprintf("state: {nats: {url: %q, replicas: 3}, audit: {signing_key_file: %q}}\ntools:\n  echo: {enabled: true}\n",
 		statetest.ClusterURL(nodes), key)
-	td, err := startToold(bin, dir, "cluster", cfg+o.pprofConfig(), pinned)
+	td, err := startToold(bin, dir, name, cfg+o.pprofConfig(), pinned)
 	if err != nil {
 		stop()
 		return nil, nil, err

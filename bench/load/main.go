@@ -52,6 +52,7 @@ type options struct {
 	uploadBytes     int
 	uploadHold      time.Duration
 	bin             string // a toold binary to measure instead of building one
+	base            string // a toold build to measure against (-only versus)
 }
 
 func (o options) runs(scenario string) bool { return slices.Contains(o.only, scenario) }
@@ -87,12 +88,14 @@ func main() {
 	flag.DurationVar(&o.overload, "overload", 10*time.Second, "length of the overload scenario")
 	flag.IntVar(&o.clients, "clients", 500, "concurrent clients of the overload scenario")
 	flag.IntVar(&o.queued, "queued", 1000, "callers to park in a queue for the memory figure")
-	only := flag.String("only", "", "scenarios to run, comma-separated (default all): "+strings.Join(scenarios, ","))
+	only := flag.String("only", "", "scenarios to run, comma-separated (default all): "+strings.Join(scenarios, ",")+
+		"; and versus (with -base), which only -only runs")
 	skipExecutions := flag.Bool("skip-executions", false, "leave out the state store and executions scenarios (short for -only without executions)")
 	flag.IntVar(&o.uploads, "uploads", 1000, "stalled uploads of the uploads scenario")
 	flag.IntVar(&o.uploadBytes, "upload-bytes", 1<<20, "body size each stalled upload announces")
 	flag.DurationVar(&o.uploadHold, "upload-hold", 7*time.Second, "how long the uploads stall while RSS is polled")
 	flag.StringVar(&o.bin, "bin", "", "measure this toold binary instead of building ./cmd/toold (to compare two builds)")
+	flag.StringVar(&o.base, "base", "", "with -only versus: the toold build to measure this one against, side by side")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of toold with the store on (FILE) and off (FILE.off), taken during their first round")
 	flag.Parse()
 	o.only = selected(*only, *skipExecutions)
@@ -194,7 +197,12 @@ tools:
 		}
 	}
 	if o.runs("executions") {
-		return executions(o, bin, dir, pinned, td, idle)
+		if err := executions(o, bin, dir, pinned, td, idle); err != nil {
+			return err
+		}
+	}
+	if o.runs("versus") {
+		return versus(o, bin, dir, pinned)
 	}
 	return nil
 }
@@ -365,9 +373,18 @@ func startToold(bin, dir, name, config string, pinned bool, env ...string) (*ser
 	}
 	s, addrs, err := start(cmd, "listening on", "/metrics")
 	if err != nil {
-		return nil, err
+		// What toold said is in its log, which goes with the run's
+		// directory: say its end.
+		logged, _ := os.ReadFile(logf.Name())
+		return nil, fmt.Errorf("%w: %s", err, lastLines(logged, 3))
 	}
 	s.addr, s.admin = addrs["listening on"], "http://"+addrs["/metrics"]
 	time.Sleep(500 * time.Millisecond) // settle before the idle RSS is read
 	return s, nil
+}
+
+// lastLines is the end of a log, n lines at most.
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

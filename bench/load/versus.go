@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// versus measures this build against another (-base), side by side in one
+// run, for the targets of issue 29 (docs/performance.md, "Faults and
+// scale-out"): the same generator, the same machine, the two builds'
+// servers alternating round by round, so that a machine others share
+// moves both alike.
+//
+//  1. the store's cost: sync echo at -conns connections, store off and on
+//     (embedded), in calls per CPU-second of toold, per round and in all;
+//  2. async against sync at p50, on the embedded store and on a
+//     three-node cluster of each build's own, at one and eight
+//     connections: a sync echo, then the one-request form (Prefer:
+//     respond-async, wait=10), then submit and GET ?wait — each round's
+//     ratios against that round's own sync p50.
+func versus(o options, bin, dir string, pinned bool) error {
+	if o.base == "" {
+		return fmt.Errorf("-only versus needs -base, the toold build to measure against")
+	}
+	builds := []*build{{name: "this", bin: bin}, {name: "base", bin: o.base}}
+	defer func() {
+		for _, b := range builds {
+			b.stop()
+		}
+	}()
+	for _, b := range builds {
+		if err := b.start(o, dir, pinned); err != nil {
+			return fmt.Errorf("%s build: %w", b.name, err)
+		}
+	}
+	if err := storeCostVersus(o, builds); err != nil {
+		return err
+	}
+	for _, store := range []string{"embedded store", "three-node cluster"} {
+		for _, conns := range []int{1, 8} {
+			if err := asyncVersus(o, builds, store, conns); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// build is one toold build's servers: store off, embedded, on a cluster.
+type build struct {
+	name, bin       string
+	off, on, clustd *server
+	stops           []func()
+}
+
+func (b *build) start(o options, dir string, pinned bool) error {
+	var err error
+	if b.off, err = startToold(b.bin, dir, b.name+"-off", "state: {enabled: false}\ntools:\n  echo: {enabled: true}\n", pinned); err != nil {
+		return err
+	}
+	b.stops = append(b.stops, b.off.stop)
+	if b.on, err = startToold(b.bin, dir, b.name+"-on", "tools:\n  echo: {enabled: true}\n", pinned); err != nil {
+		return err
+	}
+	b.stops = append(b.stops, b.on.stop)
+	td, stop, err := startCluster(o, b.bin, dir, b.name+"-cluster", pinned)
+	if err != nil {
+		return err
+	}
+	b.clustd = td
+	b.stops = append(b.stops, stop, td.stop)
+	return nil
+}
+
+func (b *build) stop() {
+	for i := len(b.stops) - 1; i >= 0; i-- {
+		b.stops[i]()
+	}
+	b.stops = nil
+}
+
+// storeCostVersus runs the sync echo on each build's store-off and
+// store-on servers in turn, o.rounds times, and prints each round's
+// on/off ratio of calls per CPU-second for each build.
+func storeCostVersus(o options, builds []*build) error {
+	type tally struct {
+		n   int
+		cpu time.Duration
+	}
+	var servers []*server
+	for _, b := range builds {
+		servers = append(servers, b.off, b.on)
+	}
+	for _, s := range servers { // warm up, not counted
+		if _, err := closedLoop(s.addr, request(s.addr, "/tools/echo/execute", echoBody), o.conns, time.Second, restOK); err != nil {
+			return err
+		}
+	}
+	rounds := make([][]tally, o.rounds)
+	total := make([]tally, len(servers))
+	for r := range rounds {
+		rounds[r] = make([]tally, len(servers))
+		for i, s := range servers {
+			c0 := s.cpu()
+			st, err := closedLoop(s.addr, request(s.addr, "/tools/echo/execute", echoBody), o.conns, o.round, restOK)
+			if err != nil {
+				return err
+			}
+			t := tally{st.n, s.cpu() - c0}
+			rounds[r][i] = t
+			total[i].n, total[i].cpu = total[i].n+t.n, total[i].cpu+t.cpu
+		}
+	}
+	perCPU := func(t tally) float64 { return float64(t.n) / t.cpu.Seconds() }
+	fmt.Printf("\n## The store's cost, this build against the base: sync echo, %d connections, %d alternating rounds of %v\n\n", o.conns, o.rounds, o.round)
+	fmt.Println("| round | this: off | this: on | this: on/off | base: off | base: on | base: on/off |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	row := func(label string, ts []tally) {
+		fmt.Printf("| %s |", label)
+		for b := range builds {
+			off, on := perCPU(ts[2*b]), perCPU(ts[2*b+1])
+			fmt.Printf(" %.0f | %.0f | %.1f%% |", off, on, 100*on/off)
+		}
+		fmt.Println()
+	}
+	for r, ts := range rounds {
+		row(fmt.Sprint(r+1), ts)
+	}
+	row("all", total)
+	fmt.Println("\n(calls per CPU-second of toold, read from /proc; target on/off >= 95%)")
+	return nil
+}
+
+// asyncVersus measures the three forms on each build in turn (the order
+// swapped every round), o.rounds times, and prints each round's p50s and
+// ratios.
+func asyncVersus(o options, builds []*build, store string, conns int) error {
+	const d = 2 * time.Second
+	fmt.Printf("\n## Async against sync, %s, %d connection(s): %d rounds, %v per form, builds alternating\n\n", store, conns, o.rounds, d)
+	fmt.Println("| round | build | sync p50 | one request p50 | ratio (target <= 2x) | submit then GET p50 | ratio (target <= 3x) |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	ratios := map[string][2][]float64{}
+	for r := range o.rounds {
+		order := slices.Clone(builds)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, b := range order {
+			td := b.on
+			if store != "embedded store" {
+				td = b.clustd
+			}
+			f, err := asyncForms(td, conns, d)
+			if err != nil {
+				return fmt.Errorf("%s build: %w", b.name, err)
+			}
+			s, one, two := pct(f.sync.lat, .5), pct(f.oneStep.lat, .5), pct(f.twoStep.lat, .5)
+			fmt.Printf("| %d | %s | %v | %v | %.2fx | %v | %.2fx |\n", r+1, b.name, s.Round(time.Microsecond),
+				one.Round(time.Microsecond), float64(one)/float64(s), two.Round(time.Microsecond), float64(two)/float64(s))
+			rs := ratios[b.name]
+			rs[0], rs[1] = append(rs[0], float64(one)/float64(s)), append(rs[1], float64(two)/float64(s))
+			ratios[b.name] = rs
+		}
+	}
+	for _, b := range builds {
+		rs := ratios[b.name]
+		fmt.Printf("\n%s, %s, %d connection(s): one request %.2f–%.2fx, submit then GET %.2f–%.2fx", b.name, store, conns,
+			slices.Min(rs[0]), slices.Max(rs[0]), slices.Min(rs[1]), slices.Max(rs[1]))
+	}
+	fmt.Println()
+	return nil
+}
