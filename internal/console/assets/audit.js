@@ -75,19 +75,34 @@ export function recordLines(body) {
   return out;
 }
 
+// verify checks the chain as `toold audit verify` does, without the
+// signatures: a format 1 record is sealed on its own; a format 2 block
+// ("v":2) is its lines up to the one that carries the hash, which covers
+// them all, joined by newlines (docs/executions.md, "Format 2").
 async function verify(all) {
   if (!(crypto && crypto.subtle)) return { ok: false, at: 0, why: 'this page is not a secure context, so it cannot hash; use toold audit verify' };
   let prev = null;
+  let block = [];
+  let lastSeq = null;
   for (let i = 0; i < all.length; i++) {
     const line = all[i];
     const rec = JSON.parse(line);
+    if (lastSeq !== null && rec.seq !== lastSeq + 1) return { ok: false, at: rec.seq, why: 'a record before it is missing' };
+    lastSeq = rec.seq;
     const cut = line.lastIndexOf(',"hash":"');
-    if (cut < 0) return { ok: false, at: rec.seq, why: 'the record has no hash' };
-    const sum = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(line.slice(0, cut) + '}'));
+    if (cut < 0) {
+      if (rec.v === 2) { block.push(line); continue; }
+      return { ok: false, at: rec.seq, why: 'the record has no hash' };
+    }
+    if (rec.v !== 2 && block.length) return { ok: false, at: rec.seq, why: 'a block before it has no seal' };
+    const sealed = block.map((l) => l + '\n').join('') + line.slice(0, cut) + '}';
+    block = [];
+    const sum = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(sealed));
     const hex = [...new Uint8Array(sum)].map((b) => b.toString(16).padStart(2, '0')).join('');
     if (hex !== rec.hash) return { ok: false, at: rec.seq, why: 'its hash is not the hash of its contents' };
     if (prev !== null && rec.prev !== prev) return { ok: false, at: rec.seq, why: 'it does not name the hash of the record before it' };
     prev = rec.hash;
   }
+  if (block.length) return { ok: false, at: lastSeq, why: 'its block has no seal' };
   return { ok: true };
 }
