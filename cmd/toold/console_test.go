@@ -19,6 +19,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // The console's end-to-end tests: a real toold on loopback, a real headless
@@ -78,10 +79,7 @@ func chromiumPath(t *testing.T) string {
 // a lost install step cannot pass as green.
 func missing(t *testing.T, why string) {
 	t.Helper()
-	if os.Getenv("TOOLD_REQUIRE_CHROMIUM") == "1" {
-		t.Fatal("TOOLD_REQUIRE_CHROMIUM is set, and " + why)
-	}
-	t.Skip("SKIPPED: " + why)
+	testpeer.Missing(t, "TOOLD_REQUIRE_CHROMIUM", why)
 }
 
 // browser is one headless Chromium tab on the console, and every script

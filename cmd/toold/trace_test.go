@@ -20,6 +20,7 @@ import (
 
 	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // tracePeerFlag starts this test binary as a stdio MCP server whose one
@@ -257,20 +258,10 @@ mcp:
 // unless TOOLD_REQUIRE_JAEGER=1 (as .ci/run sets) makes that a failure.
 func jaeger(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("TOOLD_JAEGER"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("jaeger"); err == nil {
-		return p
-	}
-	why := "no Jaeger collector to export to. Build it with " +
-		"`(cd test/jaeger && go build -o \"$(go env GOPATH)/bin/jaeger\" github.com/jaegertracing/jaeger/cmd/jaeger)` " +
-		"(as .ci/run does), or set TOOLD_JAEGER to its path"
-	if os.Getenv("TOOLD_REQUIRE_JAEGER") == "1" {
-		t.Fatal("TOOLD_REQUIRE_JAEGER is set, and " + why)
-	}
-	t.Skip("SKIPPED: " + why)
-	return ""
+	return testpeer.Binary(t, "TOOLD_JAEGER", "jaeger", "TOOLD_REQUIRE_JAEGER",
+		"no Jaeger collector to export to. Build it with "+
+			"`(cd test/jaeger && go build -o \"$(go env GOPATH)/bin/jaeger\" github.com/jaegertracing/jaeger/cmd/jaeger)` "+
+			"(as .ci/run does), or set TOOLD_JAEGER to its path")
 }
 
 // TestTracesReachACollector: toold, configured only by the standard OTEL_*

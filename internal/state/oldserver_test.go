@@ -2,7 +2,6 @@ package state_test
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // oldServer is a nats-server older than 2.12 to refuse: TOOLD_NATS_OLD,
@@ -20,17 +20,10 @@ import (
 // saying how to build it; with TOOLD_REQUIRE_NATS_OLD=1 (CI) it fails.
 func oldServer(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("TOOLD_NATS_OLD"); p != "" {
-		return p
-	}
-	why := "no nats-server older than 2.12 to refuse: build one with " +
-		"`(cd test/natsold && go build -o \"$(go env GOPATH)/bin/nats-server-2.11\" github.com/nats-io/nats-server/v2)` " +
-		"and set TOOLD_NATS_OLD to its path (as .ci/run does)"
-	if os.Getenv("TOOLD_REQUIRE_NATS_OLD") == "1" {
-		t.Fatal("TOOLD_REQUIRE_NATS_OLD is set, and there is " + why)
-	}
-	t.Skip("SKIPPED: " + why)
-	return ""
+	return testpeer.Binary(t, "TOOLD_NATS_OLD", "", "TOOLD_REQUIRE_NATS_OLD",
+		"no nats-server older than 2.12 to refuse: build one with "+
+			"`(cd test/natsold && go build -o \"$(go env GOPATH)/bin/nats-server-2.11\" github.com/nats-io/nats-server/v2)` "+
+			"and set TOOLD_NATS_OLD to its path (as .ci/run does)")
 }
 
 // TestRefusesAServerTooOld: on a real nats-server 2.11 (no message

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // Client is a client the provider knows.
@@ -65,19 +67,9 @@ type Provider struct {
 // fails, with TOOLD_REQUIRE_OIDC=1).
 func Binary(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("TOOLD_OIDC"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("toold-oidc"); err == nil {
-		return p
-	}
-	why := "no OpenID Provider to test against. Build it with " +
-		"`(cd test/oidc && go build -o \"$(go env GOPATH)/bin/toold-oidc\" .)` (as .ci/run does), or set TOOLD_OIDC to its path"
-	if os.Getenv("TOOLD_REQUIRE_OIDC") == "1" {
-		t.Fatal("TOOLD_REQUIRE_OIDC is set, and there is " + why)
-	}
-	t.Skip("SKIPPED: " + why)
-	return ""
+	return testpeer.Binary(t, "TOOLD_OIDC", "toold-oidc", "TOOLD_REQUIRE_OIDC",
+		"no OpenID Provider to test against. Build it with "+
+			"`(cd test/oidc && go build -o \"$(go env GOPATH)/bin/toold-oidc\" .)` (as .ci/run does), or set TOOLD_OIDC to its path")
 }
 
 // Start runs a provider with cfg until the test ends.
