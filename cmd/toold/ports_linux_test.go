@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,8 +26,14 @@ func TestRunsCannotReachToold(t *testing.T) {
 	}
 	ws := launchtest.Workspace(t) // the run-as uid's to reach
 	cfg := filepath.Join(t.TempDir(), "toold.yaml")
+	modes := []string{"none", "namespaces"}
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		modes = append(modes, "bwrap")
+	} else {
+		t.Run("bwrap", func(t *testing.T) { launchtest.Unavailable(t, "bubblewrap is not installed: %v", err) })
+	}
 	var tools strings.Builder
-	for _, m := range []string{"none", "namespaces", "bwrap"} {
+	for _, m := range modes {
 		tools.WriteString("    - {name: dial_" + m + ", description: dial a port, argv: [bash, -c, 'exec 3<>/dev/tcp/127.0.0.1/$0', {arg: '{{.port}}'}], " +
 			"parameters: {type: object, properties: {port: {type: string, pattern: '^[0-9]+$'}}, required: [port]}, " +
 			"sandbox: {containment: " + m + ", network: true}}\n")
@@ -43,7 +50,7 @@ func TestRunsCannotReachToold(t *testing.T) {
 	defer srv.Close()
 	su, _ := url.Parse(srv.URL)
 	other := su.Port()
-	for _, m := range []string{"none", "namespaces", "bwrap"} {
+	for _, m := range modes {
 		code, env := in.exec("dial_"+m, `{"port": "`+u.Port()+`"}`)
 		data, _ := env["data"].(map[string]any)
 		if code == 200 && env["success"] == true {
