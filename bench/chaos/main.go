@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command chaos is toold's fault harness. On one machine, on loopback
 // only, it runs a three-node NATS cluster (real nats-server processes
 // built from the module toold embeds; streams with three replicas) and
