@@ -58,7 +58,7 @@ func filledEnvelope(s1, s2, data, s3, s4 string, f1, f2, f3 float64, nanos int64
 		_ = json.Compact(&c, []byte(data))
 		raw = c.Bytes()
 	}
-	errBody := &ErrorBody{Type: tools.ValidationError, Code: s2, Message: s3, Suggestion: s4,
+	errBody := &ErrorBody{Type: tools.ValidationError, Code: tools.Code(s2), Message: s3, Suggestion: s4,
 		Fields: []tools.FieldError{{Pointer: "/" + s1, Message: s3}}, Example: raw, Retryable: flag, RetryAfterMS: int64(n)}
 	return &Envelope{
 		RequestID: s1, Tool: s2, Status: Status(s3), Success: flag, Data: raw, Error: errBody,

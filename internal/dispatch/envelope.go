@@ -132,7 +132,7 @@ type FallbackStep struct {
 // ErrorBody is the envelope's error.
 type ErrorBody struct {
 	Type       tools.Kind         `json:"type"`
-	Code       string             `json:"code,omitempty"`
+	Code       tools.Code         `json:"code,omitempty"`
 	Message    string             `json:"message"`
 	Suggestion string             `json:"suggestion,omitempty"`
 	Fields     []tools.FieldError `json:"fields,omitempty"`

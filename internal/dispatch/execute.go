@@ -19,10 +19,6 @@ import (
 	"github.com/toold/toold/internal/tracing"
 )
 
-// codeInvalidOutput marks a result the caller cannot use (status
-// invalid_output).
-const codeInvalidOutput = "invalid_output"
-
 // outcome is what a worker brings back from one execution: the tool's
 // result or error and, for a result, its checked and sanitized encoding.
 type outcome struct {
@@ -183,7 +179,7 @@ func (d *Dispatcher) toolOutcome(ctx context.Context, e *registry.Entry, o outco
 		switch {
 		case te.Kind == tools.ValidationError:
 			return StatusRejected, te
-		case te.Code == codeInvalidOutput:
+		case te.Code == tools.CodeInvalidOutput:
 			return StatusInvalidOutput, te
 		}
 		return StatusError, te
@@ -241,7 +237,7 @@ func (d *Dispatcher) finish(ctx context.Context, c *call, o *outcome) {
 			fields = e.ValidateOutput(v)
 		}
 		if err != nil || fields != nil {
-			te := tools.Errorf(tools.SystemError, "the tool's result does not fit its output schema").WithCode(codeInvalidOutput)
+			te := tools.Errorf(tools.SystemError, "the tool's result does not fit its output schema").WithCode(tools.CodeInvalidOutput)
 			te.Fields = fields
 			o.status, o.err = StatusInvalidOutput, te.Wrap(err)
 			return

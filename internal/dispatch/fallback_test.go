@@ -75,7 +75,7 @@ func steps(env *Envelope) []string {
 	for _, s := range env.FallbackFrom {
 		code := ""
 		if s.Error != nil {
-			code = s.Error.Code
+			code = string(s.Error.Code)
 		}
 		out = append(out, s.Tool+":"+string(s.Status)+":"+code)
 	}

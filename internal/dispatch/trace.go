@@ -88,7 +88,7 @@ func (d *Dispatcher) endCall(c *call) {
 func statusMessage(e *ErrorBody, payloads bool) string {
 	msg := string(e.Type)
 	if e.Code != "" {
-		msg += " (" + e.Code + ")"
+		msg += " (" + string(e.Code) + ")"
 	}
 	if payloads {
 		msg += ": " + e.Message

@@ -152,7 +152,7 @@ func (r *Recorder) CallEnded(c *dispatch.CallInfo, env *dispatch.Envelope) {
 		caller: c.Caller, who: tokenOnly(c.Principal), execution: c.ExecutionID, status: string(env.Status), durationMS: env.DurationMS,
 		args: c.Args, call: c}
 	if env.Error != nil {
-		it.typ, it.errType, it.errCode = TypeError, string(env.Error.Type), env.Error.Code
+		it.typ, it.errType, it.errCode = TypeError, string(env.Error.Type), string(env.Error.Code)
 	}
 	r.add(it)
 }

@@ -443,7 +443,7 @@ func (s *Service) conclude(ctx context.Context, msg jetstream.Msg, r *Record, re
 	ev := events.Event{Type: events.TypeError, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
 		ExecutionID: r.ID, Status: string(status)}
 	if env.Error != nil {
-		ev.ErrorType, ev.ErrorCode = string(env.Error.Type), env.Error.Code
+		ev.ErrorType, ev.ErrorCode = string(env.Error.Type), string(env.Error.Code)
 	}
 	s.rec.Concluded(ev, r.Arguments)
 	// Written after the end it records (an end another replica wrote

@@ -49,7 +49,7 @@ func (b *bulkhead) full() error {
 		return nil
 	}
 	b.rejected(ReasonQueueFull)
-	return overload(ReasonQueueFull, msg, b.retryAfter(pos))
+	return overload(tools.CodeQueueFull, msg, b.retryAfter(pos))
 }
 
 // capacityLocked says why the tool is full, naming calls stuck past their
@@ -112,7 +112,7 @@ func (b *bulkhead) admit(ctx context.Context, wait bool) (func(), error) {
 		msg := b.capacityLocked()
 		b.mu.Unlock()
 		b.rejected(ReasonQueueFull)
-		return nil, overload(ReasonQueueFull, msg, b.retryAfter(pos))
+		return nil, overload(tools.CodeQueueFull, msg, b.retryAfter(pos))
 	}
 	w := &waiter{ready: make(chan struct{})}
 	el := b.waiters.PushBack(w)
@@ -153,7 +153,7 @@ func (b *bulkhead) wait(ctx context.Context, w *waiter, el *list.Element) (func(
 		if stuck > 0 {
 			msg += fmt.Sprintf("; %d of the tool's calls ignored their deadline and still run (see /readyz)", stuck)
 		}
-		err = overload(ReasonQueueTimeout, msg, b.retryAfter(depth+1))
+		err = overload(tools.CodeQueueTimeout, msg, b.retryAfter(depth+1))
 	}
 	b.rejected(reason)
 	return nil, err

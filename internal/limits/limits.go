@@ -23,10 +23,10 @@ import (
 
 // Rejection reasons, as the rejections metric labels them.
 const (
-	ReasonQueueFull    = "queue_full"
-	ReasonQueueTimeout = "queue_timeout"
-	ReasonGlobalCap    = "global_capacity"
-	ReasonServerCap    = "server_capacity"
+	ReasonQueueFull    = string(tools.CodeQueueFull)
+	ReasonQueueTimeout = string(tools.CodeQueueTimeout)
+	ReasonGlobalCap    = string(tools.CodeGlobalCapacity)
+	ReasonServerCap    = string(tools.CodeServerCapacity)
 	ReasonCancelled    = "cancelled"
 	ReasonDeadline     = "deadline"
 )
@@ -145,7 +145,7 @@ func (l *Limiter) admit(ctx context.Context, e *registry.Entry, wait bool) (func
 		if l.global.Add(1) > l.cap {
 			l.global.Add(-1)
 			b.rejected(ReasonGlobalCap)
-			return nil, overload(ReasonGlobalCap, "toold is at its global capacity", b.retryAfter(b.limits.Queue()+1))
+			return nil, overload(tools.CodeGlobalCapacity, "toold is at its global capacity", b.retryAfter(b.limits.Queue()+1))
 		}
 	}
 	release, err := b.admit(ctx, wait)
@@ -172,7 +172,7 @@ func (l *Limiter) Full(e *registry.Entry) error {
 	b := l.bulkhead(e)
 	if l.cap > 0 && l.global.Load() >= l.cap {
 		b.rejected(ReasonGlobalCap)
-		return overload(ReasonGlobalCap, "toold is at its global capacity", b.retryAfter(b.limits.Queue()+1))
+		return overload(tools.CodeGlobalCapacity, "toold is at its global capacity", b.retryAfter(b.limits.Queue()+1))
 	}
 	return b.full()
 }
@@ -205,8 +205,8 @@ func (l *Limiter) StuckCalls() map[string]int {
 	return out
 }
 
-func overload(reason, msg string, retry time.Duration) *tools.Error {
-	return tools.Errorf(tools.OverloadError, "%s", msg).WithCode(reason).WithRetryAfter(retry).
+func overload(code tools.Code, msg string, retry time.Duration) *tools.Error {
+	return tools.Errorf(tools.OverloadError, "%s", msg).WithCode(code).WithRetryAfter(retry).
 		WithSuggestion("retry after %v", retry.Round(time.Millisecond))
 }
 
@@ -231,7 +231,7 @@ func (s *serverCap) enter(b *bulkhead, release func()) (func(), error) {
 		s.running.Add(-1)
 		b.giveBack()
 		b.rejected(ReasonServerCap)
-		return nil, overload(ReasonServerCap, fmt.Sprintf("the MCP server %q has %d calls running, its limit", s.name, s.cap),
+		return nil, overload(tools.CodeServerCapacity, fmt.Sprintf("the MCP server %q has %d calls running, its limit", s.name, s.cap),
 			s.retryAfter(b))
 	}
 	start := time.Now()

@@ -77,7 +77,7 @@ func TestExactlyNRunAndMWait(t *testing.T) {
 		start := time.Now()
 		_, err := l.Admit(ctx, e)
 		var te *tools.Error
-		if !errors.As(err, &te) || te.Code != ReasonQueueFull || te.RetryAfter <= 0 {
+		if !errors.As(err, &te) || string(te.Code) != ReasonQueueFull || te.RetryAfter <= 0 {
 			t.Fatalf("call N+M+1: %v", err)
 		}
 		if d := time.Since(start); d != 0 {
@@ -175,7 +175,7 @@ func TestQueueWaitBound(t *testing.T) {
 	defer rel()
 	_, err := l.Admit(context.Background(), e)
 	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != ReasonQueueTimeout {
+	if !errors.As(err, &te) || string(te.Code) != ReasonQueueTimeout {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -187,7 +187,7 @@ func TestGlobalCap(t *testing.T) {
 	r2, _ := l.Admit(context.Background(), b)
 	_, err := l.Admit(context.Background(), a)
 	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != ReasonGlobalCap {
+	if !errors.As(err, &te) || string(te.Code) != ReasonGlobalCap {
 		t.Fatalf("got %v", err)
 	}
 	r1()
@@ -290,7 +290,7 @@ func TestServerCap(t *testing.T) {
 	}
 	_, err := l.Admit(ctx, a)
 	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != ReasonServerCap || te.Kind != tools.OverloadError || te.RetryAfter <= 0 {
+	if !errors.As(err, &te) || string(te.Code) != ReasonServerCap || te.Kind != tools.OverloadError || te.RetryAfter <= 0 {
 		t.Fatalf("over the server's cap: %v", err)
 	}
 	if got := testutil.ToFloat64(l.rejected.WithLabelValues("s.a", ReasonServerCap)); got != 1 {
@@ -366,7 +366,7 @@ func TestTryAdmit(t *testing.T) {
 			var te *tools.Error
 			switch {
 			case tt.wantCode != "":
-				if !errors.As(err, &te) || te.Code != tt.wantCode {
+				if !errors.As(err, &te) || string(te.Code) != tt.wantCode {
 					t.Fatalf("TryAdmit over a cap: %v, want %s", err, tt.wantCode)
 				}
 			case err != nil:

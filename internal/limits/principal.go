@@ -30,12 +30,6 @@ type PrincipalConfig struct {
 // Enabled reports whether any bound is set.
 func (c PrincipalConfig) Enabled() bool { return c.Rate > 0 || c.Share > 0 }
 
-// Codes of the refusals, answered 429 with Retry-After.
-const (
-	CodePrincipalRate  = "principal_rate"
-	CodePrincipalShare = "principal_share"
-)
-
 // maxPrincipals bounds the principals remembered; past it, those with
 // nothing held and a full bucket (indistinguishable from new) are
 // forgotten.
@@ -89,7 +83,7 @@ func (p *Principals) Charge(caller string) error {
 		r.CancelAt(now)
 		p.refusals.WithLabelValues("rate").Inc()
 		e := tools.Errorf(tools.OverloadError, "the caller %q started more than its %g calls per second (auth.limits.rate, burst %d)",
-			caller, p.cfg.Rate, p.burst).WithCode(CodePrincipalRate).
+			caller, p.cfg.Rate, p.burst).WithCode(tools.CodePrincipalRate).
 			WithSuggestion("retry after Retry-After; the limit is each principal's own, other callers are not held back")
 		e.RetryAfter = d
 		return e
@@ -113,7 +107,7 @@ func (p *Principals) Hold(caller string, e *registry.Entry) (release func(), err
 	if pr.held[tool] >= limit {
 		p.refusals.WithLabelValues("share").Inc()
 		e := tools.Errorf(tools.OverloadError, "the caller %q holds %d calls of %s already, its share of the tool (auth.limits.share %g of %d slots and queue places)",
-			caller, pr.held[tool], tool, p.cfg.Share, l.MaxInFlight+l.MaxQueue).WithCode(CodePrincipalShare).
+			caller, pr.held[tool], tool, p.cfg.Share, l.MaxInFlight+l.MaxQueue).WithCode(tools.CodePrincipalShare).
 			WithSuggestion("wait for one of those calls to end; other callers' calls are not held back")
 		e.RetryAfter = max(time.Second, l.Target)
 		return nil, e

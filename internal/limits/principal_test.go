@@ -22,7 +22,7 @@ func TestPrincipalRate(t *testing.T) {
 	}
 	err := p.Charge("alice")
 	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != CodePrincipalRate || te.RetryAfter != 500*time.Millisecond {
+	if !errors.As(err, &te) || te.Code != "principal_rate" || te.RetryAfter != 500*time.Millisecond {
 		t.Fatalf("past the burst: %v", err)
 	}
 	if err := p.Charge("bob"); err != nil {
@@ -54,7 +54,7 @@ func TestPrincipalShare(t *testing.T) {
 	}
 	_, err := p.Hold("alice", sleep)
 	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != CodePrincipalShare || te.RetryAfter < time.Second {
+	if !errors.As(err, &te) || te.Code != "principal_share" || te.RetryAfter < time.Second {
 		t.Fatalf("past the share: %v", err)
 	}
 	if _, err := p.Hold("bob", sleep); err != nil {

@@ -197,7 +197,7 @@ func (w *inWalker) pointer() string {
 	return b.String()
 }
 
-func (w *inWalker) fieldError(code, format, suggestion string, args ...any) *tools.Error {
+func (w *inWalker) fieldError(code tools.Code, format, suggestion string, args ...any) *tools.Error {
 	ptr := w.pointer()
 	where := ptr
 	if where == "" {
@@ -328,7 +328,7 @@ func stripControls(s string) (string, int) {
 
 // blockError names the kinds and where they are, never the values.
 func (s *Sanitizer) blockError(bs []blocked) *tools.Error {
-	code, what := "pii_blocked", "personal data"
+	code, what := tools.Code("pii_blocked"), "personal data"
 	var parts []string
 	fields := make([]tools.FieldError, 0, len(bs))
 	for _, b := range bs {

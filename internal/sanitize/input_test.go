@@ -83,7 +83,7 @@ func TestInputPolicies(t *testing.T) {
 			out, rep, err := s.Input(context.Background(), c.spec, decode(t, c.args))
 			if c.kind != "" {
 				te, ok := tools.AsError(err)
-				if !ok || te.Kind != c.kind || te.Code != c.code {
+				if !ok || te.Kind != c.kind || string(te.Code) != c.code {
 					t.Fatalf("err = %v, want %s/%s", err, c.kind, c.code)
 				}
 				var ptrs []string

@@ -427,7 +427,7 @@ func TestExecutionBadInput(t *testing.T) {
 				body = []byte(tt.body)
 			}
 			r := h.do(tt.method, tt.path, body, tt.header)
-			if r.status != tt.status || r.env.Error == nil || tt.code != "" && r.env.Error.Code != tt.code ||
+			if r.status != tt.status || r.env.Error == nil || tt.code != "" && string(r.env.Error.Code) != tt.code ||
 				!strings.Contains(r.env.Error.Message, tt.say) {
 				t.Errorf("%d %s", r.status, r.body)
 			}
@@ -579,7 +579,7 @@ func TestStatusTableForExecutions(t *testing.T) {
 		{tools.PermissionError, "missing_role", 403},
 		{tools.UserError, "redundant_call", 200},
 	} {
-		env := dispatch.Failure("r", "t", dispatch.StatusRejected, tools.Errorf(tt.kind, "x").WithCode(tt.code))
+		env := dispatch.Failure("r", "t", dispatch.StatusRejected, tools.Errorf(tt.kind, "x").WithCode(tools.Code(tt.code)))
 		if got := httpStatus(env); got != tt.want {
 			t.Errorf("%s/%s: %d, want %d", tt.kind, tt.code, got, tt.want)
 		}

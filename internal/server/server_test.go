@@ -96,7 +96,7 @@ func TestBadInput(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", r.status, tt.status, r.body)
 			}
 			e := r.env.Error
-			if r.env.Success || e == nil || e.Type != tt.errType || (tt.code != "" && e.Code != tt.code) {
+			if r.env.Success || e == nil || e.Type != tt.errType || (tt.code != "" && string(e.Code) != tt.code) {
 				t.Fatalf("error = %+v, want type %s code %q", e, tt.errType, tt.code)
 			}
 			if !strings.Contains(e.Message, tt.say) {
@@ -242,7 +242,7 @@ func TestAuth(t *testing.T) {
 			if r.status != tt.status {
 				t.Fatalf("status %d, want %d: %s", r.status, tt.status, r.body)
 			}
-			if tt.code != "" && (r.env.Error == nil || r.env.Error.Code != tt.code) {
+			if tt.code != "" && (r.env.Error == nil || string(r.env.Error.Code) != tt.code) {
 				t.Errorf("error = %+v, want code %s", r.env.Error, tt.code)
 			}
 			if got := r.header.Get("WWW-Authenticate"); (tt.status == 401) != (got != "") {

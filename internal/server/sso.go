@@ -154,7 +154,7 @@ func csrfRefusal() *tools.Error {
 func (s *Server) refuseSignIn(w http.ResponseWriter, r *http.Request, err error) {
 	var se *oauth.SignInError
 	if errors.As(err, &se) {
-		s.refuse(w, r, "", dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "%s", se.Description).WithCode(se.Code).
+		s.refuse(w, r, "", dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "%s", se.Description).WithCode("no_issuer").
 			WithSuggestion("GET /auth/session lists the issuers to sign in with"))
 		return
 	}

@@ -21,31 +21,16 @@ func httpStatus(env *dispatch.Envelope) int {
 	if env.Error == nil {
 		return http.StatusOK
 	}
-	code := env.Error.Code
 	switch env.Error.Type {
 	case tools.UserError:
 		return http.StatusOK
 	case tools.ValidationError:
-		switch code {
-		case "idempotency_key_reused":
-			return http.StatusUnprocessableEntity
-		case "body_too_large":
-			return http.StatusRequestEntityTooLarge
-		case "body_timeout":
-			return http.StatusRequestTimeout // the client stalled while sending it
-		case "unsupported_media_type":
-			return http.StatusUnsupportedMediaType
-		case "method_not_allowed":
-			return http.StatusMethodNotAllowed
-		case "not_waiting", "execution_ended", "already_decided", "wait_expired", "waits_for_approval":
-			return http.StatusConflict // the execution is not in the state the request needs
-		}
-		return http.StatusBadRequest
+		return validationStatus(env.Error.Code)
 	case tools.PermissionError:
-		switch code {
-		case "unauthenticated":
+		switch env.Error.Code {
+		case tools.CodeUnauthenticated:
 			return http.StatusUnauthorized
-		case "upstream_auth": // the API refused toold's credentials, not the caller's
+		case tools.CodeUpstreamAuth: // the API refused toold's credentials, not the caller's
 			return http.StatusBadGateway
 		}
 		return http.StatusForbidden
@@ -56,25 +41,53 @@ func httpStatus(env *dispatch.Envelope) int {
 	case tools.ConfirmationRequired:
 		return http.StatusPreconditionRequired
 	case tools.OverloadError:
-		switch code {
-		case "queue_full", "global_capacity", "rate_limited", "upstream_rate_limited", "server_capacity", "principal_rate", "principal_share":
-			return http.StatusTooManyRequests
-		case "idempotency_in_flight":
-			return http.StatusConflict
-		case "store_full":
-			return http.StatusInsufficientStorage
-		}
-		return http.StatusServiceUnavailable // queue_timeout, draining, circuit_open, upstream_unavailable, store_unavailable, body_budget, connection_capacity
+		return overloadStatus(env.Error.Code)
 	case tools.TimeoutError:
 		return http.StatusGatewayTimeout
 	}
-	switch code {
-	case "cancelled":
+	switch env.Error.Code {
+	case tools.CodeCancelled:
 		return StatusClientClosed
-	case "upstream_error", "upstream_unreachable", "upstream_unavailable": // the upstream failed, not toold
+	case tools.CodeUpstreamError, tools.CodeUpstreamUnreachable, tools.CodeUpstreamUnavailable: // the upstream failed, not toold
 		return http.StatusBadGateway
 	}
 	return http.StatusInternalServerError
+}
+
+// validationStatus refines 400 for the validation errors that have a
+// status of their own.
+func validationStatus(code tools.Code) int {
+	switch code {
+	case tools.CodeIdempotencyKeyReused:
+		return http.StatusUnprocessableEntity
+	case tools.CodeBodyTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case tools.CodeBodyTimeout:
+		return http.StatusRequestTimeout // the client stalled while sending it
+	case tools.CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case tools.CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case tools.CodeNotWaiting, tools.CodeExecutionEnded, tools.CodeAlreadyDecided, tools.CodeWaitExpired, tools.CodeWaitsForApproval:
+		return http.StatusConflict // the execution is not in the state the request needs
+	}
+	return http.StatusBadRequest
+}
+
+// overloadStatus tells "slow down" (429) from "not now" (503).
+func overloadStatus(code tools.Code) int {
+	switch code {
+	case tools.CodeQueueFull, tools.CodeGlobalCapacity, tools.CodeRateLimited, tools.CodeUpstreamRateLimited,
+		tools.CodeServerCapacity, tools.CodePrincipalRate, tools.CodePrincipalShare:
+		return http.StatusTooManyRequests
+	case tools.CodeIdempotencyInFlight:
+		return http.StatusConflict
+	case tools.CodeStoreFull:
+		return http.StatusInsufficientStorage
+	}
+	// queue_timeout, draining, circuit_open, upstream_unavailable,
+	// store_unavailable, body_budget, connection_capacity, issuer_unavailable
+	return http.StatusServiceUnavailable
 }
 
 // What a request did to an execution resource.

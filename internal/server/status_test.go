@@ -38,7 +38,7 @@ func TestStatusTable(t *testing.T) {
 		{tools.OverloadError, "connection_capacity", http.StatusServiceUnavailable},
 	}
 	for _, tt := range tests {
-		env := dispatch.Failure("r", "t", dispatch.StatusError, tools.Errorf(tt.kind, "m").WithCode(tt.code))
+		env := dispatch.Failure("r", "t", dispatch.StatusError, tools.Errorf(tt.kind, "m").WithCode(tools.Code(tt.code)))
 		if got := httpStatus(env); got != tt.want {
 			t.Errorf("%s/%s: %d, want %d", tt.kind, tt.code, got, tt.want)
 		}

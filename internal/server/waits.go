@@ -58,7 +58,7 @@ func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) {
 			pref, terr = parsePrefer(r.Header.Values("Prefer"), s.opts.Executions.MaxWait())
 		}
 		if terr != nil {
-			s.auditAction(r, "resume_refused", "execution "+id+": "+cmp.Or(terr.Code, terr.Message))
+			s.auditAction(r, "resume_refused", "execution "+id+": "+cmp.Or(string(terr.Code), terr.Message))
 			s.refuse(w, r, "", dispatch.StatusRejected, terr)
 			return
 		}
@@ -85,9 +85,9 @@ type listedApproval struct {
 }
 
 type approvalRefusal struct {
-	Code       string `json:"code"`
-	Message    string `json:"message"`
-	Suggestion string `json:"suggestion"`
+	Code       tools.Code `json:"code"`
+	Message    string     `json:"message"`
+	Suggestion string     `json:"suggestion"`
 }
 
 // listApprovals is GET /approvals: the calls waiting for a person's
@@ -134,7 +134,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 	s.withBody(w, r, "", func(body []byte) {
 		approve, reason, terr := parseDecision(body)
 		if terr != nil {
-			s.auditAction(r, "decision_refused", "execution "+id+": "+cmp.Or(terr.Code, terr.Message))
+			s.auditAction(r, "decision_refused", "execution "+id+": "+cmp.Or(string(terr.Code), terr.Message))
 			s.refuse(w, r, "", dispatch.StatusRejected, terr)
 			return
 		}
@@ -216,7 +216,7 @@ func (s *Server) auditAction(r *http.Request, action, target string) {
 // error's code, else its kind.
 func refusalOf(err error) string {
 	if te, ok := tools.AsError(err); ok {
-		return cmp.Or(te.Code, string(te.Kind))
+		return cmp.Or(string(te.Code), string(te.Kind))
 	}
 	return "system_error"
 }

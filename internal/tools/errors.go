@@ -31,8 +31,8 @@ var Kinds = []Kind{ValidationError, UserError, PermissionError, SecurityError,
 type Error struct {
 	Kind Kind
 	// Code is a stable, machine-readable refinement of Kind, such as
-	// "conflict" or "binary_file"; optional.
-	Code       string
+	// CodeConflict or CodeBinaryFile; optional. codes.go declares them all.
+	Code       Code
 	Message    string
 	Suggestion string
 	Fields     []FieldError
@@ -80,7 +80,7 @@ func (e *Error) WithSuggestion(format string, args ...any) *Error {
 }
 
 // WithCode sets the machine-readable code and returns e.
-func (e *Error) WithCode(code string) *Error {
+func (e *Error) WithCode(code Code) *Error {
 	e.Code = code
 	return e
 }

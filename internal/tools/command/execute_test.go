@@ -153,7 +153,7 @@ func TestFailingCommands(t *testing.T) {
 				return
 			}
 			te, ok := tools.AsError(err)
-			if !ok || te.Kind != tools.UserError || te.Code != c.code {
+			if !ok || te.Kind != tools.UserError || string(te.Code) != c.code {
 				t.Fatalf("got %v, want a user_error with code %s", err, c.code)
 			}
 			if !strings.HasPrefix(te.Message, c.message) {

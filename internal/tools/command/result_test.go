@@ -29,7 +29,7 @@ func TestToolError(t *testing.T) {
 	for _, c := range cases {
 		le := &launch.Error{Kind: c.kind, Msg: "what happened", Err: os.ErrNotExist}
 		te, ok := tools.AsError(toolError("/bin/x", le))
-		if !ok || te.Kind != c.want || te.Code != c.code || (te.Suggestion != "") != c.suggestion {
+		if !ok || te.Kind != c.want || string(te.Code) != c.code || (te.Suggestion != "") != c.suggestion {
 			t.Errorf("kind %d: %+v, want %s with code %q (suggestion %v)", c.kind, te, c.want, c.code, c.suggestion)
 		}
 		if !errors.Is(te, os.ErrNotExist) {

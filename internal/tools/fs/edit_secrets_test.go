@@ -41,7 +41,7 @@ func TestEditCannotRebuildASecret(t *testing.T) {
 			te, _ := tools.AsError(err)
 			key := fmt.Sprint(err == nil)
 			if te != nil {
-				key = te.Code + ": " + te.Message + " / " + te.Suggestion
+				key = string(te.Code) + ": " + te.Message + " / " + te.Suggestion
 			}
 			answers[key] = append(answers[key], string(c))
 		}
@@ -81,7 +81,7 @@ func TestEditAroundASecret(t *testing.T) {
 			_, err := tw.exec(t, "edit_file", editArgsJSON(c.file, c.old, c.new, 0, tw.shownSHA(t, c.file)))
 			if c.code != "" {
 				te, _ := tools.AsError(err)
-				if te == nil || te.Code != c.code {
+				if te == nil || string(te.Code) != c.code {
 					t.Fatalf("got %v, want code %s", err, c.code)
 				}
 				if strings.Contains(c.old, "[REDACTED:") && !strings.Contains(te.Suggestion, "redaction marker") {

@@ -139,7 +139,7 @@ func wantErr(t testing.TB, err error, kind tools.Kind, code string) *tools.Error
 	if !ok {
 		t.Fatalf("want %s/%s, got untyped error %v", kind, code, err)
 	}
-	if diff := cmp.Diff(string(kind)+"/"+code, string(te.Kind)+"/"+te.Code); diff != "" {
+	if diff := cmp.Diff(string(kind)+"/"+code, string(te.Kind)+"/"+string(te.Code)); diff != "" {
 		t.Fatalf("error kind/code (-want +got):\n%s\nmessage: %s", diff, te.Message)
 	}
 	if te.Kind != tools.SystemError && (te.Message == "" || te.Suggestion == "") {

@@ -78,7 +78,7 @@ func longestComponent(plat ospath.Platform, p string) int {
 	return longest
 }
 
-func refuse(code, msg, suggestion string) *tools.Error {
+func refuse(code tools.Code, msg, suggestion string) *tools.Error {
 	e := tools.NewSecurityError("%s", msg).WithCode(code)
 	e.Suggestion = suggestion
 	return e

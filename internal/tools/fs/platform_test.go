@@ -67,7 +67,7 @@ func writeVerdict(t *testing.T, plat ospath.Platform, list []Protected, path str
 		if !ok {
 			t.Fatalf("untyped %v", err)
 		}
-		return te.Code
+		return string(te.Code)
 	}
 	if p.executor(rel) != "" {
 		return "protected"

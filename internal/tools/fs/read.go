@@ -42,7 +42,7 @@ type fileContent struct {
 type pathError struct {
 	Path       string     `json:"path" desc:"The path as resolved."`
 	Type       tools.Kind `json:"type" desc:"Error kind, as in the envelope: user_error, permission_error, ..."`
-	Code       string     `json:"code,omitempty" desc:"Machine-readable reason, such as not_found or binary_file."`
+	Code       tools.Code `json:"code,omitempty" desc:"Machine-readable reason, such as not_found or binary_file."`
 	Message    string     `json:"message" desc:"What went wrong."`
 	Suggestion string     `json:"suggestion,omitempty" desc:"What to do about it."`
 }

@@ -86,7 +86,7 @@ func TestErrorClasses(t *testing.T) {
 				return
 			}
 			e := env.Error
-			if e.Type != tt.kind || e.Code != tt.code || e.Retryable != tt.retry || e.RetryAfterMS != tt.afterMS ||
+			if e.Type != tt.kind || string(e.Code) != tt.code || e.Retryable != tt.retry || e.RetryAfterMS != tt.afterMS ||
 				!strings.Contains(e.Message, tt.say) || (e.Suggestion == "" && tt.name != "output schema") {
 				t.Fatalf("error %+v", e)
 			}

@@ -146,7 +146,7 @@ func (c *Client) send(ctx context.Context, m Meter, b *built) (*answer, error) {
 // otherwise it refuses at once with when to come back.
 func (c *Client) admit(ctx context.Context, m Meter, need time.Duration) error {
 	now := c.set.now()
-	wait, reason, code := c.host.paused(now), "retry_after", "upstream_rate_limited"
+	wait, reason, code := c.host.paused(now), "retry_after", tools.Code("upstream_rate_limited")
 	var held []*rate.Reservation
 	for _, l := range []*rate.Limiter{c.limiter, c.host.limiter} {
 		if l == nil {
@@ -165,7 +165,7 @@ func (c *Client) admit(ctx context.Context, m Meter, need time.Duration) error {
 		for _, r := range held {
 			r.CancelAt(now)
 		}
-		c.set.metrics.refusals.WithLabelValues(c.name, code).Inc()
+		c.set.metrics.refusals.WithLabelValues(c.name, string(code)).Inc()
 		msg := "toold's rate for this tool (or its API) allows the next request in %v"
 		if code == "upstream_rate_limited" {
 			msg = "the API asked toold to wait %v before calling it again"
