@@ -58,7 +58,7 @@ const defaultDrainGrace = 30 * time.Second
 
 // errDraining is the cause given to calls cancelled when the grace period
 // ends: their envelopes say toold shut down, not that the caller left.
-var errDraining = &tools.Error{Kind: tools.OverloadError, Code: "draining", RetryAfter: time.Second,
+var errDraining = &tools.Error{Kind: tools.OverloadError, Code: tools.CodeDraining, RetryAfter: time.Second,
 	Message:    "toold shut down before the call finished",
 	Suggestion: "retry against another replica, or after toold restarts"}
 

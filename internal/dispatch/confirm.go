@@ -33,7 +33,7 @@ func (d *Dispatcher) confirmed(ctx context.Context, c *call) error {
 		if err == nil {
 			return nil
 		}
-		e = tools.Errorf(tools.ConfirmationRequired, "%v; a new token for this call is attached", err).WithCode("token_refused")
+		e = tools.Errorf(tools.ConfirmationRequired, "%v; a new token for this call is attached", err).WithCode(tools.CodeTokenRefused)
 	}
 	token, exp := gate.Issue(c.req.Caller, name, canonical)
 	e.Suggestion = "show the call to a person; if they approve, send the same call again within " +

@@ -402,7 +402,7 @@ func (d *Dispatcher) identify(c *call) (Status, error) {
 }
 
 func forbidden(tool string) *tools.Error {
-	return tools.NewPermissionError("this API key may not use the tool %q", tool).WithCode("forbidden").
+	return tools.NewPermissionError("this API key may not use the tool %q", tool).WithCode(tools.CodeForbidden).
 		WithSuggestion("use a tool listed by GET /tools for this key, or ask the operator to extend the key's tool patterns")
 }
 
@@ -563,7 +563,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
 	if err != nil {
 		endPhase(vs, err)
 		return tools.Errorf(tools.ValidationError, "the arguments are not acceptable JSON: %v", err).
-			WithCode("invalid_json").WithSuggestion("send one JSON object of the tool's parameters, for example %s", c.entry.Example())
+			WithCode(tools.CodeInvalidJSON).WithSuggestion("send one JSON object of the tool's parameters, for example %s", c.entry.Example())
 	}
 	if inner, ok := unwrap(args, c.req.Unwrap && c.entry.AcceptsWrapper()); ok {
 		args, body = inner, nil
@@ -640,7 +640,7 @@ func cancelled(ctx context.Context, reached Status) (Status, error) {
 	if te, ok := tools.AsError(context.Cause(ctx)); ok {
 		return reached, te
 	}
-	return StatusError, tools.Errorf(tools.SystemError, "the call was cancelled by its caller").WithCode("cancelled").Wrap(ctx.Err())
+	return StatusError, tools.Errorf(tools.SystemError, "the call was cancelled by its caller").WithCode(tools.CodeCancelled).Wrap(ctx.Err())
 }
 
 // failure fills the envelope's error. Anything that is not a *tools.Error is
@@ -650,7 +650,7 @@ func (d *Dispatcher) failure(c *call, status Status, err error) {
 	if !ok {
 		te = tools.Errorf(tools.SystemError, "the tool failed unexpectedly; the operator can find the cause in the logs under request id %s", c.req.RequestID).Wrap(err)
 	}
-	if te.Kind == tools.SystemError && te.Code != "cancelled" {
+	if te.Kind == tools.SystemError && te.Code != tools.CodeCancelled {
 		d.log.Error("tool system error", append(c.logFields(), zap.String("tool", c.req.Tool), zap.String("request_id", c.req.RequestID), zap.Error(err))...)
 	}
 	c.env.fail(status, te)

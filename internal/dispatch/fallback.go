@@ -22,9 +22,9 @@ func fallsBack(env *Envelope) bool {
 	case tools.TimeoutError:
 		return true
 	case tools.OverloadError: // a principal past its own bounds would be refused by any tool
-		return env.Error.Code != "draining" && env.Error.Code != "principal_rate" && env.Error.Code != "principal_share"
+		return env.Error.Code != tools.CodeDraining && env.Error.Code != tools.CodePrincipalRate && env.Error.Code != tools.CodePrincipalShare
 	case tools.SystemError:
-		return env.Error.Code != "cancelled"
+		return env.Error.Code != tools.CodeCancelled
 	}
 	return false
 }

@@ -102,18 +102,18 @@ func MayDecide(d Decision, caller string) *tools.Error {
 		return nil
 	case d.Anonymous:
 		return tools.NewPermissionError("toold has no API keys or tokens, so it cannot tell a person from the tool whose call waits: " +
-			"the anonymous caller may not approve or deny").WithCode("anonymous_approval").
+			"the anonymous caller may not approve or deny").WithCode(tools.CodeAnonymousApproval).
 			WithSuggestion("configure API keys (auth.keys) or an issuer and give the approver the approve role; or, for a single-user " +
 				"machine where any local process may decide, set approvals.self_approval: true")
 	case d.By == caller:
-		return tools.NewPermissionError("%s made this call and may not decide on it", approverNoun(d)).WithCode("self_approval").
+		return tools.NewPermissionError("%s made this call and may not decide on it", approverNoun(d)).WithCode(tools.CodeSelfApproval).
 			WithSuggestion("another approver must decide; approvals.self_approval lets a caller approve its own calls")
 	}
 	return nil
 }
 
 func errNoApproval(id string) *tools.Error {
-	return tools.Errorf(tools.NotFound, "no call waits for approval under the id %q", id).WithCode("no_approval").
+	return tools.Errorf(tools.NotFound, "no call waits for approval under the id %q", id).WithCode(tools.CodeNoApproval).
 		WithSuggestion("GET /approvals lists the calls waiting now")
 }
 
@@ -206,13 +206,13 @@ func errDecided(r *Record) *tools.Error {
 	if r.Approval != nil {
 		what := map[bool]string{true: "approved", false: "denied"}[r.Approval.Approved]
 		return tools.Errorf(tools.ValidationError, "the call %s was %s already, by %s", r.ID, what, r.Approval.By).
-			WithCode("already_decided").WithSuggestion("GET /approvals lists the calls waiting now")
+			WithCode(tools.CodeAlreadyDecided).WithSuggestion("GET /approvals lists the calls waiting now")
 	}
 	if r.expired() {
 		return errWaitExpired(r)
 	}
 	return tools.Errorf(tools.ValidationError, "the call %s does not wait for approval (it is %s)", r.ID, r.Status).
-		WithCode("already_decided").WithSuggestion("GET /approvals lists the calls waiting now")
+		WithCode(tools.CodeAlreadyDecided).WithSuggestion("GET /approvals lists the calls waiting now")
 }
 
 // deny ends a call a person refused.
@@ -221,7 +221,7 @@ func (s *Service) deny(ctx context.Context, r *Record, rev uint64, decision *App
 	if decision.Reason != "" {
 		msg += ": " + decision.Reason
 	}
-	te := tools.NewPermissionError("%s", msg).WithCode("denied").WithSuggestion("do not repeat the call unless the situation changed")
+	te := tools.NewPermissionError("%s", msg).WithCode(tools.CodeDenied).WithSuggestion("do not repeat the call unless the situation changed")
 	withDecision := *r
 	withDecision.Approval = decision
 	done := s.final(&withDecision, dispatch.StatusError, dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusError, te))

@@ -56,10 +56,10 @@ func ParseBatch(body []byte, max, argsDepth int) (*BatchRequest, *tools.Error) {
 	// The arguments sit three levels in: {"calls": [{"arguments": ...}]}.
 	if err := strictjson.DecodeInto(body, argsDepth+3, &b); err != nil {
 		if _, notJSON := errors.AsType[*strictjson.Error](err); notJSON {
-			return nil, tools.Errorf(tools.ValidationError, "the batch is not acceptable JSON: %v", err).WithCode("invalid_json").
+			return nil, tools.Errorf(tools.ValidationError, "the batch is not acceptable JSON: %v", err).WithCode(tools.CodeInvalidJSON).
 				WithSuggestion(`send {"calls": [{"id": "a", "tool": "read_file", "arguments": {...}}]}`)
 		}
-		return nil, tools.Errorf(tools.ValidationError, "the batch does not have the expected shape: %v", err).WithCode("invalid_batch").
+		return nil, tools.Errorf(tools.ValidationError, "the batch does not have the expected shape: %v", err).WithCode(tools.CodeInvalidBatch).
 			WithSuggestion(`send {"calls": [{"id": "a", "tool": "read_file", "arguments": {...}}], "max_parallel": 4, "stop_on_error": false}`)
 	}
 	var fields []tools.FieldError
@@ -99,7 +99,7 @@ func ParseBatch(body []byte, max, argsDepth int) (*BatchRequest, *tools.Error) {
 	if len(fields) > 0 {
 		e := tools.Errorf(tools.ValidationError, "the batch has %d problem(s): %s %s", len(fields), fields[0].Pointer, fields[0].Message)
 		e.Fields = fields
-		return nil, e.WithCode("invalid_batch").WithSuggestion("fix the fields listed; a batch holds at most %d calls with unique ids", max)
+		return nil, e.WithCode(tools.CodeInvalidBatch).WithSuggestion("fix the fields listed; a batch holds at most %d calls with unique ids", max)
 	}
 	return &b, nil
 }
@@ -164,7 +164,7 @@ func (s *Service) Batch(ctx context.Context, b *BatchRequest, caller, requestID 
 
 func skipped(requestID, tool string) *dispatch.Envelope {
 	return dispatch.Failure(requestID, tool, dispatch.StatusRejected, tools.Errorf(tools.UserError,
-		"not run: an earlier call of the batch failed and stop_on_error is set").WithCode("skipped").
+		"not run: an earlier call of the batch failed and stop_on_error is set").WithCode(tools.CodeSkipped).
 		WithSuggestion("fix the failed call, then send the calls that were skipped"))
 }
 
@@ -173,7 +173,7 @@ func skipped(requestID, tool string) *dispatch.Envelope {
 // of a batch has no execution of its own to wait in and be resumed.
 func cannotWait(env *dispatch.Envelope) *dispatch.Envelope {
 	return dispatch.Failure(env.RequestID, env.Tool, dispatch.StatusRejected, tools.Errorf(tools.UserError,
-		"the call waits for %s, which a call in a batch cannot do", waitNoun(env.Waiting.For)).WithCode("waits_in_batch").
+		"the call waits for %s, which a call in a batch cannot do", waitNoun(env.Waiting.For)).WithCode(tools.CodeWaitsInBatch).
 		WithSuggestion("call the tool on its own (POST /tools/%s/execute): its execution waits and is resumed", env.Tool))
 }
 

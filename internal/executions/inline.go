@@ -184,7 +184,7 @@ func (s *Service) accepted(r *Record) {
 // could not keep: it ran, and must not be told nothing was accepted.
 func interruptedAnswer(r *Record, err error) *dispatch.Envelope {
 	te := tools.Errorf(tools.SystemError, "the call paused to wait, and the state store could not keep the wait (%v); it may have done part of its work", err).
-		WithCode("interrupted").WithSuggestion("retry in a few seconds; GET /readyz says when the store is back")
+		WithCode(tools.CodeInterrupted).WithSuggestion("retry in a few seconds; GET /readyz says when the store is back")
 	return dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusInterrupted, te)
 }
 

@@ -109,7 +109,7 @@ func (s *Service) Begin(ctx context.Context, scope, key, fp, requestID string, l
 		case cur.Fingerprint != fp:
 			s.m.replays.WithLabelValues("mismatch").Inc()
 			return nil, nil, tools.Errorf(tools.ValidationError, "this Idempotency-Key was used for a different request (another tool, mode or arguments)").
-				WithCode("idempotency_key_reused").WithSuggestion("use a new Idempotency-Key for a new request; reuse a key only to retry the same one")
+				WithCode(tools.CodeIdempotencyKeyReused).WithSuggestion("use a new Idempotency-Key for a new request; reuse a key only to retry the same one")
 		case cur.Done:
 			s.m.replays.WithLabelValues("replayed").Inc()
 			return nil, cur.Answer, nil
@@ -123,7 +123,7 @@ func (s *Service) Begin(ctx context.Context, scope, key, fp, requestID string, l
 		if !s.awaitClaim(ctx, ck, min(time.Until(deadline), time.Until(cur.LeaseUntil))) {
 			s.m.replays.WithLabelValues("in_flight").Inc()
 			e := tools.Errorf(tools.OverloadError, "a request with this Idempotency-Key (request %s) is still running", cur.RequestID).
-				WithCode("idempotency_in_flight").WithSuggestion("retry with the same key in a moment to get its answer")
+				WithCode(tools.CodeIdempotencyInFlight).WithSuggestion("retry with the same key in a moment to get its answer")
 			e.RetryAfter = time.Second
 			return nil, nil, e
 		}
@@ -180,7 +180,7 @@ func (s *Service) Finish(ctx context.Context, c *Claim, a *Answer) error {
 // must not run twice.
 func Interrupted(lost string) *tools.Error {
 	return tools.Errorf(tools.SystemError, "the request %s with this Idempotency-Key was running on a replica that stopped before it answered; "+
-		"it may or may not have taken effect, so it was not run again", lost).WithCode("interrupted").
+		"it may or may not have taken effect, so it was not run again", lost).WithCode(tools.CodeInterrupted).
 		WithSuggestion("check whether its effect happened; to run it again, send it with a new Idempotency-Key")
 }
 
@@ -226,7 +226,7 @@ func (s *Service) BeginTurn(ctx context.Context, caller, turn, tool string, body
 	}
 	s.m.replays.WithLabelValues("redundant").Inc()
 	return nil, nil, tools.NewUserError("this exact call of %q was already made in this turn (%s); it was not run again, because %q changes things", tool, first, tool).
-		WithCode("redundant_call").WithSuggestion("use the result of the earlier call; if it really must run twice, start a new turn (another Toold-Turn)")
+		WithCode(tools.CodeRedundantCall).WithSuggestion("use the result of the earlier call; if it really must run twice, start a new turn (another Toold-Turn)")
 }
 
 func mustJSON(v any) []byte {

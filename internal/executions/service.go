@@ -161,8 +161,8 @@ func (s *Service) BatchMax() int { return s.opts.BatchMax }
 // codes.
 var (
 	errNoStore = tools.Errorf(tools.OverloadError, "the state store is off (state.enabled: false): async executions, idempotency keys and turns need it").
-			WithCode("store_unavailable").WithSuggestion("call without Prefer: respond-async, Idempotency-Key or Toold-Turn, or ask the operator to turn the store on")
-	errDraining = &tools.Error{Kind: tools.OverloadError, Code: "draining", RetryAfter: time.Second,
+			WithCode(tools.CodeStoreUnavailable).WithSuggestion("call without Prefer: respond-async, Idempotency-Key or Toold-Turn, or ask the operator to turn the store on")
+	errDraining = &tools.Error{Kind: tools.OverloadError, Code: tools.CodeDraining, RetryAfter: time.Second,
 		Message: "toold is shutting down and accepts no new executions", Suggestion: "retry against another replica, or after toold restarts"}
 )
 
@@ -174,12 +174,12 @@ func StoreError(err error) *tools.Error {
 		return te
 	}
 	if errors.Is(err, state.ErrFull) {
-		e := tools.Errorf(tools.OverloadError, "the state store is full: nothing was accepted").WithCode("store_full").
+		e := tools.Errorf(tools.OverloadError, "the state store is full: nothing was accepted").WithCode(tools.CodeStoreFull).
 			WithSuggestion("retry later; the operator should raise the store's limits or shorten its retention").Wrap(err)
 		e.RetryAfter = 5 * time.Second
 		return e
 	}
-	e := tools.Errorf(tools.OverloadError, "the state store is unavailable: nothing was accepted").WithCode("store_unavailable").
+	e := tools.Errorf(tools.OverloadError, "the state store is unavailable: nothing was accepted").WithCode(tools.CodeStoreUnavailable).
 		WithSuggestion("retry in a few seconds; GET /readyz says when the store is back").Wrap(err)
 	e.RetryAfter = time.Second
 	return e
@@ -191,7 +191,7 @@ func readError(err error) *tools.Error {
 	if !unavailable(err) {
 		return StoreError(err)
 	}
-	e := tools.Errorf(tools.OverloadError, "the state store is unavailable now; what it holds is kept").WithCode("store_unavailable").
+	e := tools.Errorf(tools.OverloadError, "the state store is unavailable now; what it holds is kept").WithCode(tools.CodeStoreUnavailable).
 		WithSuggestion("read it again in a few seconds; GET /readyz says when the store is back").Wrap(err)
 	e.RetryAfter = time.Second
 	return e

@@ -269,7 +269,7 @@ func (s *Service) orphan(key string) bool {
 // does not exist, expired, or is another key's: 404 alike, so a key cannot
 // learn another's ids.
 func errNoExecution(id string) *tools.Error {
-	return tools.Errorf(tools.NotFound, "there is no execution %q for this API key", id).WithCode("no_execution").
+	return tools.Errorf(tools.NotFound, "there is no execution %q for this API key", id).WithCode(tools.CodeNoExecution).
 		WithSuggestion("GET /executions lists this key's executions; results are kept for the store's retention")
 }
 
@@ -344,7 +344,7 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (*Record, error
 // cancelledEnvelope ends an execution its caller cancelled (only the
 // caller's key can), saying when.
 func cancelledEnvelope(r *Record, when string) *dispatch.Envelope {
-	te := tools.Errorf(tools.SystemError, "the execution was cancelled by %s %s", r.Caller, when).WithCode("cancelled").
+	te := tools.Errorf(tools.SystemError, "the execution was cancelled by %s %s", r.Caller, when).WithCode(tools.CodeCancelled).
 		WithSuggestion("submit it again if it is still needed")
 	return dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusCancelled, te)
 }

@@ -101,11 +101,11 @@ func (s *Service) waiting(r *Record, env *dispatch.Envelope) *Record {
 func errNoStoreToWait(env *dispatch.Envelope) *tools.Error {
 	if env.Waiting != nil && env.Waiting.For == tools.WaitApproval {
 		return tools.Errorf(tools.OverloadError, "the call waits for a person's approval, and waiting needs the state store, which is off").
-			WithCode("store_unavailable").
+			WithCode(tools.CodeStoreUnavailable).
 			WithSuggestion("ask the operator to turn the state store on (state.enabled; for -stdio, state.dir or state.nats.url), or to give the tool confirmation: token")
 	}
 	return tools.Errorf(tools.OverloadError, "the tool waits for an answer, and waiting needs the state store, which is off").
-		WithCode("store_unavailable").WithSuggestion("ask the operator to turn the state store on (state.enabled; for -stdio, state.dir or state.nats.url)")
+		WithCode(tools.CodeStoreUnavailable).WithSuggestion("ask the operator to turn the state store on (state.enabled; for -stdio, state.dir or state.nats.url)")
 }
 
 // Park keeps a synchronous call that paused (or waits for an approval) as
@@ -294,7 +294,7 @@ func (s *Service) waited(ctx context.Context, msg jetstream.Msg, r *Record, rev 
 func expiredEnvelope(r *Record) *dispatch.Envelope {
 	d := r.Wait.ExpiresAt.Sub(r.Wait.Since).Round(time.Second)
 	te := tools.Errorf(tools.TimeoutError, "the execution waited for %s longer than its wait timeout (%v) and was ended", waitNoun(r.Wait.For), d).
-		WithCode("wait_expired").WithSuggestion("call the tool again if it is still needed, and answer within %v", d)
+		WithCode(tools.CodeWaitExpired).WithSuggestion("call the tool again if it is still needed, and answer within %v", d)
 	return dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusTimeout, te)
 }
 
@@ -315,10 +315,10 @@ func errNotWaiting(r *Record) *tools.Error {
 	}
 	if r.Status.Final() {
 		return tools.Errorf(tools.ValidationError, "the execution %s already ended (%s); nothing waits for an answer", r.ID, r.Status).
-			WithCode("execution_ended").WithSuggestion("GET %s shows its result", r.Location())
+			WithCode(tools.CodeExecutionEnded).WithSuggestion("GET %s shows its result", r.Location())
 	}
 	return tools.Errorf(tools.ValidationError, "the execution %s does not wait for an answer now (it is %s): it was resumed already", r.ID, r.Status).
-		WithCode("not_waiting").WithSuggestion("GET %s shows where it is", r.Location())
+		WithCode(tools.CodeNotWaiting).WithSuggestion("GET %s shows where it is", r.Location())
 }
 
 // expired tells whether the execution ended because its wait expired: a
@@ -329,7 +329,7 @@ func (r *Record) expired() bool { return r.Status == dispatch.StatusTimeout && r
 // errWaitExpired refuses an answer or a decision that came after the wait.
 func errWaitExpired(r *Record) *tools.Error {
 	return tools.Errorf(tools.ValidationError, "the execution %s stopped waiting for %s at %s: its wait expired", r.ID,
-		waitNoun(r.Wait.For), r.Wait.ExpiresAt.Format(time.RFC3339)).WithCode("wait_expired").
+		waitNoun(r.Wait.For), r.Wait.ExpiresAt.Format(time.RFC3339)).WithCode(tools.CodeWaitExpired).
 		WithSuggestion("call the tool again if it is still needed")
 }
 
@@ -358,7 +358,7 @@ func (s *Service) Resume(ctx context.Context, caller, id, kind string, answer js
 			return nil, errNotWaiting(r)
 		case r.Wait.For == tools.WaitApproval:
 			return nil, tools.Errorf(tools.ValidationError, "the execution %s waits for a person's approval, not for an answer", id).
-				WithCode("waits_for_approval").WithSuggestion("an approver decides with POST /approvals/%s", id)
+				WithCode(tools.CodeWaitsForApproval).WithSuggestion("an approver decides with POST /approvals/%s", id)
 		}
 		if err := s.expireIfDue(ctx, r, rev); err != nil {
 			return nil, err
@@ -456,11 +456,11 @@ func checkAnswer(r *Record, kind string, answer json.RawMessage) error {
 	field := map[string]string{tools.WaitSubtask: "result", tools.WaitInput: "answer"}
 	if kind != r.Wait.For {
 		return tools.Errorf(tools.ValidationError, "the execution waits for %s: send it as %q", waitNoun(r.Wait.For), field[r.Wait.For]).
-			WithCode("invalid_json").WithSuggestion(`send {"%s": ...}`, field[r.Wait.For])
+			WithCode(tools.CodeInvalidJSON).WithSuggestion(`send {"%s": ...}`, field[r.Wait.For])
 	}
 	v, err := strictjson.Decode(answer, 0)
 	if err != nil {
-		return tools.Errorf(tools.ValidationError, "the %s is not acceptable JSON: %v", field[kind], err).WithCode("invalid_json")
+		return tools.Errorf(tools.ValidationError, "the %s is not acceptable JSON: %v", field[kind], err).WithCode(tools.CodeInvalidJSON)
 	}
 	if kind != tools.WaitInput {
 		return nil
@@ -488,7 +488,7 @@ func checkAnswer(r *Record, kind string, answer json.RawMessage) error {
 	if fields != nil {
 		e := tools.Errorf(tools.ValidationError, "the answer does not fit what the tool asked for: %s %s", fields[0].Pointer, fields[0].Message)
 		e.Fields = fields
-		return e.WithCode("invalid_answer").WithSuggestion("GET %s shows the question (waiting.request)", r.Location())
+		return e.WithCode(tools.CodeInvalidAnswer).WithSuggestion("GET %s shows the question (waiting.request)", r.Location())
 	}
 	return nil
 }
@@ -509,7 +509,7 @@ func (s *Service) Lineage(ctx context.Context, caller, id string) (*tools.Lineag
 		return nil, err
 	}
 	if r.Lineage == nil {
-		return nil, tools.NewUserError("the execution %s is not a delegated subtask", id).WithCode("not_a_subtask").
+		return nil, tools.NewUserError("the execution %s is not a delegated subtask", id).WithCode(tools.CodeNotASubtask).
 			WithSuggestion("name as parent the execution id a delegate call answered with")
 	}
 	return r.Lineage, nil

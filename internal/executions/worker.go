@@ -227,7 +227,7 @@ func interruptedEnvelope(r *Record) *dispatch.Envelope {
 		why = fmt.Sprintf("it was started %d times and no replica finished it (the last was %s)", r.Attempt, r.Replica)
 	}
 	te := tools.Errorf(tools.SystemError, "the execution was interrupted: %s; it may or may not have taken effect", why).
-		WithCode("interrupted").WithSuggestion("check whether its effect happened before submitting it again")
+		WithCode(tools.CodeInterrupted).WithSuggestion("check whether its effect happened before submitting it again")
 	return dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusInterrupted, te)
 }
 
@@ -304,9 +304,9 @@ func (s *Service) outcome(ctx context.Context, rn *run, r *Record, rev uint64, e
 	status := env.Status
 	if te, ok := tools.AsError(context.Cause(ctx)); ok && env.Error != nil && env.Error.Code == te.Code {
 		switch te.Code {
-		case "cancelled":
+		case tools.CodeCancelled:
 			status = dispatch.StatusCancelled
-		case "draining":
+		case tools.CodeDraining:
 			if s.rerunnable(r) {
 				s.handOver(rn, r) // another replica runs it again at once
 				return
@@ -359,7 +359,7 @@ func (s *Service) heartbeat(ctx context.Context, rn *run, r *Record) (stop func(
 }
 
 var errCancelled = tools.Errorf(tools.SystemError, "the execution was cancelled (DELETE /executions/{id}) while it ran").
-	WithCode("cancelled").WithSuggestion("submit it again if it is still needed")
+	WithCode(tools.CodeCancelled).WithSuggestion("submit it again if it is still needed")
 
 // cancelLocal stops an execution if it runs here.
 func (s *Service) cancelLocal(id string) {

@@ -108,7 +108,7 @@ func declined(tool string) *mcp.CallToolResult {
 }
 
 func permissionDeclined() *tools.Error {
-	return tools.NewPermissionError("the user declined to run the tool").WithCode("declined").
+	return tools.NewPermissionError("the user declined to run the tool").WithCode(tools.CodeDeclined).
 		WithSuggestion("do not repeat the call unless the user asks for it")
 }
 

@@ -260,7 +260,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			env = s.confirmThroughPeer(ctx, dreq, env)
 		}
 		s.logCall(ctx, env, p.Name, start)
-		if env.Error != nil && (env.Error.Code == "forbidden" || env.Status == dispatch.StatusNotFound) {
+		if env.Error != nil && (env.Error.Code == tools.CodeForbidden || env.Status == dispatch.StatusNotFound) {
 			// A key that may not use the tool sees it as absent, exactly
 			// as the SDK answers a tool that does not exist.
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool \"" + name + "\""}

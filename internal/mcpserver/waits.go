@@ -59,7 +59,7 @@ func (s *Server) waited(ctx context.Context, req *mcp.CallToolRequest, dreq *dis
 	if err != nil {
 		te, ok := tools.AsError(err)
 		if !ok {
-			te = tools.Errorf(tools.OverloadError, "the waiting call could not be kept: %v", err).WithCode("store_unavailable")
+			te = tools.Errorf(tools.OverloadError, "the waiting call could not be kept: %v", err).WithCode(tools.CodeStoreUnavailable)
 		}
 		return waitRefused(env, te), nil
 	}
@@ -212,7 +212,7 @@ func (s *Server) resumed(ctx context.Context, req *mcp.CallToolRequest, caller, 
 	rec, err := ex.Get(ctx, caller, id)
 	if err == nil && rec.Called() != req.Params.Name {
 		err = tools.Errorf(tools.ValidationError, "the request state names an execution of %q, not of %q", rec.Called(), req.Params.Name).
-			WithCode("invalid_json").WithSuggestion("repeat the call as it was, with the request state you were given")
+			WithCode(tools.CodeInvalidJSON).WithSuggestion("repeat the call as it was, with the request state you were given")
 	}
 	if err != nil {
 		return errorResult(err), nil
@@ -333,7 +333,7 @@ func describeRunning(env *dispatch.Envelope) *mcp.CallToolResult {
 
 func waitRefused(env *dispatch.Envelope, te *tools.Error) *mcp.CallToolResult {
 	if te.Code == "" {
-		te = te.WithCode("store_unavailable")
+		te = te.WithCode(tools.CodeStoreUnavailable)
 	}
 	return render(dispatch.Failure(env.RequestID, env.Tool, dispatch.StatusRejected, te), true)
 }

@@ -171,7 +171,7 @@ func (w *inWalker) push(v any) error {
 		}
 		if nk != k {
 			if _, taken := m[nk]; taken {
-				return w.fieldError("key_collision", "the key %s collides with another key once its control characters are stripped", "rename the key", strconv.Quote(nk))
+				return w.fieldError(tools.CodeKeyCollision, "the key %s collides with another key once its control characters are stripped", "rename the key", strconv.Quote(nk))
 			}
 			m[nk] = m[k]
 			delete(m, k)
@@ -214,10 +214,10 @@ func (w *inWalker) fieldError(code tools.Code, format, suggestion string, args .
 func (w *inWalker) str(v string, nk nameKind, what string) (string, error) {
 	in := w.p.in
 	if len(v) > in.MaxStringBytes {
-		return "", w.fieldError("too_long", "is %d bytes; this tool accepts at most %d bytes per string", "shorten the value, or split the work into several calls", len(v), in.MaxStringBytes)
+		return "", w.fieldError(tools.CodeTooLong, "is %d bytes; this tool accepts at most %d bytes per string", "shorten the value, or split the work into several calls", len(v), in.MaxStringBytes)
 	}
 	if w.total += len(v); w.total > in.MaxTotalBytes {
-		return "", &tools.Error{Kind: tools.ValidationError, Code: "too_large",
+		return "", &tools.Error{Kind: tools.ValidationError, Code: tools.CodeTooLarge,
 			Message:    fmt.Sprintf("the arguments' strings add up to more than %d bytes, this tool's limit", in.MaxTotalBytes),
 			Fields:     []tools.FieldError{{Pointer: "", Message: "too large"}},
 			Suggestion: "send less text per call"}
@@ -226,7 +226,7 @@ func (w *inWalker) str(v string, nk nameKind, what string) (string, error) {
 		if nul := strings.IndexByte(v, 0); nul >= 0 && in.ControlChars != "strip" {
 			// NUL is how a path, a file name or an argv element gets cut
 			// short behind a check: a security refusal, not a typo.
-			e := w.fieldError("nul_byte", "contains a NUL byte at byte %d", "remove the NUL byte; no tool argument may contain one", nul)
+			e := w.fieldError(tools.CodeNulByte, "contains a NUL byte at byte %d", "remove the NUL byte; no tool argument may contain one", nul)
 			e.Kind = tools.SecurityError
 			return "", e
 		}
@@ -235,7 +235,7 @@ func (w *inWalker) str(v string, nk nameKind, what string) (string, error) {
 			if r == utf8.RuneError {
 				desc = "invalid UTF-8"
 			}
-			return "", w.fieldError("control_character", "contains %s at byte %d", "remove NUL and other control characters; tab, newline and carriage return are allowed", desc, i)
+			return "", w.fieldError(tools.CodeControlCharacter, "contains %s at byte %d", "remove NUL and other control characters; tab, newline and carriage return are allowed", desc, i)
 		}
 		var n int
 		v, n = stripControls(v)
@@ -328,13 +328,13 @@ func stripControls(s string) (string, int) {
 
 // blockError names the kinds and where they are, never the values.
 func (s *Sanitizer) blockError(bs []blocked) *tools.Error {
-	code, what := tools.Code("pii_blocked"), "personal data"
+	code, what := tools.CodePIIBlocked, "personal data"
 	var parts []string
 	fields := make([]tools.FieldError, 0, len(bs))
 	for _, b := range bs {
 		k := s.kinds[b.kind]
 		if k.class == classSecret {
-			code, what = "secret_blocked", "secrets"
+			code, what = tools.CodeSecretBlocked, "secrets"
 		}
 		where := b.ptr
 		if where == "" {

@@ -100,7 +100,7 @@ func lastEventID(r *http.Request) (events.ID, *tools.Error) {
 func (s *Server) storeRequired(w http.ResponseWriter, r *http.Request) bool {
 	if s.opts.Store == nil {
 		s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.OverloadError, "the state store is off (state.enabled: false): there is no activity stream or audit log").
-			WithCode("store_unavailable").WithSuggestion("ask the operator to turn the store on"))
+			WithCode(tools.CodeStoreUnavailable).WithSuggestion("ask the operator to turn the store on"))
 		return false
 	}
 	return true

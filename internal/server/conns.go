@@ -91,7 +91,7 @@ func NewConnLimit(max int, reg prometheus.Registerer) *ConnLimit {
 // gets: the envelope of an overload, with the status the one table gives.
 func refusalResponse(retry time.Duration) []byte {
 	te := tools.Errorf(tools.OverloadError, "toold has as many connections open as it accepts, all of them busy").
-		WithCode("connection_capacity").WithRetryAfter(retry).
+		WithCode(tools.CodeConnectionCapacity).WithRetryAfter(retry).
 		WithSuggestion("retry after %v; keep fewer connections open, or ask the operator to raise server.max_connections", retry)
 	env := dispatch.Failure("", "", dispatch.StatusRejected, te)
 	status := httpStatus(env)

@@ -239,7 +239,7 @@ func (s *Server) submitBody(w http.ResponseWriter, r *http.Request, body []byte)
 	}
 	if terr := decodeStrict(body, s.opts.Dispatcher.MaxDepth(), &in); terr != nil || in.Tool == "" {
 		if terr == nil {
-			terr = tools.Errorf(tools.ValidationError, "the body names no tool").WithCode("invalid_json")
+			terr = tools.Errorf(tools.ValidationError, "the body names no tool").WithCode(tools.CodeInvalidJSON)
 		}
 		terr.WithSuggestion(`send {"tool": "read_file", "arguments": {"paths": ["go.mod"]}}`)
 		s.refuse(w, r, in.Tool, dispatch.StatusRejected, terr)
@@ -289,20 +289,20 @@ func (s *Server) runSync(r *http.Request, req *dispatch.Request) *reply {
 // one level in and may nest valueDepth deep, as a call's arguments may.
 func decodeStrict(body []byte, valueDepth int, v any) *tools.Error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return tools.Errorf(tools.ValidationError, "the body is empty").WithCode("invalid_json")
+		return tools.Errorf(tools.ValidationError, "the body is empty").WithCode(tools.CodeInvalidJSON)
 	}
 	err := strictjson.DecodeInto(body, valueDepth+1, v)
 	if _, notJSON := errors.AsType[*strictjson.Error](err); notJSON {
-		return tools.Errorf(tools.ValidationError, "the body is not acceptable JSON: %v", err).WithCode("invalid_json")
+		return tools.Errorf(tools.ValidationError, "the body is not acceptable JSON: %v", err).WithCode(tools.CodeInvalidJSON)
 	}
 	if err != nil {
-		return tools.Errorf(tools.ValidationError, "the body does not have the expected shape: %v", err).WithCode("invalid_json")
+		return tools.Errorf(tools.ValidationError, "the body does not have the expected shape: %v", err).WithCode(tools.CodeInvalidJSON)
 	}
 	return nil
 }
 
 func drainingError() *tools.Error {
-	e := tools.Errorf(tools.OverloadError, "toold is shutting down and accepts no new calls").WithCode("draining").
+	e := tools.Errorf(tools.OverloadError, "toold is shutting down and accepts no new calls").WithCode(tools.CodeDraining).
 		WithSuggestion("retry against another replica, or after toold restarts")
 	e.RetryAfter = time.Second
 	return e
@@ -322,12 +322,12 @@ func (s *Server) pathID(w http.ResponseWriter, r *http.Request, absent func() *t
 }
 
 func noExecution() *tools.Error {
-	return tools.Errorf(tools.NotFound, "there is no execution with that id for this API key").WithCode("no_execution").
+	return tools.Errorf(tools.NotFound, "there is no execution with that id for this API key").WithCode(tools.CodeNoExecution).
 		WithSuggestion("an execution's id is the 24 hex digits its Location ends with; GET /executions lists this key's executions")
 }
 
 func noApproval() *tools.Error {
-	return tools.Errorf(tools.NotFound, "no call waits for approval under that id").WithCode("no_approval").
+	return tools.Errorf(tools.NotFound, "no call waits for approval under that id").WithCode(tools.CodeNoApproval).
 		WithSuggestion("an approval's id is the 24 hex digits of its execution's id; GET /approvals lists the calls waiting")
 }
 
@@ -469,7 +469,7 @@ func (s *Server) checkCallIDs(b *executions.BatchRequest) *tools.Error {
 	if fields == nil {
 		return nil
 	}
-	e := tools.Errorf(tools.ValidationError, "the batch has %d call id(s) toold cannot use", len(fields)).WithCode("invalid_batch").
+	e := tools.Errorf(tools.ValidationError, "the batch has %d call id(s) toold cannot use", len(fields)).WithCode(tools.CodeInvalidBatch).
 		WithSuggestion("name the calls with short ids such as a, b or read-1")
 	e.Fields = fields
 	return e

@@ -218,7 +218,7 @@ func contentType(r *http.Request) *tools.Error {
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" || (params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
 		return tools.Errorf(tools.ValidationError, "the body must be JSON, sent as Content-Type: application/json (got %q)", ct).
-			WithCode("unsupported_media_type").WithSuggestion("add the header \"Content-Type: application/json\"")
+			WithCode(tools.CodeUnsupportedMediaType).WithSuggestion("add the header \"Content-Type: application/json\"")
 	}
 	return nil
 }
@@ -248,17 +248,17 @@ func (s *Server) bodyError(err error) *tools.Error {
 	switch be.Reason {
 	case reqbody.ReasonTooLarge:
 		return tools.Errorf(tools.ValidationError, "the body is larger than the %d-byte limit", s.bodies.MaxBytes()).
-			WithCode("body_too_large").WithSuggestion("send smaller arguments; large content belongs in files the tool reads")
+			WithCode(tools.CodeBodyTooLarge).WithSuggestion("send smaller arguments; large content belongs in files the tool reads")
 	case reqbody.ReasonBudget:
 		e := tools.Errorf(tools.OverloadError, "toold holds as many request bodies as its memory budget allows").
-			WithCode("body_budget").WithSuggestion("retry in a moment")
+			WithCode(tools.CodeBodyBudget).WithSuggestion("retry in a moment")
 		e.RetryAfter = time.Second
 		return e
 	case reqbody.ReasonTimeout:
 		return tools.Errorf(tools.ValidationError, "the body did not arrive in time (toold waits %v for it, and no longer than the call's timeout)",
-			s.bodies.Timeout()).WithCode("body_timeout").WithSuggestion("send the whole body at once, right after the headers")
+			s.bodies.Timeout()).WithCode(tools.CodeBodyTimeout).WithSuggestion("send the whole body at once, right after the headers")
 	}
-	return tools.Errorf(tools.ValidationError, "reading the body failed").WithCode("body_unreadable")
+	return tools.Errorf(tools.ValidationError, "reading the body failed").WithCode(tools.CodeBodyUnreadable)
 }
 
 // requestedTimeout reads Toold-Timeout: a Go duration ("2s", "500ms") or

@@ -87,7 +87,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f, err := registry.ParseFormat(q.Get("format"))
 	if err != nil {
-		s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.ValidationError, "%v", err).WithCode("unknown_format"))
+		s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.ValidationError, "%v", err).WithCode(tools.CodeUnknownFormat))
 		return
 	}
 	deferred, terr := parseDeferLoading(q.Get("defer_loading"), f)
@@ -105,7 +105,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 	if deferred && !containsTool(entries, catalog.Name) {
 		s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.ValidationError,
 			"defer_loading needs the %s tool, which this caller may not use or this toold does not serve", catalog.Name).
-			WithCode("search_unavailable").WithSuggestion("enable %s and add it to the key's tools", catalog.Name))
+			WithCode(tools.CodeSearchUnavailable).WithSuggestion("enable %s and add it to the key's tools", catalog.Name))
 		return
 	}
 	render := func() ([]byte, error) {

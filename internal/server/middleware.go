@@ -245,11 +245,11 @@ func (s *Server) role(need auth.Role, h http.HandlerFunc) http.HandlerFunc {
 
 func missingRole(p *auth.Principal, need auth.Role) *tools.Error {
 	if p.Kind == auth.KindToken {
-		return tools.NewPermissionError("this token does not grant the %q role", need).WithCode("missing_role").
+		return tools.NewPermissionError("this token does not grant the %q role", need).WithCode(tools.CodeMissingRole).
 			WithSuggestion("ask the issuer for a token with the scope that grants %q (GET %s lists them)", need, oauth.MetadataPath)
 	}
 	return tools.NewPermissionError("this API key does not have the %q role", need).
-		WithCode("missing_role").WithSuggestion("ask the operator to add %q to the key's roles in auth.keys", need)
+		WithCode(tools.CodeMissingRole).WithSuggestion("ask the operator to add %q to the key's roles in auth.keys", need)
 }
 
 // originOnly wraps a handler that needs no credentials (CORS preflights).
@@ -297,7 +297,7 @@ func (s *Server) foreignOrigin(r *http.Request) *tools.Error {
 	o := r.Header.Get("Origin")
 	if o != "" && !s.origins[strings.ToLower(o)] && !sameOrigin(o, r.Host) {
 		return tools.NewPermissionError("requests from the origin %q are not allowed", o).
-			WithCode("origin_not_allowed").WithSuggestion("add the origin to server.allowed_origins in the config")
+			WithCode(tools.CodeOriginNotAllowed).WithSuggestion("add the origin to server.allowed_origins in the config")
 	}
 	return nil
 }
@@ -311,7 +311,7 @@ func sameOrigin(origin, host string) bool {
 
 func hostRefusal(host string) *tools.Error {
 	return tools.NewPermissionError("the Host %q is not a loopback name", host).
-		WithCode("host_not_allowed").WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys")
+		WithCode(tools.CodeHostNotAllowed).WithSuggestion("call toold as localhost or 127.0.0.1, add the host to server.allowed_hosts, or configure API keys")
 }
 
 // Admin guards the admin listener's handler (metrics, pprof) with the
@@ -408,10 +408,10 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, tool string, sta
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.refuse(w, r, "", dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "no route %s %s", r.Method, r.URL.Path).
-		WithCode("no_route").WithSuggestion("the API is described at GET /openapi.yaml"))
+		WithCode(tools.CodeNoRoute).WithSuggestion("the API is described at GET /openapi.yaml"))
 }
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.ValidationError, "method %s is not allowed on %s", r.Method, r.URL.Path).
-		WithCode("method_not_allowed").WithSuggestion("the API is described at GET /openapi.yaml"))
+		WithCode(tools.CodeMethodNotAllowed).WithSuggestion("the API is described at GET /openapi.yaml"))
 }

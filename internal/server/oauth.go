@@ -49,7 +49,7 @@ func (s *Server) authenticate(r *http.Request) (*auth.Principal, *tools.Error) {
 	}
 	var oe *oauth.Error
 	if errors.As(err, &oe) && oe.Unavailable {
-		te := tools.Errorf(tools.OverloadError, "%s", oe.Description).WithCode("issuer_unavailable").
+		te := tools.Errorf(tools.OverloadError, "%s", oe.Description).WithCode(tools.CodeIssuerUnavailable).
 			WithSuggestion("retry in a moment; the operator can find the cause in toold's log")
 		te.RetryAfter = 5 * time.Second
 		return nil, te
@@ -69,7 +69,7 @@ func (s *Server) unauthenticated(r *http.Request, msg, code string) *tools.Error
 		info(r).challenge = oauth.Challenge{ResourceMetadata: v.MetadataURL(r.Host, r.TLS != nil), Error: code,
 			Description: descriptionOf(code, msg)}.String()
 	}
-	return tools.NewPermissionError("%s", msg).WithCode("unauthenticated").WithSuggestion("%s", suggestion)
+	return tools.NewPermissionError("%s", msg).WithCode(tools.CodeUnauthenticated).WithSuggestion("%s", suggestion)
 }
 
 // descriptionOf is a challenge's error_description: only with an error.

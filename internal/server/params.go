@@ -202,9 +202,9 @@ func parseLimit(v string) (int, *tools.Error) {
 }
 
 func badHeader(name, problem, fix string) *tools.Error {
-	return tools.Errorf(tools.ValidationError, "the %s header %s", name, problem).WithCode("invalid_header").WithSuggestion("%s", fix)
+	return tools.Errorf(tools.ValidationError, "the %s header %s", name, problem).WithCode(tools.CodeInvalidHeader).WithSuggestion("%s", fix)
 }
 
 func badParam(name, problem, fix string) *tools.Error {
-	return tools.Errorf(tools.ValidationError, "the query parameter %s %s", name, problem).WithCode("invalid_parameter").WithSuggestion("%s", fix)
+	return tools.Errorf(tools.ValidationError, "the query parameter %s %s", name, problem).WithCode(tools.CodeInvalidParameter).WithSuggestion("%s", fix)
 }

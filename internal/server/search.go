@@ -133,7 +133,7 @@ func (s *Server) toolset(r *http.Request) (*registry.Toolset, *tools.Error) {
 	if len(s.opts.Toolsets) > 0 {
 		fix = "use one of: " + strings.Join(s.opts.Toolsets.Names(), ", ")
 	}
-	return nil, badParam("toolset", "names no configured toolset", fix).WithCode("unknown_toolset")
+	return nil, badParam("toolset", "names no configured toolset", fix).WithCode(tools.CodeUnknownToolset)
 }
 
 // toolsetMCP serves /mcp/<toolset>: the toolset's own MCP server, behind

@@ -130,7 +130,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sessionPrincipal(r *http.Request) (*auth.Principal, *tools.Error, bool) {
 	sess, err := s.opts.OAuth.Session(r.Context(), r, secure(r))
 	if err != nil {
-		te := tools.Errorf(tools.OverloadError, "the session's issuer could not be reached to verify it").WithCode("issuer_unavailable").
+		te := tools.Errorf(tools.OverloadError, "the session's issuer could not be reached to verify it").WithCode(tools.CodeIssuerUnavailable).
 			WithSuggestion("retry in a moment")
 		te.RetryAfter = 5 * time.Second
 		return nil, te, true
@@ -146,7 +146,7 @@ func (s *Server) sessionPrincipal(r *http.Request) (*auth.Principal, *tools.Erro
 
 func csrfRefusal() *tools.Error {
 	return tools.NewPermissionError("the request is authenticated by a session cookie but carries no valid %s", oauth.CSRFHeader).
-		WithCode("csrf").WithSuggestion("send the csrf_token GET /auth/session gives in the %s header", oauth.CSRFHeader)
+		WithCode(tools.CodeCSRF).WithSuggestion("send the csrf_token GET /auth/session gives in the %s header", oauth.CSRFHeader)
 }
 
 // refuseSignIn answers a sign-in route's failure: the issuer unreachable
@@ -154,12 +154,12 @@ func csrfRefusal() *tools.Error {
 func (s *Server) refuseSignIn(w http.ResponseWriter, r *http.Request, err error) {
 	var se *oauth.SignInError
 	if errors.As(err, &se) {
-		s.refuse(w, r, "", dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "%s", se.Description).WithCode("no_issuer").
+		s.refuse(w, r, "", dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "%s", se.Description).WithCode(tools.CodeNoIssuer).
 			WithSuggestion("GET /auth/session lists the issuers to sign in with"))
 		return
 	}
 	s.log.Warn("a console sign-in could not reach its issuer", zap.Error(err))
-	te := tools.Errorf(tools.OverloadError, "the issuer could not be reached").WithCode("issuer_unavailable").
+	te := tools.Errorf(tools.OverloadError, "the issuer could not be reached").WithCode(tools.CodeIssuerUnavailable).
 		WithSuggestion("retry in a moment; the operator can find the cause in toold's log")
 	te.RetryAfter = 5 * time.Second
 	s.refuse(w, r, "", dispatch.StatusRejected, te)

@@ -167,11 +167,11 @@ func parseResume(body []byte, valueDepth int) (kind string, value json.RawMessag
 	switch {
 	case terr != nil:
 	case in.Answer != nil && in.Result != nil:
-		terr = tools.Errorf(tools.ValidationError, "the body holds both an answer and a result").WithCode("invalid_json")
+		terr = tools.Errorf(tools.ValidationError, "the body holds both an answer and a result").WithCode(tools.CodeInvalidJSON)
 	case in.Result != nil:
 		kind, value = tools.WaitSubtask, in.Result
 	case in.Answer == nil:
-		terr = tools.Errorf(tools.ValidationError, "the body holds neither an answer nor a result").WithCode("invalid_json")
+		terr = tools.Errorf(tools.ValidationError, "the body holds neither an answer nor a result").WithCode(tools.CodeInvalidJSON)
 	}
 	if terr != nil {
 		return "", nil, terr.WithSuggestion(`send {"answer": ...} to an input request, {"result": ...} to a subtask`)
@@ -194,9 +194,9 @@ func parseDecision(body []byte) (approve bool, reason string, terr *tools.Error)
 	switch {
 	case terr != nil:
 	case in.Approve == nil:
-		terr = tools.Errorf(tools.ValidationError, "the body does not say whether to approve").WithCode("invalid_json")
+		terr = tools.Errorf(tools.ValidationError, "the body does not say whether to approve").WithCode(tools.CodeInvalidJSON)
 	case len(in.Reason) > maxReason:
-		terr = tools.Errorf(tools.ValidationError, "the reason is longer than %d bytes", maxReason).WithCode("invalid_json")
+		terr = tools.Errorf(tools.ValidationError, "the reason is longer than %d bytes", maxReason).WithCode(tools.CodeInvalidJSON)
 	}
 	if terr != nil {
 		return false, "", terr.WithSuggestion(`send {"approve": true, "reason": "..."} or {"approve": false, "reason": "..."}`)

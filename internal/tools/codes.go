@@ -98,6 +98,7 @@ const (
 	CodeAbsolutePath       Code = "absolute_path"       // the path is absolute where a relative one is needed
 	CodePathEscape         Code = "path_escape"         // the path leads out of the workspace
 	CodePathTooLong        Code = "path_too_long"       // the path, or one of its names, is too long
+	CodeInvalidName        Code = "invalid_name"        // a name the platform reserves (a device, a data stream)
 	CodeSymlinkEscape      Code = "symlink_escape"      // a symlink leads out of the workspace
 	CodeSymlinkLoop        Code = "symlink_loop"        // symlinks loop
 	CodeNotFound           Code = "not_found"           // no such file or directory
@@ -174,7 +175,7 @@ var Codes = []Code{
 	CodeControlCharacter, CodeNulByte, CodeTooLong, CodeTooLarge, CodeKeyCollision, CodeSecretBlocked,
 	CodePIIBlocked,
 
-	CodeEmptyPath, CodeAbsolutePath, CodePathEscape, CodePathTooLong, CodeSymlinkEscape, CodeSymlinkLoop,
+	CodeEmptyPath, CodeAbsolutePath, CodePathEscape, CodePathTooLong, CodeInvalidName, CodeSymlinkEscape, CodeSymlinkLoop,
 	CodeNotFound, CodePermissionDenied, CodeIsDirectory, CodeIsSymlink, CodeNotRegularFile,
 	CodeNotADirectory, CodeBinaryFile, CodeFileTooLarge, CodeReadBudget, CodeConflict, CodeContentTooLarge,
 	CodeNoChange, CodeOccurrenceMismatch, CodeInvalidGlob, CodeInvalidRegexp, CodeProtectedPath,

@@ -140,7 +140,7 @@ func Resumed[T any](c *Call) (answer T, ok bool, err error) {
 		return answer, false, nil
 	}
 	if err := json.Unmarshal(c.Resume.Answer, &answer); err != nil {
-		return answer, true, Errorf(ValidationError, "the answer does not fit what the tool expects: %v", err).WithCode("invalid_answer")
+		return answer, true, Errorf(ValidationError, "the answer does not fit what the tool expects: %v", err).WithCode(CodeInvalidAnswer)
 	}
 	return answer, true, nil
 }

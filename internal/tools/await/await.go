@@ -123,7 +123,7 @@ func Delegate(maxDepth int) tools.Tool {
 		lineage := &tools.Lineage{}
 		if in.Parent != "" {
 			if call.Lineage == nil {
-				return DelegateOut{}, tools.NewUserError("nested subtasks need the state store, which is off").WithCode("no_store")
+				return DelegateOut{}, tools.NewUserError("nested subtasks need the state store, which is off").WithCode(tools.CodeNoStore)
 			}
 			parent, err := call.Lineage(ctx, in.Parent)
 			if err != nil {
@@ -133,12 +133,12 @@ func Delegate(maxDepth int) tools.Tool {
 		}
 		if lineage.Depth+1 > maxDepth {
 			return DelegateOut{}, tools.NewUserError("subtasks may nest %d deep; this one would be %d deep", maxDepth, lineage.Depth+1).
-				WithCode("too_deep").WithSuggestion("perform this subtask yourself instead of delegating it again")
+				WithCode(tools.CodeTooDeep).WithSuggestion("perform this subtask yourself instead of delegating it again")
 		}
 		fp := fingerprint(in)
 		if slices.Contains(lineage.Fingerprints, fp) {
 			return DelegateOut{}, tools.NewUserError("this subtask is the same as one it is part of: delegating it would loop").
-				WithCode("cycle").WithSuggestion("perform it yourself, or delegate a smaller part of it")
+				WithCode(tools.CodeCycle).WithSuggestion("perform it yourself, or delegate a smaller part of it")
 		}
 		lineage.Depth++
 		lineage.Fingerprints = append(slices.Clone(lineage.Fingerprints), fp)

@@ -175,7 +175,7 @@ func (a *argv) render(params map[string]any) ([]string, error) {
 		for _, w := range words {
 			if !e.dashFree && !endOfOptions && strings.HasPrefix(w, "-") {
 				return nil, tools.NewSecurityError("argument %q starts with \"-\" and would be read as an option", w).
-					WithCode("option_injection").WithSuggestion("pass names that do not start with \"-\" (write ./-name for a file called -name)")
+					WithCode(tools.CodeOptionInjection).WithSuggestion("pass names that do not start with \"-\" (write ./-name for a file called -name)")
 			}
 		}
 		if e.isLiteral && e.literal == "--" {

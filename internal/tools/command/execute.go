@@ -204,7 +204,7 @@ func (t *execTool) lookup(name string) (program, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return program{}, tools.NewPermissionError("program %q is not on the allow-list", name).WithCode("program_not_allowed").
+	return program{}, tools.NewPermissionError("program %q is not on the allow-list", name).WithCode(tools.CodeProgramNotAllowed).
 		WithSuggestion("use one of: %s (by bare name)", strings.Join(names, ", "))
 }
 
@@ -221,7 +221,7 @@ func checkArgs(name string, rule ProgramRule, opts *optTable, args []string) ([]
 			if len(args) > 0 {
 				first = args[0]
 			}
-			return nil, tools.NewPermissionError("%s %q is not allowed", name, first).WithCode("subcommand_not_allowed").
+			return nil, tools.NewPermissionError("%s %q is not allowed", name, first).WithCode(tools.CodeSubcommandNotAllowed).
 				WithSuggestion("start the arguments with one of: %s", strings.Join(rule.Subcommands, ", "))
 		}
 		out, args = append(out, args[0]), args[1:]
@@ -249,7 +249,7 @@ func checkArgs(name string, rule ProgramRule, opts *optTable, args []string) ([]
 		for _, o := range operands {
 			if strings.HasPrefix(o, "-") && o != "-" {
 				return nil, tools.NewSecurityError("operand %q would be read as an option by %s", o, name).
-					WithCode("option_injection").WithSuggestion("write ./%s for a file of that name", o)
+					WithCode(tools.CodeOptionInjection).WithSuggestion("write ./%s for a file of that name", o)
 			}
 		}
 	}

@@ -319,7 +319,7 @@ func checkValue(prog string, o parsedOpt) error {
 	if o.spec.values == nil || !o.hasValue || slices.Contains(o.spec.values, o.value) {
 		return nil
 	}
-	return tools.NewPermissionError("%s %s: the value %q is not allowed", prog, o.spec.name, o.value).WithCode("option_not_allowed").
+	return tools.NewPermissionError("%s %s: the value %q is not allowed", prog, o.spec.name, o.value).WithCode(tools.CodeOptionNotAllowed).
 		WithSuggestion("use one of: %s", strings.Join(o.spec.values, ", "))
 }
 
@@ -340,7 +340,7 @@ func (o parsedOpt) words() []string {
 }
 
 func optError(prog, arg, format string, args ...any) *tools.Error {
-	return tools.NewPermissionError("%s: argument %q: %s", prog, arg, fmt.Sprintf(format, args...)).WithCode("option_not_allowed")
+	return tools.NewPermissionError("%s: argument %q: %s", prog, arg, fmt.Sprintf(format, args...)).WithCode(tools.CodeOptionNotAllowed)
 }
 
 // describe lists the allowed options for a suggestion.

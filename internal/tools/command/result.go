@@ -55,10 +55,10 @@ func toolError(program string, err error) error {
 	case launch.Closed:
 		return tools.Errorf(tools.OverloadError, "%s", le.Msg).Wrap(err).WithSuggestion("retry shortly")
 	case launch.Retired:
-		return tools.Errorf(tools.SystemError, "%s", le.Msg).Wrap(err).WithCode("sandbox_failed").
+		return tools.Errorf(tools.SystemError, "%s", le.Msg).Wrap(err).WithCode(tools.CodeSandboxFailed).
 			WithSuggestion("tell the operator: toold's log says why")
 	case launch.Outside:
-		te := tools.NewSecurityError("%s", le.Msg).Wrap(err).WithCode("outside_workspace")
+		te := tools.NewSecurityError("%s", le.Msg).Wrap(err).WithCode(tools.CodeOutsideWorkspace)
 		if le.Hint != "" {
 			te = te.WithSuggestion("%s", le.Hint)
 		}
@@ -84,16 +84,16 @@ func (r *Result) outcome(program string) (any, error) {
 	var te *tools.Error
 	switch {
 	case r.TimedOut:
-		te = tools.NewUserError("%s outlived its timeout and was stopped", name).WithCode("timed_out").
+		te = tools.NewUserError("%s outlived its timeout and was stopped", name).WithCode(tools.CodeTimedOut).
 			WithSuggestion("give it a longer timeout, or a command that does less")
 	case r.Truncated:
 		te = tools.NewUserError("%s wrote more than its output cap to %s and was stopped", name, strings.Join(r.TruncatedStreams, " and ")).
-			WithCode("output_truncated").WithSuggestion("narrow the command's output (fewer files, a filter, a quieter flag)")
+			WithCode(tools.CodeOutputTruncated).WithSuggestion("narrow the command's output (fewer files, a filter, a quieter flag)")
 	case r.Signal != "":
-		te = tools.NewUserError("%s was killed by %s", name, r.Signal).WithCode("killed").
+		te = tools.NewUserError("%s was killed by %s", name, r.Signal).WithCode(tools.CodeKilled).
 			WithSuggestion("read stderr in data; a memory, process or CPU limit may have stopped it (see limits in data)")
 	default:
-		te = tools.NewUserError("%s exited with code %d", name, r.ExitCode).WithCode("exit_status").
+		te = tools.NewUserError("%s exited with code %d", name, r.ExitCode).WithCode(tools.CodeExitStatus).
 			WithSuggestion("read stdout and stderr in data, fix the arguments or the workspace, and call again")
 	}
 	if tail := lastLines(cmp.Or(r.Stderr, r.Stdout), 5, 512); tail != "" {

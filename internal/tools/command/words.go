@@ -107,7 +107,7 @@ func doubleQuoted(s string, cur *strings.Builder) (int, error) {
 }
 
 func shellError(format string, args ...any) *tools.Error {
-	return tools.Errorf(tools.UserError, format, args...).WithCode("shell_syntax").
+	return tools.Errorf(tools.UserError, format, args...).WithCode(tools.CodeShellSyntax).
 		WithSuggestion("send \"command\" as an array of arguments to avoid quoting, e.g. [\"grep\", \"-n\", \"a b\", \"file.go\"]")
 }
 

@@ -133,7 +133,7 @@ func (a *apiProvider) failed(ctx, actx context.Context, err error, timeout time.
 		meta["retry_after_ms"] = te.RetryAfter.Milliseconds()
 	}
 	status := StatusError
-	if te.Code == "invalid_output" {
+	if te.Code == tools.CodeInvalidOutput {
 		status = StatusInvalidOutput
 	}
 	return outcome{status: status, err: te.Message, meta: meta}

@@ -221,7 +221,7 @@ func (s *Set) route(ctx context.Context, failureType string) (*provider, []map[s
 		reasons = append(reasons, fmt.Sprintf("%s: %s", sk["provider"], sk["reason"]))
 	}
 	return nil, skipped, by, tools.NewUserError("no provider of %s is available (%s)", by, strings.Join(reasons, "; ")).
-		WithCode("no_provider").WithSuggestion("consult_providers shows what is installed and working; name a " +
+		WithCode(tools.CodeNoProvider).WithSuggestion("consult_providers shows what is installed and working; name a " +
 		"provider, or ask the operator to install one")
 }
 

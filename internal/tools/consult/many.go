@@ -103,7 +103,7 @@ func (s *Set) chosen(ctx context.Context, names []string) ([]*provider, error) {
 		}
 	}
 	if len(ps) == 0 {
-		return nil, tools.NewUserError("no provider is available (%s)", strings.Join(why, "; ")).WithCode("no_provider").
+		return nil, tools.NewUserError("no provider is available (%s)", strings.Join(why, "; ")).WithCode(tools.CodeNoProvider).
 			WithSuggestion("consult_providers shows what is installed and working; ask the operator to install one")
 	}
 	return ps, nil

@@ -53,7 +53,7 @@ func (w *Workspace) editFile(ctx context.Context, _ *tools.Call, in editArgs) (e
 	}
 	if in.OldString == in.NewString {
 		return editResult{}, tools.NewUserError("old_string and new_string are the same, so the edit would change nothing").
-			WithCode("no_change").WithSuggestion("put the replacement text in new_string")
+			WithCode(tools.CodeNoChange).WithSuggestion("put the replacement text in new_string")
 	}
 	unlock, err := w.lockFor(rel)
 	if err != nil {
@@ -72,7 +72,7 @@ func (w *Workspace) editFile(ctx context.Context, _ *tools.Call, in editArgs) (e
 	}
 	if bytes.IndexByte(cur.data[:min(len(cur.data), binarySniffBytes)], 0) >= 0 || !utf8.Valid(cur.data) {
 		return editResult{}, tools.NewUserError("%s looks like a binary file; edit_file changes text files only", show(rel)).
-			WithCode("binary_file").WithSuggestion("pick a text file")
+			WithCode(tools.CodeBinaryFile).WithSuggestion("pick a text file")
 	}
 	want := max(in.ExpectedOccurrences, 1)
 	old := []byte(in.OldString)
@@ -95,7 +95,7 @@ func (w *Workspace) editFile(ctx context.Context, _ *tools.Call, in editArgs) (e
 
 func occurrenceMismatch(rel string, found, want int, marker bool) error {
 	e := tools.NewUserError("old_string occurs %d time(s) in %s, but expected_occurrences is %d; nothing was changed", found, show(rel), want).
-		WithCode("occurrence_mismatch")
+		WithCode(tools.CodeOccurrenceMismatch)
 	if found == 0 && marker {
 		return e.WithSuggestion("old_string holds a redaction marker: the secret it hides cannot be matched or replaced " +
 			"by edit_file; edit the text before or after it instead")

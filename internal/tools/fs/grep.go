@@ -125,7 +125,7 @@ func compileRegexp(pattern string, fold bool) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		e := tools.NewUserError("the pattern is not a valid RE2 regular expression: %v", err).WithCode("invalid_regexp").
+		e := tools.NewUserError("the pattern is not a valid RE2 regular expression: %v", err).WithCode(tools.CodeInvalidRegexp).
 			WithSuggestion("escape ( ) [ ] { } . * + ? | \\ with a backslash to match them literally; RE2 has no lookaround or backreferences")
 		e.Fields = []tools.FieldError{{Pointer: "/pattern", Message: err.Error()}}
 		return nil, e

@@ -37,29 +37,29 @@ func resolvePath(p string) (string, error) { return resolvePathOn(ospath.Host(),
 func resolvePathOn(plat ospath.Platform, p string) (string, error) {
 	switch {
 	case strings.IndexByte(p, 0) >= 0:
-		return "", refuse("nul_byte", "the path contains a NUL byte, which no file name can hold",
+		return "", refuse(tools.CodeNulByte, "the path contains a NUL byte, which no file name can hold",
 			"remove the \\x00 character from the path")
 	case len(p) > maxPathBytes:
-		return "", refuse("path_too_long", fmt.Sprintf("the path is %d bytes long; the limit is %d", len(p), maxPathBytes),
+		return "", refuse(tools.CodePathTooLong, fmt.Sprintf("the path is %d bytes long; the limit is %d", len(p), maxPathBytes),
 			"use a shorter path relative to the workspace root")
 	case p == "":
-		return "", tools.NewUserError("the path is empty").WithCode("empty_path").
+		return "", tools.NewUserError("the path is empty").WithCode(tools.CodeEmptyPath).
 			WithSuggestion("name a file relative to the workspace root, such as \"README.md\"")
 	}
 	if n := longestComponent(plat, p); n > maxComponentBytes {
-		return "", refuse("path_too_long", fmt.Sprintf("a component of the path is %d bytes long; the limit is %d", n, maxComponentBytes),
+		return "", refuse(tools.CodePathTooLong, fmt.Sprintf("a component of the path is %d bytes long; the limit is %d", n, maxComponentBytes),
 			"use shorter file and directory names")
 	}
 	clean, err := plat.Local(p)
 	switch {
 	case errors.Is(err, ospath.ErrAbsolute):
-		return "", refuse("absolute_path", fmt.Sprintf("%s is an absolute path; only paths relative to the workspace root are accepted", show(p)),
+		return "", refuse(tools.CodeAbsolutePath, fmt.Sprintf("%s is an absolute path; only paths relative to the workspace root are accepted", show(p)),
 			outsideHint)
 	case errors.Is(err, ospath.ErrEscape):
-		return "", refuse("path_escape", fmt.Sprintf("%s leaves the workspace: '..' cannot climb above the workspace root", show(p)),
+		return "", refuse(tools.CodePathEscape, fmt.Sprintf("%s leaves the workspace: '..' cannot climb above the workspace root", show(p)),
 			outsideHint)
 	case errors.Is(err, ospath.ErrName):
-		return "", refuse("invalid_name", fmt.Sprintf("%s is not a file name on %s: ':' names an alternate data stream or a drive, "+
+		return "", refuse(tools.CodeInvalidName, fmt.Sprintf("%s is not a file name on %s: ':' names an alternate data stream or a drive, "+
 			"and CON, PRN, AUX, NUL, COM1-9 and LPT1-9 are devices", show(p), plat.OS), "use plain file names")
 	}
 	return clean, err
@@ -113,22 +113,22 @@ func isEscape(err error) bool {
 func (w *Workspace) fsError(rel string, err error) error {
 	switch {
 	case isEscape(err):
-		return refuse("symlink_escape", fmt.Sprintf("%s goes through a symbolic link that points outside the workspace", show(rel)),
+		return refuse(tools.CodeSymlinkEscape, fmt.Sprintf("%s goes through a symbolic link that points outside the workspace", show(rel)),
 			"only files inside the workspace can be used; pick another path (list_files shows symlinks as kind \"symlink\")")
 	case errors.Is(err, iofs.ErrNotExist):
 		return w.notFound(rel)
 	case errors.Is(err, syscall.ENOTDIR):
 		return tools.NewUserError("%s does not exist: one of its parent directories is a file", show(rel)).
-			WithCode("not_found").WithSuggestion("use list_files to see which directories exist")
+			WithCode(tools.CodeNotFound).WithSuggestion("use list_files to see which directories exist")
 	case errors.Is(err, syscall.ELOOP):
 		return tools.NewUserError("%s goes through too many symbolic links (a loop?)", show(rel)).
-			WithCode("symlink_loop").WithSuggestion("use a path without the looping link")
+			WithCode(tools.CodeSymlinkLoop).WithSuggestion("use a path without the looping link")
 	case errors.Is(err, syscall.ENAMETOOLONG):
-		return refuse("path_too_long", fmt.Sprintf("%s is too long once its symbolic links are followed", show(rel)),
+		return refuse(tools.CodePathTooLong, fmt.Sprintf("%s is too long once its symbolic links are followed", show(rel)),
 			"use a shorter path")
 	case errors.Is(err, iofs.ErrPermission):
 		return tools.NewPermissionError("the file system does not allow this on %s", show(rel)).
-			WithCode("permission_denied").Wrap(err)
+			WithCode(tools.CodePermissionDenied).Wrap(err)
 	}
 	return fmt.Errorf("%s: %w", rel, err)
 }
@@ -136,7 +136,7 @@ func (w *Workspace) fsError(rel string, err error) error {
 // notFound reports a missing path, suggesting the closest names in its
 // directory, since a model's usual mistake is a typo or a wrong extension.
 func (w *Workspace) notFound(rel string) error {
-	e := tools.NewUserError("%s does not exist in the workspace", show(rel)).WithCode("not_found")
+	e := tools.NewUserError("%s does not exist in the workspace", show(rel)).WithCode(tools.CodeNotFound)
 	near := w.nearest(rel)
 	if len(near) == 0 {
 		return e.WithSuggestion("use list_files to see which files exist; paths are relative to the workspace root")
@@ -199,13 +199,13 @@ func checkRegular(rel string, mode iofs.FileMode) error {
 	case mode.IsRegular():
 		return nil
 	case mode.IsDir():
-		return tools.NewUserError("%s is a directory, not a file", show(rel)).WithCode("is_directory").
+		return tools.NewUserError("%s is a directory, not a file", show(rel)).WithCode(tools.CodeIsDirectory).
 			WithSuggestion("use list_files with patterns [%q] to see what it contains", path.Join(rel, "**"))
 	case mode&iofs.ModeSymlink != 0:
 		return tools.NewUserError("%s is a symbolic link; the file tools do not write through links", show(rel)).
-			WithCode("is_symlink").WithSuggestion("write to the file the link points to instead")
+			WithCode(tools.CodeIsSymlink).WithSuggestion("write to the file the link points to instead")
 	}
-	return refuse("not_regular_file", fmt.Sprintf("%s is not a regular file (it is a %s)", show(rel), kindOf(mode)),
+	return refuse(tools.CodeNotRegularFile, fmt.Sprintf("%s is not a regular file (it is a %s)", show(rel), kindOf(mode)),
 		"the file tools only read and write regular files")
 }
 

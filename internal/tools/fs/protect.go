@@ -100,7 +100,7 @@ func (w *Workspace) checkProtected(rel string) error {
 				what = fmt.Sprintf("%s (through a symbolic link, %s)", show(rel), show(p))
 			}
 			return tools.NewPermissionError("%s is protected: %s executes it or reads it as configuration, "+
-				"so writing it could run a program without anyone confirming", what, by).WithCode("protected_path").
+				"so writing it could run a program without anyone confirming", what, by).WithCode(tools.CodeProtectedPath).
 				WithSuggestion("change other files; a person can edit this one, or the operator can set fs.allow_protected " +
 					"(each write_file and edit_file call then needs confirmation)")
 		}

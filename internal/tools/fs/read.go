@@ -105,7 +105,7 @@ func (w *Workspace) readFiles(ctx context.Context, call *tools.Call, in readArgs
 		}
 		if spent {
 			err = tools.NewUserError("%s was not read: this call already returned its limit of %d bytes", show(rel), w.opts.MaxTotalReadBytes).
-				WithCode("read_budget").WithSuggestion("read the remaining files in another call")
+				WithCode(tools.CodeReadBudget).WithSuggestion("read the remaining files in another call")
 		}
 		if err != nil {
 			te, ok := tools.AsError(err)
@@ -177,7 +177,7 @@ func (w *Workspace) readOne(rel string, offset, limit, budget int) (fileContent,
 	switch {
 	case errors.Is(err, errBinary):
 		return fileContent{}, tools.NewUserError("%s looks like a binary file (NUL bytes or invalid UTF-8); read_file returns text only", show(rel)).
-			WithCode("binary_file").WithSuggestion("pick a text file; list_files shows sizes, and grep skips binary files")
+			WithCode(tools.CodeBinaryFile).WithSuggestion("pick a text file; list_files shows sizes, and grep skips binary files")
 	case err != nil:
 		return fileContent{}, fmt.Errorf("read %s: %w", rel, err)
 	case lr.N == 0:
@@ -254,5 +254,5 @@ func bufSize(size int64) int { return int(min(max(size+1, 512), 64<<10)) }
 
 func (w *Workspace) tooLarge(rel string, size int64) error {
 	return tools.NewUserError("%s is %d bytes; the file tools open files of at most %d bytes", show(rel), size, w.opts.MaxFileBytes).
-		WithCode("file_too_large").WithSuggestion("the file tools cannot open it; work with smaller files, or ask the operator to raise the limit")
+		WithCode(tools.CodeFileTooLarge).WithSuggestion("the file tools cannot open it; work with smaller files, or ask the operator to raise the limit")
 }

@@ -42,7 +42,7 @@ func compileGlobs(patterns []string, field string) (*globSet, error) {
 		body, err := globRegexp(clean)
 		if err != nil {
 			ge := err.(*globError)
-			e := tools.NewUserError("%s is not a valid glob pattern: %s", show(p), ge.msg).WithCode("invalid_glob").
+			e := tools.NewUserError("%s is not a valid glob pattern: %s", show(p), ge.msg).WithCode(tools.CodeInvalidGlob).
 				WithSuggestion("%s; the syntax: * within a name, ** across directories, {a,b} alternatives, [abc] classes, for example \"src/**/*.{go,md}\"", ge.hint)
 			e.Fields = []tools.FieldError{{Pointer: ptr, Message: ge.msg}}
 			return nil, e

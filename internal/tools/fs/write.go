@@ -104,7 +104,7 @@ func (w *Workspace) writablePath(p string, size int) (string, error) {
 	}
 	if size > w.opts.MaxWriteBytes {
 		return "", tools.NewUserError("the new content is %d bytes; the limit is %d", size, w.opts.MaxWriteBytes).
-			WithCode("content_too_large").WithSuggestion("split the content over several smaller files")
+			WithCode(tools.CodeContentTooLarge).WithSuggestion("split the content over several smaller files")
 	}
 	return rel, nil
 }
@@ -125,7 +125,7 @@ func (w *Workspace) lockFor(rel string) (unlock func(), err error) {
 	info, err := w.root.Stat(dir)
 	switch {
 	case errors.Is(err, iofs.ErrNotExist):
-		return nil, tools.NewUserError("the directory %s does not exist", show(dir)).WithCode("not_found").
+		return nil, tools.NewUserError("the directory %s does not exist", show(dir)).WithCode(tools.CodeNotFound).
 			WithSuggestion("set create_dirs to true to create it, or check the path with list_files")
 	case errors.Is(err, syscall.ENOTDIR) || err == nil && !info.IsDir():
 		return nil, notADirectory(dir)
@@ -141,7 +141,7 @@ func (w *Workspace) lockFor(rel string) (unlock func(), err error) {
 
 func notADirectory(dir string) error {
 	return tools.NewUserError("%s is not a directory: it, or a directory above it, is a file", show(dir)).
-		WithCode("not_a_directory").WithSuggestion("choose another path; list_files shows what exists")
+		WithCode(tools.CodeNotADirectory).WithSuggestion("choose another path; list_files shows what exists")
 }
 
 // target is what a write finds at its path before it replaces it.
@@ -220,7 +220,7 @@ func checkExpected(rel string, cur target, expected string) error {
 }
 
 func conflict(format, rel string, args ...any) *tools.Error {
-	return tools.NewUserError(format, append([]any{show(rel)}, args...)...).WithCode("conflict")
+	return tools.NewUserError(format, append([]any{show(rel)}, args...)...).WithCode(tools.CodeConflict)
 }
 
 // replaceFile writes content to a new temporary file beside rel, syncs it,

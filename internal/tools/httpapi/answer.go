@@ -33,7 +33,7 @@ func (c *Client) classify(ctx context.Context, b *built, ans *answer, err error)
 	}
 	if len(ans.body) > c.maxBytes {
 		return &failure{err: tools.NewUserError("%s answered more than the tool's %d-byte cap", b.target, c.maxBytes).
-			WithCode("response_too_large").
+			WithCode(tools.CodeResponseTooLarge).
 			WithSuggestion("ask for less: a narrower query, fewer results per page (the operator can raise response.max_bytes)")}
 	}
 	st := ans.status
@@ -44,7 +44,7 @@ func (c *Client) classify(ctx context.Context, b *built, ans *answer, err error)
 		return c.rateLimited(b, ans)
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		return &failure{err: tools.NewPermissionError("the API refused toold's credentials for this tool: %s answered %s",
-			b.target, statusText(st)).WithCode("upstream_auth").
+			b.target, statusText(st)).WithCode(tools.CodeUpstreamAuth).
 			WithSuggestion("this is for the operator, not the model: check the credential of the tool %q (its auth: section and the "+
 				"environment variable it reads); calling again will not help", c.name)}
 	case st == http.StatusRequestTimeout || st == http.StatusBadGateway || st == http.StatusServiceUnavailable || st == http.StatusGatewayTimeout:
@@ -56,10 +56,10 @@ func (c *Client) classify(ctx context.Context, b *built, ans *answer, err error)
 		return c.serverFailure(b, ans)
 	case st >= 400:
 		return &failure{err: tools.NewUserError("the API refused the request: %s answered %s%s", b.target, statusText(st),
-			apiMessage(ans)).WithCode("upstream_rejected").WithSuggestion("%s", clientSuggestion(st))}
+			apiMessage(ans)).WithCode(tools.CodeUpstreamRejected).WithSuggestion("%s", clientSuggestion(st))}
 	}
 	return &failure{err: tools.Errorf(tools.SystemError, "%s answered %s, which the tool cannot use", b.target, statusText(st)).
-		WithCode("upstream_error").WithSuggestion("the API did not answer as declared; the operator should check the tool's request")}
+		WithCode(tools.CodeUpstreamError).WithSuggestion("the API did not answer as declared; the operator should check the tool's request")}
 }
 
 func (c *Client) rateLimited(b *built, ans *answer) *failure {
@@ -76,14 +76,14 @@ func (c *Client) rateLimited(b *built, ans *answer) *failure {
 	} else {
 		after = time.Second
 	}
-	f.err = tools.Errorf(tools.OverloadError, "%s", msg).WithCode("upstream_rate_limited").
+	f.err = tools.Errorf(tools.OverloadError, "%s", msg).WithCode(tools.CodeUpstreamRateLimited).
 		WithSuggestion("%s", hint).WithRetryAfter(min(after, maxReportedRetryAfter))
 	return f
 }
 
 func (c *Client) serverFailure(b *built, ans *answer) *failure {
 	e := tools.Errorf(tools.SystemError, "the API failed: %s answered %s%s", b.target, statusText(ans.status), apiMessage(ans)).
-		WithCode("upstream_error").WithSuggestion("the API's own failure; call again later, or use another tool")
+		WithCode(tools.CodeUpstreamError).WithSuggestion("the API's own failure; call again later, or use another tool")
 	e.Retryable = true
 	return &failure{err: e}
 }
@@ -101,20 +101,20 @@ func (c *Client) transportFailure(ctx context.Context, b *built, err error) *fai
 	var cert *tls.CertificateVerificationError
 	switch {
 	case errors.Is(err, netguard.ErrRefused):
-		return &failure{err: tools.NewSecurityError("toold refused to connect: %s", msg).WithCode("ssrf_refused").
+		return &failure{err: tools.NewSecurityError("toold refused to connect: %s", msg).WithCode(tools.CodeSSRFRefused).
 			WithSuggestion("this is for the operator: if the destination is meant to be reached, add it to the tool's allow list")}
 	case errors.As(err, &redirect):
-		return &failure{err: tools.NewSecurityError("%s", redirect.Error()).WithCode("redirect_refused")}
+		return &failure{err: tools.NewSecurityError("%s", redirect.Error()).WithCode(tools.CodeRedirectRefused)}
 	case errors.As(err, &cert):
 		return &failure{err: tools.Errorf(tools.SystemError, "%s: the API's TLS certificate does not verify: %s", b.target, msg).
-			WithCode("upstream_unreachable").Wrap(errors.New(msg))}
+			WithCode(tools.CodeUpstreamUnreachable).Wrap(errors.New(msg))}
 	}
 	if errors.Is(err, context.DeadlineExceeded) { // the attempt's own timeout, not the call's
 		msg = fmt.Sprintf("no answer within retry.attempt_timeout (%v)", c.retry.AttemptTimeout)
 	}
 	var op *net.OpError
 	unsent := errors.As(err, &op) && op.Op == "dial"
-	e := tools.Errorf(tools.SystemError, "%s could not be reached: %s", b.target, msg).WithCode("upstream_unreachable").
+	e := tools.Errorf(tools.SystemError, "%s could not be reached: %s", b.target, msg).WithCode(tools.CodeUpstreamUnreachable).
 		WithSuggestion("the API or the network is down; call again later, or use another tool").Wrap(errors.New(msg))
 	e.Retryable = true
 	return &failure{err: e, retry: true, unsent: unsent}
@@ -217,7 +217,7 @@ func (c *Client) result(ctx context.Context, b *built, ans *answer) (any, error)
 		var err error
 		if v, err = strictjson.Decode(ans.body, 128); err != nil {
 			return nil, tools.Errorf(tools.SystemError, "%s answered %s that is not JSON: %v%s", b.target,
-				contentType(ans.header), err, snippet(ans.body)).WithCode("invalid_output").
+				contentType(ans.header), err, snippet(ans.body)).WithCode(tools.CodeInvalidOutput).
 				WithSuggestion("the API did not answer as declared; call again later, or use another tool")
 		}
 	}
@@ -242,12 +242,12 @@ func (c *Client) shape(ctx context.Context, b *built, v any) (any, error) {
 				return nil, ctx.Err()
 			}
 			return nil, tools.Errorf(tools.SystemError, "the answer of %s does not fit the tool's jq expression: %v", b.target,
-				c.clean(err.Error())).WithCode("invalid_output").
+				c.clean(err.Error())).WithCode(tools.CodeInvalidOutput).
 				WithSuggestion("the API's answer changed shape; the operator should check response.jq")
 		}
 		if out = append(out, x); len(out) > 100000 {
 			return nil, tools.Errorf(tools.SystemError, "the tool's jq expression produced more than 100000 values").
-				WithCode("invalid_output")
+				WithCode(tools.CodeInvalidOutput)
 		}
 	}
 	switch len(out) {

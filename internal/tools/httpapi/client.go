@@ -146,7 +146,7 @@ func (c *Client) send(ctx context.Context, m Meter, b *built) (*answer, error) {
 // otherwise it refuses at once with when to come back.
 func (c *Client) admit(ctx context.Context, m Meter, need time.Duration) error {
 	now := c.set.now()
-	wait, reason, code := c.host.paused(now), "retry_after", tools.Code("upstream_rate_limited")
+	wait, reason, code := c.host.paused(now), "retry_after", tools.CodeUpstreamRateLimited
 	var held []*rate.Reservation
 	for _, l := range []*rate.Limiter{c.limiter, c.host.limiter} {
 		if l == nil {
@@ -155,7 +155,7 @@ func (c *Client) admit(ctx context.Context, m Meter, need time.Duration) error {
 		r := l.ReserveN(now, 1)
 		held = append(held, r)
 		if d := r.DelayFrom(now); d > wait {
-			wait, reason, code = d, "rate_limit", "rate_limited"
+			wait, reason, code = d, "rate_limit", tools.CodeRateLimited
 		}
 	}
 	if wait <= 0 {
@@ -167,7 +167,7 @@ func (c *Client) admit(ctx context.Context, m Meter, need time.Duration) error {
 		}
 		c.set.metrics.refusals.WithLabelValues(c.name, string(code)).Inc()
 		msg := "toold's rate for this tool (or its API) allows the next request in %v"
-		if code == "upstream_rate_limited" {
+		if code == tools.CodeUpstreamRateLimited {
 			msg = "the API asked toold to wait %v before calling it again"
 		}
 		return tools.Errorf(tools.OverloadError, msg+", longer than this call's deadline allows", wait.Round(time.Millisecond)).

@@ -89,7 +89,7 @@ func (h *host) refusal(err error) *tools.Error {
 		wait = time.Second
 		msg = "the API at %s failed %d times in a row; toold is testing whether it is back"
 	}
-	return tools.Errorf(tools.OverloadError, msg, h.name, h.cfg.Failures).WithCode("circuit_open").
+	return tools.Errorf(tools.OverloadError, msg, h.name, h.cfg.Failures).WithCode(tools.CodeCircuitOpen).
 		WithSuggestion("call again after retry_after_ms, or use another tool").WithRetryAfter(wait)
 }
 

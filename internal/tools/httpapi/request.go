@@ -209,7 +209,7 @@ func (r *request) build(args map[string]any) (*built, error) {
 	}
 	if size > maxHeaderBytes {
 		return nil, tools.Errorf(tools.ValidationError, "the request's headers would be %d bytes, over the %d-byte cap", size, maxHeaderBytes).
-			WithCode("header_too_large").WithSuggestion("send shorter values")
+			WithCode(tools.CodeHeaderTooLarge).WithSuggestion("send shorter values")
 	}
 	if r.cred.header != "" {
 		b.header.Set(r.cred.header, r.cred.headerValue)

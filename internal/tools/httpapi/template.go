@@ -203,7 +203,7 @@ func (u *urlTemplate) render(args map[string]any, query string) (*url.URL, error
 	}
 	out, err := url.Parse(raw)
 	if err != nil || out.Host != u.base.Host || out.Scheme != u.base.Scheme {
-		return nil, tools.Errorf(tools.SecurityError, "the arguments would change where the request goes").WithCode("url_changed")
+		return nil, tools.Errorf(tools.SecurityError, "the arguments would change where the request goes").WithCode(tools.CodeURLChanged)
 	}
 	return out, nil
 }

@@ -144,7 +144,7 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		if msg == "" {
 			msg = "the upstream tool reported an error without a message"
 		}
-		return nil, tools.NewUserError("%s", msg).WithCode("upstream_error").
+		return nil, tools.NewUserError("%s", msg).WithCode(tools.CodeUpstreamError).
 			WithSuggestion("read the message: it comes from the MCP server %q", s.cfg.Name)
 	}
 	s.m.metrics.call(s.cfg.Name, "success")
@@ -179,10 +179,10 @@ func (t *tool) callError(ctx context.Context, sess *mcp.ClientSession, err error
 		s.m.metrics.call(s.cfg.Name, "protocol_error")
 		if rpc.Code == jsonrpc.CodeInvalidParams {
 			return tools.NewUserError("the MCP server %q refused the call: %s", s.cfg.Name, rpc.Message).
-				WithCode("upstream_refused").WithSuggestion("check the arguments against the tool's schema")
+				WithCode(tools.CodeUpstreamRefused).WithSuggestion("check the arguments against the tool's schema")
 		}
 		return tools.Errorf(tools.SystemError, "the MCP server %q answered with an error: %s", s.cfg.Name, rpc.Message).
-			WithCode("upstream_error").Wrap(err)
+			WithCode(tools.CodeUpstreamError).Wrap(err)
 	}
 	s.m.metrics.call(s.cfg.Name, "unavailable")
 	// Over HTTP nothing else may notice that the server went away: end
@@ -190,7 +190,7 @@ func (t *tool) callError(ctx context.Context, sess *mcp.ClientSession, err error
 	// retry hint) and reconnected.
 	s.drop(sess)
 	e := tools.Errorf(tools.SystemError, "the connection to the MCP server %q was lost during the call", s.cfg.Name).
-		WithCode("upstream_unavailable").WithSuggestion("retry: toold reconnects to the server on its own").Wrap(err)
+		WithCode(tools.CodeUpstreamUnavailable).WithSuggestion("retry: toold reconnects to the server on its own").Wrap(err)
 	e.Retryable = true
 	return e
 }

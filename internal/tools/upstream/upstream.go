@@ -203,7 +203,7 @@ func (s *server) session() (*mcp.ClientSession, error) {
 		return s.sess, nil
 	}
 	retry := max(time.Until(s.retryAt), time.Second)
-	return nil, tools.Errorf(tools.OverloadError, "the MCP server %q is not connected", s.cfg.Name).WithCode("upstream_unavailable").
+	return nil, tools.Errorf(tools.OverloadError, "the MCP server %q is not connected", s.cfg.Name).WithCode(tools.CodeUpstreamUnavailable).
 		WithRetryAfter(retry).WithSuggestion("retry after %v; toold reconnects on its own", retry.Round(time.Second))
 }
 
