@@ -76,7 +76,12 @@ func parseShellCommand(t *testing.T, where, line string) documentedCommand {
 	if len(words) == 0 || words[0] != "toold" {
 		t.Fatalf("%s: %q: want NAME=value ... toold ARGS", where, line)
 	}
-	for _, w := range words[1:] {
+	for i, w := range words[1:] {
+		if i > 0 && words[i] == "-workspace" {
+			// The docs' workspace (/tmp) would hold a checkout under /tmp,
+			// whose config toold rightly refuses to serve: an empty one.
+			w = t.TempDir()
+		}
 		c.args = append(c.args, placeholder("", w))
 	}
 	return c
