@@ -11,6 +11,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/toold/toold/api"
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // TestEveryOperationHasAnID: client generators name their methods after
@@ -46,10 +47,7 @@ func npmTool(t *testing.T, name string) string {
 	}
 	if _, err := os.Stat(bin); err != nil {
 		msg := "test/openapi's npm packages are not installed (" + name + " missing); run: npm ci --prefix test/openapi (or make deps)"
-		if os.Getenv("TOOLD_REQUIRE_NPM") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip("SKIPPED: " + msg)
+		testpeer.Missing(t, "TOOLD_REQUIRE_NPM", msg)
 	}
 	return bin
 }

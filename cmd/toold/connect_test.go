@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // connectEntry is one server of a host's MCP configuration: a command it
@@ -135,7 +137,7 @@ func TestConnectSaysAbsolutePath(t *testing.T) {
 func TestRESTLoop(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed (.ci/run installs Debian's nodejs): examples/connect/rest_loop.mjs is not run")
+		testpeer.Missing(t, "TOOLD_REQUIRE_NPM", "node is not installed (.ci/run installs Debian's nodejs): examples/connect/rest_loop.mjs is not run")
 	}
 	in := start(t, nil, "-workspace", workspace(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toold/toold/internal/state/statetest"
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // interop is the npm project of the MCP peers (test/mcp): the official
@@ -31,10 +32,7 @@ func interop(t *testing.T) string {
 	t.Helper()
 	missing := func(msg string) {
 		t.Helper()
-		if os.Getenv("TOOLD_REQUIRE_NPM") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip("SKIPPED: " + msg)
+		testpeer.Missing(t, "TOOLD_REQUIRE_NPM", msg)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		missing("node is not installed: the MCP interop tests need Node 20 or later, then: npm ci --prefix test/mcp (or make deps)")

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // providerSDKs is test/search's npm project: the official Anthropic and
@@ -21,10 +23,7 @@ func providerSDKs(t *testing.T) string {
 	for _, p := range []string{"@anthropic-ai/sdk/package.json", "openai/package.json", ".bin/tsc"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", p)); err != nil {
 			msg := "test/search's npm packages are not installed (" + p + " missing); run: npm ci --prefix test/search"
-			if os.Getenv("TOOLD_REQUIRE_NPM") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip("SKIPPED: " + msg)
+			testpeer.Missing(t, "TOOLD_REQUIRE_NPM", msg)
 		}
 	}
 	return dir
