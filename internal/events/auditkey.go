@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 )
 
@@ -164,18 +163,6 @@ func NewKeyring(pubs ...ed25519.PublicKey) *Keyring {
 
 // Add trusts one more key.
 func (k *Keyring) Add(pub ed25519.PublicKey) { k.keys[KeyID(pub)] = pub }
-
-// IDs lists the trusted keys' ids, sorted.
-func (k *Keyring) IDs() []string {
-	var ids []string
-	if k != nil {
-		for id := range k.keys {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids
-}
 
 // Errors of a signature check.
 var (

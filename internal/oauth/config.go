@@ -123,15 +123,6 @@ func (is *Issuers) UnmarshalYAML(n *yaml.Node) error {
 var defaultAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
 	jose.ES256, jose.ES384, jose.ES512, jose.EdDSA}
 
-// DefaultScopes are the scopes of toold's roles: toold:<role>.
-func DefaultScopes() []string {
-	out := make([]string, len(auth.Roles))
-	for i, r := range auth.Roles {
-		out[i] = "toold:" + string(r)
-	}
-	return out
-}
-
 // Check reports every problem of the issuers, as "path: message" lines
 // (EachProblem), for config.Validate.
 func (is Issuers) Check() error {
