@@ -52,6 +52,11 @@ func (m *mapped) reset() {
 	m.b, m.start, m.end, m.alt = m.b[:0], m.start[:0], m.end[:0], m.alt[:0]
 }
 
+// truncate drops the bytes from n on.
+func (m *mapped) truncate(n int) {
+	m.b, m.start, m.end, m.alt = m.b[:n], m.start[:n], m.end[:n], m.alt[:n]
+}
+
 func (m *mapped) put(c byte, from, to int) {
 	m.b = append(m.b, c)
 	m.start = append(m.start, int32(from))
@@ -231,18 +236,38 @@ func decValue(d string) int {
 // readList decodes the list starting at k into m and returns where it
 // ends. The first item sets the list's kind (and a hex list's width);
 // the rest must match.
+//
+// A decimal list's two-digit items are hex items too: when one that is
+// only hex follows them ("0 67 68 5f", the 0 an offset or a stray
+// number), those items were the start of a hex list, and are read again
+// as one. The switch happens once per list, so reading stays linear.
 func readList(m *mapped, s string, k int, across bool) int {
 	kind, width := listKindAt(s, k)
 	i := k
 	lineStart := len(m.b)
+	hexFrom, hexMark := -1, 0 // a decimal list's trailing two-digit items, hex-separated: where they start in s and in m
 	for {
 		n := itemAt(s, i)
 		if n == 0 || !sameItem(s, i, n, kind, width) {
+			if kind == listDec && hexFrom >= 0 && n == 2 {
+				m.truncate(hexMark)
+				i, kind, width, hexFrom = hexFrom, listHex, 2, -1
+				lineStart = min(lineStart, len(m.b))
+				continue
+			}
 			return i
+		}
+		if kind == listDec && n != 2 {
+			hexFrom = -1
+		} else if kind == listDec && hexFrom < 0 {
+			hexFrom, hexMark = i, len(m.b)
 		}
 		putItem(m, s, i, n, kind)
 		j := i + n
 		next, ok := listSep(s, j, kind)
+		if hexNext, hexOK := listSep(s, j, listHex); kind == listDec && (!hexOK || hexNext != next) {
+			hexFrom = -1
+		}
 		if ok && itemAt(s, next) > 0 {
 			i = next
 			continue
@@ -250,6 +275,7 @@ func readList(m *mapped, s string, k int, across bool) int {
 		if !across {
 			return j
 		}
+		hexFrom = -1
 		// The end of this line's items: an ASCII column, and a list that
 		// may go on on the next line.
 		eol := strings.IndexByte(s[j:], '\n')
@@ -296,7 +322,7 @@ func sameItem(s string, i, n int, kind listKind, width int) bool {
 	case list0x:
 		return n > 2 && (s[i+1] == 'x' || s[i+1] == 'X')
 	}
-	return run(s, i, cDigit, 4)-i == n
+	return n <= 3 && run(s, i, cDigit, 4)-i == n && decValue(s[i:i+n]) <= 255
 }
 
 // putItem appends the bytes of one item, each mapped to its digits.

@@ -52,6 +52,15 @@ func every(s string, n int, sep string) string {
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
+// groupsOf splits s into groups of n bytes joined by a space.
+func groupsOf(s string, n int) string {
+	var parts []string
+	for len(s) > n {
+		parts, s = append(parts, s[:n]), s[n:]
+	}
+	return strings.Join(append(parts, s), " ")
+}
+
 // listOf writes the bytes of s each with format, joined by sep.
 func listOf(s, format, sep string) string {
 	items := make([]string, len(s))
@@ -106,6 +115,12 @@ func encodedCases() []struct{ name, enc, kind string } {
 		{"0x list", "{" + listOf(encToken, "0x%02x", ", ") + "}", "github_token"},
 		{"decimal list", "(" + listOf(encToken, "%d", ",") + ")", "github_token"},
 		{"decimal list with blanks", "[" + listOf("id="+awsKeyID, "%d", ", ") + "]", "aws_access_key_id"},
+		// A number before a hex list reads as the first item of a decimal
+		// list, whose two-digit items are the hex list's first bytes.
+		{"separated hex after a number", "0 " + listOf(encToken, "%02x", " ") + " 0", "github_token"},
+		{"separated hex after a byte value", "n 255 7 " + listOf(encToken, "%02x", " "), "github_token"},
+		{"colon hex after a number", "1:" + listOf(encToken, "%02x", ":"), "github_token"},
+		{"wide hex after a number", "0 " + groupsOf(hex.EncodeToString([]byte(encToken)), 4), "github_token"},
 		{"base32", base32.StdEncoding.EncodeToString([]byte("token: " + encToken + "\n")), "github_token"},
 		{"base32 unpadded", base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte("key " + awsKeyID + " x")), "aws_access_key_id"},
 	}
@@ -279,9 +294,13 @@ func FuzzDecodedView(f *testing.F) {
 			!hasLongRun(in) && v.decode(in, 0, false) != -1 {
 			t.Fatalf("%q has nothing to decode, yet its view is %q", in, v.b)
 		}
-		// Wrap a secret in the fuzzer's text with one of the encodings.
+		// Wrap a secret in the fuzzer's text with one of the encodings,
+		// set off by " ; ": a blank alone would join a byte list of the
+		// fuzzer's ("70 ") to the secret's, and the decoded "pghp_…" is
+		// no token, as it is not in plain text (a secret starts at a word
+		// boundary, decoded or not).
 		c := encodedCases()[int(enc)%len(encodedCases())]
-		text := in + " " + c.enc + " " + in
+		text := in + " ; " + c.enc + " ; " + in
 		out := s.RedactString("run_command", text)
 		if strings.Contains(out, c.enc) {
 			t.Fatalf("encoded secret %q left in %q", c.enc, out)
