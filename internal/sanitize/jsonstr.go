@@ -15,7 +15,7 @@ var strAttention = func() (t [256]bool) {
 	for c := 0; c < 0x20; c++ {
 		t[c] = true
 	}
-	for c := 0x80; c < 0x100; c++ {
+	for c := 0x7f; c < 0x100; c++ {
 		t[c] = true
 	}
 	t['"'], t['\\'] = true, true
@@ -27,6 +27,9 @@ type jstr struct {
 	end int  // index after the closing quote
 	esc bool // has escapes: decode before scanning
 	raw bool // raw control characters or invalid UTF-8: not valid JSON as is
+	// ctl: DEL or a C1 control, valid JSON as is, but removed where the
+	// policy strips control characters.
+	ctl bool
 }
 
 // scanJSONString reads the string token whose opening quote is at i. ok is
@@ -53,10 +56,16 @@ func scanJSONString(src []byte, i int) (t jstr, ok bool) {
 		case c < 0x20:
 			t.raw = true
 			j++
+		case c == 0x7f:
+			t.ctl = true
+			j++
 		default:
 			r, size := utf8.DecodeRune(src[j:])
 			if r == utf8.RuneError && size <= 1 {
 				t.raw = true
+			}
+			if 0x80 <= r && r <= 0x9f {
+				t.ctl = true
 			}
 			j += size
 		}

@@ -160,7 +160,7 @@ func (w *outWalker) text(i int) (t jstr, s string, changed, ok bool) {
 			w.firstBad = w.pointer()
 		}
 	}
-	if (t.esc || t.raw) && needsClean(s, w.strip) {
+	if (t.esc || t.raw || t.ctl) && needsClean(s, w.strip) {
 		bad, stripped := w.clean.bad, w.clean.stripped
 		w.cln, _ = cleanText(w.cln[:0], s, w.strip, true, &w.clean)
 		s = unsafeString(w.cln)

@@ -51,6 +51,6 @@ func sameAsReference(t *testing.T, in, out []byte, want any) {
 	w, _ := json.Marshal(want)
 	g, _ := json.Marshal(got)
 	if !bytes.Equal(w, g) {
-		t.Fatalf("the walk differs from the reference walk for %q:\n got %s\nwant %s", in, g, w)
+		t.Fatalf("the walk differs from the reference walk for %q:\n got %q\nwant %q", in, g, w)
 	}
 }
