@@ -65,7 +65,9 @@ func (k *sessionKeys) read(caller, id string) (clientCaps, bool) {
 	if !ok || len(id) > 512 {
 		return clientCaps{}, false
 	}
-	enc := base64.RawURLEncoding
+	// Strict: an encoding's unused trailing bits must be zero, or ids
+	// that differ in their last character would read as the same one.
+	enc := base64.RawURLEncoding.Strict()
 	payload, err1 := enc.DecodeString(p)
 	mac, err2 := enc.DecodeString(m)
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, k.mac(caller, payload)) {
