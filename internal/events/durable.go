@@ -3,6 +3,8 @@ package events
 import (
 	"context"
 	"errors"
+
+	"go.uber.org/zap"
 )
 
 // Durable returns once every audit record added before it was called is
@@ -42,6 +44,56 @@ func (r *Recorder) Durable(ctx context.Context) error {
 			return errRecorderStopped
 		}
 	}
+}
+
+// flushAudit is the flush a Durable call asks for: it appends the audit
+// records buffered so far, and only them. Their events stay in the buffer
+// for the next timed flush, so the writes a waiting step races with its
+// own record are one (the audit block), not one per event subject as
+// well, and the events of many quick steps still go out together. It
+// runs on the flusher's goroutine, like flush, and takes the records out
+// of the buffer in place (items keep their events; auditFrom says how far
+// records were taken), so a burst of Durable calls costs a pass over what
+// arrived since the last, not over the whole buffer.
+func (r *Recorder) flushAudit(ctx context.Context) {
+	r.mu.Lock()
+	r.flushes++
+	gen := r.flushes
+	audits := r.audits[:0]
+	var taken []item // the audit parts taken, to put back if the append fails
+	for i := r.auditFrom; i < len(r.pending); i++ {
+		it := &r.pending[i]
+		if !it.audit {
+			continue
+		}
+		audits = append(audits, r.record(it))
+		part := *it
+		part.activity, part.subject, part.call, part.extra = false, "", nil, nil
+		taken = append(taken, part)
+		it.audit = false
+	}
+	r.auditFrom = len(r.pending)
+	r.mu.Unlock()
+	var err error
+	if len(audits) > 0 {
+		actx, cancel := context.WithTimeout(ctx, r.publishTimeout)
+		err = r.chain.append(actx, audits)
+		cancel()
+	}
+	clear(audits) // drop references to the records' principals
+	r.audits = audits[:0]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.log.Warn("audit: appending failed; retrying at the next flush", zap.Error(err))
+		// Back in front, in order: the next flush writes them.
+		r.pending = append(taken, r.pending...)
+		r.auditFrom = 0
+	} else if len(audits) > 0 {
+		r.m.audited.Add(float64(len(audits)))
+	}
+	r.wakeDurable(gen, err != nil)
+	r.m.pending.Set(float64(len(r.pending)))
 }
 
 var errRecorderStopped = errors.New("events: the recorder has stopped; the audit record was not written")

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/state/statetest"
@@ -49,6 +51,43 @@ func TestDurable(t *testing.T) {
 			cancel()
 			if err != nil || !audited(t, st, id) {
 				t.Fatalf("Durable: %v; record of %s in the store: %v", err, id, audited(t, st, id))
+			}
+		}
+	})
+	t.Run("events wait for the tick", func(t *testing.T) {
+		// A Durable flush writes the audit records only: a step waiting on
+		// it races its own record with one write. The events go with the
+		// next timed flush, once, and the records are not written twice.
+		st := statetest.Open(t, nil, "a")
+		r := NewRecorder(Options{Store: st, Audit: true, FlushInterval: time.Hour})
+		go r.Run()
+		defer r.Close()
+		for _, id := range []string{"e0", "e1"} {
+			end(r, id)
+			if err := r.Durable(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.mu.Lock()
+		buffered, left := len(r.pending), auditLeft(r.pending)
+		r.mu.Unlock()
+		if got := testutil.ToFloat64(r.m.published); got != 0 || buffered != 4 || left {
+			t.Fatalf("after Durable: %v events published, %d entries buffered (want 0 and 4), audit records left %v", got, buffered, left)
+		}
+		if left := r.flush(t.Context()); left != 0 {
+			t.Fatalf("%d entries left after the flush", left)
+		}
+		// One activity event per call (its start and end coalesced); each
+		// call audited once.
+		if got := testutil.ToFloat64(r.m.published); got != 2 {
+			t.Errorf("%v events published by the timed flush, want 2", got)
+		}
+		if got := testutil.ToFloat64(r.m.audited); got != 2 {
+			t.Errorf("%v audit records written, want 2", got)
+		}
+		for _, id := range []string{"e0", "e1"} {
+			if !audited(t, st, id) {
+				t.Errorf("no audit record of %s", id)
 			}
 		}
 	})

@@ -57,7 +57,10 @@ type Recorder struct {
 	pending []item
 	spare   []item // the other buffer: flush swaps them
 	flushes uint64 // flushes begun
-	durable []durableWaiter
+	// auditFrom: no item of pending before it holds an audit record
+	// still to write (a Durable flush took them); see flushAudit.
+	auditFrom int
+	durable   []durableWaiter
 	kick    chan struct{} // a Durable call asks for a flush now
 
 	done      chan struct{}
@@ -241,7 +244,7 @@ func (r *Recorder) Run() {
 		case <-t.C:
 			r.flush(r.ctx)
 		case <-r.kick:
-			r.flush(r.ctx)
+			r.flushAudit(r.ctx)
 		case <-r.done:
 			r.flushAll(r.ctx)
 			return
@@ -291,7 +294,7 @@ func (r *Recorder) flushAll(ctx context.Context) {
 func (r *Recorder) flush(ctx context.Context) int {
 	r.mu.Lock()
 	batch := r.pending
-	r.pending = r.spare[:0]
+	r.pending, r.auditFrom = r.spare[:0], 0
 	r.flushes++
 	gen := r.flushes
 	r.mu.Unlock()
@@ -348,7 +351,7 @@ func (r *Recorder) shed(limit int) {
 		kept = kept[:copy(kept, kept[over:])]
 	}
 	clear(r.pending[len(kept):]) // drop references to what was shed
-	r.pending = kept
+	r.pending, r.auditFrom = kept, 0
 }
 
 // publish writes one batch: one activity message, one message per

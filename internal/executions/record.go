@@ -73,6 +73,11 @@ type Record struct {
 	CreatedAt time.Time       `json:"created_at"`
 	StartedAt time.Time       `json:"started_at,omitzero"`
 	UpdatedAt time.Time       `json:"updated_at"`
+
+	// env is Envelope as the replica that wrote the record made it (never
+	// stored): View answers with it rather than decode Envelope again, for
+	// the caller this replica answers (a Prefer: wait, a local GET ?wait).
+	env *dispatch.Envelope
 }
 
 // Called is the tool the caller called, which a client repeating the call
@@ -153,6 +158,15 @@ func ValidID(s string) bool {
 // View is the envelope a client sees for the record now: the final
 // envelope once there is one, otherwise one that says how far it got.
 func (r *Record) View() *dispatch.Envelope {
+	if e := r.env; e != nil && e.Error == nil && len(e.FallbackFrom) == 0 && e.Waiting == nil {
+		// What decoding Envelope gives: its fields, none of those it does
+		// not carry. (One with an error is decoded: answering redacts the
+		// error in place, and another waiter may hold the same one.)
+		v := *e
+		v.ExecutionID, v.Status, v.Success = r.ID, r.Status, r.Status == dispatch.StatusSuccess
+		v.TraceSampled, v.Pause = false, nil
+		return &v
+	}
 	if len(r.Envelope) > 0 {
 		var env dispatch.Envelope
 		if err := json.Unmarshal(r.Envelope, &env); err == nil {

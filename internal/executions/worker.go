@@ -377,6 +377,7 @@ func (s *Service) final(r *Record, status dispatch.Status, env *dispatch.Envelop
 	env.ExecutionID = r.ID
 	env.Status, env.Success = status, status == dispatch.StatusSuccess
 	done.Status, done.Envelope, done.Arguments, done.ConfirmToken, done.UpdatedAt = status, env.AppendJSON(nil), nil, "", time.Now().UTC()
+	done.env = env
 	done.Resume = nil
 	if done.Wait != nil {
 		w := *done.Wait
