@@ -61,7 +61,7 @@ type Recorder struct {
 	// still to write (a Durable flush took them); see flushAudit.
 	auditFrom int
 	durable   []durableWaiter
-	kick    chan struct{} // a Durable call asks for a flush now
+	kick      chan struct{} // a Durable call asks for a flush now
 
 	done      chan struct{}
 	stopped   chan struct{}
