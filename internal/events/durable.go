@@ -59,21 +59,25 @@ func (r *Recorder) flushAudit(ctx context.Context) {
 	r.mu.Lock()
 	r.flushes++
 	gen := r.flushes
-	audits := r.audits[:0]
 	var taken []item // the audit parts taken, to put back if the append fails
 	for i := r.auditFrom; i < len(r.pending); i++ {
 		it := &r.pending[i]
 		if !it.audit {
 			continue
 		}
-		audits = append(audits, r.record(it))
 		part := *it
-		part.activity, part.subject, part.call, part.extra = false, "", nil, nil
+		part.activity, part.subject, part.call = false, "", nil
 		taken = append(taken, part)
 		it.audit = false
 	}
 	r.auditFrom = len(r.pending)
 	r.mu.Unlock()
+	// The records are made outside the lock, as flush makes them: hashing
+	// large arguments must not hold up the calls that add to the buffer.
+	audits := r.audits[:0]
+	for i := range taken {
+		audits = append(audits, r.record(&taken[i]))
+	}
 	var err error
 	if len(audits) > 0 {
 		actx, cancel := context.WithTimeout(ctx, r.publishTimeout)

@@ -64,6 +64,9 @@ func TestDurable(t *testing.T) {
 		defer r.Close()
 		for _, id := range []string{"e0", "e1"} {
 			end(r, id)
+			if id == "e0" {
+				r.Admin("ops", "approve", "exec-1", "admin-0") // a record with no event
+			}
 			if err := r.Durable(t.Context()); err != nil {
 				t.Fatal(err)
 			}
@@ -71,8 +74,8 @@ func TestDurable(t *testing.T) {
 		r.mu.Lock()
 		buffered, left := len(r.pending), auditLeft(r.pending)
 		r.mu.Unlock()
-		if got := testutil.ToFloat64(r.m.published); got != 0 || buffered != 4 || left {
-			t.Fatalf("after Durable: %v events published, %d entries buffered (want 0 and 4), audit records left %v", got, buffered, left)
+		if got := testutil.ToFloat64(r.m.published); got != 0 || buffered != 5 || left {
+			t.Fatalf("after Durable: %v events published, %d entries buffered (want 0 and 5), audit records left %v", got, buffered, left)
 		}
 		if left := r.flush(t.Context()); left != 0 {
 			t.Fatalf("%d entries left after the flush", left)
@@ -82,10 +85,10 @@ func TestDurable(t *testing.T) {
 		if got := testutil.ToFloat64(r.m.published); got != 2 {
 			t.Errorf("%v events published by the timed flush, want 2", got)
 		}
-		if got := testutil.ToFloat64(r.m.audited); got != 2 {
-			t.Errorf("%v audit records written, want 2", got)
+		if got := testutil.ToFloat64(r.m.audited); got != 3 {
+			t.Errorf("%v audit records written, want 3", got)
 		}
-		for _, id := range []string{"e0", "e1"} {
+		for _, id := range []string{"e0", "admin-0", "e1"} {
 			if !audited(t, st, id) {
 				t.Errorf("no audit record of %s", id)
 			}
