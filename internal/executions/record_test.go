@@ -74,7 +74,11 @@ func TestViewOfAFinalRecord(t *testing.T) {
 					t.Errorf("the view carries the unstored field %s", hv.Type().Field(i).Name)
 				}
 			}
-			if cached := here.Error == nil && here != there; cached != tc.cached {
+			// With its stored bytes gone, only the envelope in memory can
+			// give the final view.
+			memoryOnly := *done
+			memoryOnly.Envelope = nil
+			if cached := string(memoryOnly.View().AppendJSON(nil)) == string(there.AppendJSON(nil)); cached != tc.cached {
 				t.Errorf("answered from memory: %v, want %v", cached, tc.cached)
 			}
 			if here.Error != nil && here.Error == tc.env.Error {
