@@ -133,26 +133,10 @@ func (l *Launcher) prepareRun(sb *sandbox, program string) (rs runSetup, cg *run
 }
 
 // launcher returns the started launcher for a mode, starting it (and
-// probing that a command really starts) on first use.
+// probing that a command really starts) on first use; h.mu is held.
 func (h *host) launcher(mode Mode) (*launcher, error) {
-	if l, ok := h.launchers[mode]; ok {
-		return l, nil
-	}
-	l, err := newLauncher(profile{mode: mode, drop: h.root && h.uid != 0, uid: h.uid, gid: h.gid,
+	return h.started(mode, profile{mode: mode, drop: h.root && h.uid != 0, uid: h.uid, gid: h.gid,
 		userns: mode == ModeNamespaces && !h.root, filter: mode == ModeNamespaces && h.root})
-	if err != nil {
-		return nil, err
-	}
-	if err := h.probe(l, mode); err != nil {
-		l.close()
-		return nil, err
-	}
-	if err := h.guardNew(l); err != nil {
-		l.close()
-		return nil, err
-	}
-	h.launchers[mode] = l
-	return l, nil
 }
 
 // unfilteredNamespaces is the launcher of namespaces (root) for sandboxes
@@ -161,15 +145,20 @@ func (h *host) launcher(mode Mode) (*launcher, error) {
 func (h *host) unfilteredNamespaces() (*launcher, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	const key = Mode("namespaces, unfiltered")
+	return h.started("namespaces, unfiltered", profile{mode: ModeNamespaces, drop: h.root && h.uid != 0, uid: h.uid, gid: h.gid})
+}
+
+// started returns the launcher kept under key, or starts one from p,
+// probes it, guards it and keeps it; h.mu is held.
+func (h *host) started(key Mode, p profile) (*launcher, error) {
 	if l, ok := h.launchers[key]; ok {
 		return l, nil
 	}
-	l, err := newLauncher(profile{mode: ModeNamespaces, drop: h.root && h.uid != 0, uid: h.uid, gid: h.gid})
+	l, err := newLauncher(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.probe(l, ModeNamespaces); err != nil {
+	if err := h.probe(l, p.mode); err != nil {
 		l.close()
 		return nil, err
 	}
