@@ -4,10 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/toold/toold/internal/srctest"
 )
 
 // TestNoCodeLiteralsOutsideTools: production code outside package tools
@@ -19,10 +19,10 @@ import (
 // whose parameter is a tools.Code (WithCode and the packages' own helpers).
 func TestNoCodeLiteralsOutsideTools(t *testing.T) {
 	root := filepath.Join("..", "..")
-	files := productionFiles(t, root)
+	files := srctest.ProductionFiles(t, root)
 	params := codeParams(files)
 	for _, f := range files {
-		if filepath.Dir(f.path) == "." { // package tools declares the codes
+		if filepath.Dir(f.Path) == filepath.Join(root, "internal", "tools") { // package tools declares the codes
 			continue
 		}
 		for _, where := range codeLiterals(f, params) {
@@ -56,7 +56,7 @@ func (e *Error) WithCode(code Code) *Error { return e }
 		{"another package's helper of the name", `var _ = fieldError("/prompt", "m")`, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			files := []srcFile{parseSrc(t, "p/helper.go", helper), parseSrc(t, "p/x.go", "package p\n"+tt.body+"\n"),
+			files := []srctest.File{parseSrc(t, "p/helper.go", helper), parseSrc(t, "p/x.go", "package p\n"+tt.body+"\n"),
 				parseSrc(t, "q/q.go", "package q\nfunc fieldError(code tools.Code, msg string) {}\n")}
 			if got := codeLiterals(files[1], codeParams(files)); len(got) != tt.found {
 				t.Errorf("found %v, want %d", got, tt.found)
@@ -65,60 +65,14 @@ func (e *Error) WithCode(code Code) *Error { return e }
 	}
 }
 
-type srcFile struct {
-	path string // relative to internal/tools: package tools' own files are in "."
-	fset *token.FileSet
-	file *ast.File
-}
-
-func parseSrc(t *testing.T, path, src string) srcFile {
+func parseSrc(t *testing.T, path, src string) srctest.File {
 	t.Helper()
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, src, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srcFile{path, fset, f}
-}
-
-// productionFiles parses every non-test .go file of the module; path is
-// relative to internal/tools, so package tools' own files are in ".".
-func productionFiles(t *testing.T, root string) []srcFile {
-	t.Helper()
-	var out []srcFile
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", "node_modules", "testdata", "vendor":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(".", p)
-		if err != nil {
-			return err
-		}
-		out = append(out, srcFile{rel, fset, f})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < 100 {
-		t.Fatalf("found %d Go files under %s: the walk did not start at the module root", len(out), root)
-	}
-	return out
+	return srctest.File{Path: path, Fset: fset, AST: f}
 }
 
 // codeParams names the functions and methods that take a tools.Code, with
@@ -126,10 +80,10 @@ func productionFiles(t *testing.T, root string) []srcFile {
 // in its own package reaches it) and, like a method, as ".name" (how a
 // selector reaches it). A selector call is matched by name only, which can
 // only make the check stricter.
-func codeParams(files []srcFile) map[string][]int {
+func codeParams(files []srctest.File) map[string][]int {
 	out := map[string][]int{}
 	for _, f := range files {
-		for _, d := range f.file.Decls {
+		for _, d := range f.AST.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok {
 				continue
@@ -140,7 +94,7 @@ func codeParams(files []srcFile) map[string][]int {
 				if isCodeType(field.Type) {
 					for k := range n {
 						if fd.Recv == nil {
-							key := filepath.Dir(f.path) + "." + fd.Name.Name
+							key := filepath.Dir(f.Path) + "." + fd.Name.Name
 							out[key] = append(out[key], i+k)
 						}
 						out["."+fd.Name.Name] = append(out["."+fd.Name.Name], i+k)
@@ -164,15 +118,15 @@ func isCodeType(e ast.Expr) bool {
 }
 
 // codeLiterals returns where f writes a code as a string literal.
-func codeLiterals(f srcFile, params map[string][]int) []string {
+func codeLiterals(f srctest.File, params map[string][]int) []string {
 	var found []token.Pos
 	flag := func(e ast.Expr) {
 		if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING && lit.Value != `""` && lit.Value != "``" {
 			found = append(found, lit.Pos())
 		}
 	}
-	dir := filepath.Dir(f.path)
-	ast.Inspect(f.file, func(n ast.Node) bool {
+	dir := filepath.Dir(f.Path)
+	ast.Inspect(f.AST, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.KeyValueExpr:
 			if isIdent(n.Key, "Code") {
@@ -208,7 +162,7 @@ func codeLiterals(f srcFile, params map[string][]int) []string {
 	})
 	out := make([]string, len(found))
 	for i, p := range found {
-		out[i] = f.fset.Position(p).String()
+		out[i] = f.Fset.Position(p).String()
 	}
 	return out
 }
