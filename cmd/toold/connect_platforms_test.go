@@ -37,6 +37,9 @@ func TestConnectConfigsPerPlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	hosts, _ := filepath.Glob("../../examples/connect/*.json")
+	if len(hosts) == 0 {
+		t.Fatal("no host configs in examples/connect: nothing to hold to the platforms' paths")
+	}
 	for dir, want := range installPaths {
 		if !strings.Contains(string(readme), "`"+want.readme+"`") {
 			t.Errorf("README.md does not say where %s's binary goes (`%s`)", dir, want.readme)

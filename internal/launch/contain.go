@@ -132,7 +132,7 @@ func (sb *sandbox) describe() string {
 	if !sb.procs {
 		parts = append(parts, "no process-count limit")
 	}
-	if strings.HasPrefix(sb.enforced["syscalls"], "not filtered (seccomp") {
+	if !sb.seccomp && (sb.mode == ModeNamespaces || sb.mode == ModeBwrap) {
 		parts = append(parts, "no syscall filter (seccomp: false)")
 	}
 	return strings.Join(parts, "; ")

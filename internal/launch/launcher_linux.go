@@ -164,9 +164,14 @@ type runSetup struct {
 // start starts cmd on the launcher's thread. On error cmd.Process may be
 // set (the child was killed): the caller reaps it.
 func (l *launcher) start(cmd *exec.Cmd, rs runSetup) error {
+	return l.do(func() error { return l.startRun(cmd, rs) })
+}
+
+// do runs f on the launcher's thread.
+func (l *launcher) do(f func() error) error {
 	errc := make(chan error, 1)
 	select {
-	case l.reqs <- func() { errc <- l.startRun(cmd, rs) }:
+	case l.reqs <- func() { errc <- f() }:
 		return <-errc
 	case <-l.stop:
 		return errClosed

@@ -143,16 +143,3 @@ func (h *host) guardNew(l *launcher) error {
 	}
 	return l.do(func() error { return l.restrictPorts(h.ports) })
 }
-
-// do runs f on the launcher's thread.
-func (l *launcher) do(f func() error) error {
-	errc := make(chan error, 1)
-	select {
-	case l.reqs <- func() { errc <- f() }:
-		return <-errc
-	case <-l.stop:
-		return errClosed
-	case <-l.done:
-		return errRetired
-	}
-}
