@@ -111,7 +111,11 @@ func (d *declared) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if d.git {
-		guarded, err := guardGit(d.set.l.Workspace(), d.workdir, args[1:])
+		dir, err := d.set.l.ResolveDir(d.workdir) // confined before the guard reads its config
+		if err != nil {
+			return nil, toolError(args[0], err)
+		}
+		guarded, err := guardGit(d.set.l.Workspace(), dir, args[1:])
 		if err != nil {
 			return nil, err
 		}

@@ -158,7 +158,14 @@ func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if isGit(prog.path) {
-		if args, err = guardGit(t.set.l.Workspace(), in.Cwd, args); err != nil {
+		// The directory is confined first: the guard reads the
+		// repository's config from it, and nothing outside the
+		// workspace is to be read.
+		dir, err := t.set.l.ResolveDir(in.Cwd)
+		if err != nil {
+			return nil, toolError(prog.path, err)
+		}
+		if args, err = guardGit(t.set.l.Workspace(), dir, args); err != nil {
 			return nil, err
 		}
 	}

@@ -102,9 +102,10 @@ var aliasName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
 // right before the subcommand, past git's global options (-C and -c take
 // a value), so they come after, and win over, any -c a caller could pass;
 // and the driver guards right after the subcommand. Without a subcommand
-// (git --version) the guards go first. dir is the run's directory,
-// relative to the workspace: the repository git will use there names the
-// filter and merge drivers switched off (gitdrivers.go).
+// (git --version) the guards go first. dir is the run's directory as
+// Launcher.ResolveDir confined it (absolute, inside the workspace): the
+// repository git will use there names the filter and merge drivers
+// switched off (gitdrivers.go).
 func guardGit(workspace, dir string, args []string) ([]string, error) {
 	i := 0
 	for ; i < len(args); i++ {
@@ -118,7 +119,7 @@ func guardGit(workspace, dir string, args []string) ([]string, error) {
 		}
 	}
 	i = min(i, len(args))
-	drivers, err := gitDriverSettings(filepath.Join(workspace, dir), args[:i])
+	drivers, err := gitDriverSettings(dir, args[:i])
 	if err != nil {
 		return nil, err
 	}

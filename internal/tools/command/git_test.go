@@ -155,7 +155,7 @@ func TestGuardGit(t *testing.T) {
 			want = append(want, "-c", "alias."+c.alias+"=")
 		}
 		want = append(want, c.rest...)
-		if got, err := guardGit("/ws", "", c.in); err != nil || !slices.Equal(got, want) {
+		if got, err := guardGit("/ws", "/ws", c.in); err != nil || !slices.Equal(got, want) {
 			t.Errorf("guardGit(%q) =\n%q\nwant\n%q", c.in, got, want)
 		}
 	}

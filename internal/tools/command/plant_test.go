@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toold/toold/internal/launch"
+	"github.com/toold/toold/internal/tools"
 )
 
 // TestNoRunPlantsCodeForGit: issue 24, finding 3. A command tool with a
@@ -124,4 +125,35 @@ func plantedFilters(t *testing.T, ws string) string {
 		t.Fatal(err)
 	}
 	return marks
+}
+
+// TestGitGuardReadsNothingOutside: the guard reads the repository's
+// config of the run's directory, and a directory that leads outside the
+// workspace (here a symlink to a repository elsewhere) is refused as
+// outside before the guard reads anything there — not refused for a
+// driver name found in a config toold had no business reading.
+func TestGitGuardReadsNothingOutside(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	outside := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", outside).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	f, err := os.OpenFile(filepath.Join(outside, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString("[filter \"a=b\"]\n\tclean = cat\n") // a name -c cannot carry: the guard would refuse it
+	_ = f.Close()
+	cfg := Config{ExecuteCommand: ExecConfig{Enabled: true, Programs: map[string]ProgramRule{"git": {Subcommands: []string{"status"}}}}}
+	s, _ := newSet(t, launch.ModeNone, cfg, func(ws string, _ *Config) {
+		if err := os.Symlink(outside, filepath.Join(ws, "out")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	_, err = call(t, tool(t, s, ExecuteCommandName), map[string]any{"command": []string{"git", "status"}, "cwd": "out"}, 30*time.Second)
+	if te, ok := tools.AsError(err); !ok || te.Code != tools.CodeOutsideWorkspace {
+		t.Fatalf("git in a directory outside the workspace: %v, want %s", err, tools.CodeOutsideWorkspace)
+	}
 }
