@@ -343,7 +343,8 @@ func TestActivityAndAuditRoutes(t *testing.T) {
 		return !(ev.Type == "error" && ev.Tool == "fail")
 	})
 	cancel()
-	if len(want) < 2 || want[len(want)-2] != "end echo alice success" && want[len(want)-2] != "start fail alice " {
+	if len(want) < 2 || want[len(want)-1] != "error fail alice error" ||
+		want[len(want)-2] != "end echo alice success" && want[len(want)-2] != "start fail alice " {
 		t.Fatalf("the activity stream holds %q", want)
 	}
 	evs := h.sse("/events?last_event_id=1", bearer(keyObserver), len(want)-1) // after the first event

@@ -1,9 +1,10 @@
 package command
 
 import (
-	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/toold/toold/internal/ospath"
 )
 
 // programReads are the workspace files a program reads as code or as
@@ -64,7 +65,7 @@ func (c Config) Executed() []Executed {
 		sort.Strings(names)
 		seen := map[string]bool{}
 		for _, n := range names {
-			for _, g := range programReads[filepath.Base(n)] {
+			for _, g := range programReads[ospath.Host().ProgramName(n)] {
 				if !seen[g] {
 					seen[g] = true
 					out = append(out, Executed{Glob: g, By: ExecuteCommandName})
@@ -79,7 +80,7 @@ func (c Config) Executed() []Executed {
 func (t ToolConfig) executedGlobs() []string {
 	out := slices.Clone(t.Executes)
 	if len(t.Argv) > 0 {
-		for _, g := range programReads[filepath.Base(t.Argv[0].Arg)] {
+		for _, g := range programReads[ospath.Host().ProgramName(t.Argv[0].Arg)] {
 			if !slices.Contains(out, g) {
 				out = append(out, g)
 			}

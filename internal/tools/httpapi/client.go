@@ -23,9 +23,9 @@ import (
 // the host's rates, the host's breaker and Retry-After pauses (shared with
 // every client of the same host), retries with backoff inside the one
 // deadline, credential scrubbing, and the upstream metrics under the
-// declaration's name. It is the one way toold makes an outbound API
-// request: each HTTP tool calls its Client, and a consultation provider
-// asks a model API through one made with Set.Client.
+// declaration's name. It is the one way a declared API is called: each
+// HTTP tool calls its Client, and a consultation provider asks a model API
+// through one made with Set.Client.
 type Client struct {
 	set        *Set
 	name       string

@@ -34,6 +34,9 @@
 //
 // All of it is a Client's: each listed tool calls its own, and another kind
 // of tool that must reach an API (a consultation provider asking a model)
-// makes one with Set.Client from a declaration of the same form. There is
-// no other way toold makes an outbound API request.
+// makes one with Set.Client from a declaration of the same form: it is the
+// one way a declared API is called. (toold's own outbound requests — the
+// approval webhook, an OAuth issuer's metadata and keys, hosted MCP
+// servers over HTTP — need none of this machinery; like every connection
+// toold makes, they dial through netguard.)
 package httpapi
