@@ -34,8 +34,9 @@ type Config struct {
 	// configuration, the audit key): no program may read or write them,
 	// whatever its sandbox allows (macOS: denied by the Seatbelt profile;
 	// Windows: labelled so that low integrity can neither read nor write
-	// them; Linux: not in the minimal root or bwrap's). Set by toold from
-	// its own settings, never from the file.
+	// them; Linux: not in the minimal root or bwrap's), and a sandbox
+	// whose read_only_paths would bind one in is refused. Set by toold
+	// from its own settings, never from the file.
 	Private []string `yaml:"-"`
 }
 

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/toold/toold/internal/ospath"
 )
 
 // Launcher starts every program toold runs: command tools, stdio MCP
@@ -104,6 +106,9 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
+	if err := l.privateOutOfReach(c.ReadOnlyPaths); err != nil {
+		return nil, err
+	}
 	if !slices.Contains(osModes, want) {
 		return nil, &unavailableError{mode: want, err: unsupported(runtime.GOOS, want, osModes)}
 	}
@@ -128,6 +133,29 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	}
 	sb.limits = lim.list(sb.procs && !sb.pidsByCgroup())
 	return sb, nil
+}
+
+// privateOutOfReach refuses a read-only path that holds one of toold's own
+// files (Config.Private): bound into a run whole, it would hand the program
+// toold's state, configuration or audit key. macOS's profile denies them
+// after every allowance, but the binds of namespaces and bwrap have no
+// such rule, so the check is made here, for every platform alike.
+func (l *Launcher) privateOutOfReach(roPaths []string) error {
+	host := ospath.Host()
+	real := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	for _, ro := range roPaths {
+		for _, own := range l.cfg.Private {
+			if host.Within(ro, own) || host.Within(real(ro), real(own)) {
+				return fmt.Errorf("read_only_paths: %s holds toold's own %s, which no program may read: name narrower directories beside it", ro, own)
+			}
+		}
+	}
+	return nil
 }
 
 // buildEnv is the program's environment: the allowed variables toold has,
