@@ -91,17 +91,22 @@ func (s *Service) submitInline(ctx context.Context, r *Record, wait time.Duratio
 
 // runInline runs the call, then, once the request decided, writes its
 // outcome if its record was kept (the request wrote the quick end itself).
+// A kept run's lease is renewed from the moment it is kept, while the call
+// still runs, until its outcome is written (done ends the heartbeat).
 func (s *Service) runInline(ctx context.Context, rn *run, done func(), r *Record, ir *inlineRun) {
 	defer func() { <-s.slots }()
 	defer done()
+	go func() {
+		if <-ir.decided; ir.kept {
+			s.heartbeat(ctx, rn, r)
+		}
+	}()
 	ir.env = s.runStep(ctx, r)
 	close(ir.ended)
 	<-ir.decided
 	if !ir.kept {
 		return
 	}
-	stopBeat := s.heartbeat(ctx, rn, r)
-	defer stopBeat()
 	s.outcome(ctx, rn, r, ir.rev, ir.env)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/state/statetest"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tools/await"
@@ -163,5 +164,29 @@ func TestNotInlineWhileTheStoreRefuses(t *testing.T) {
 	}
 	if storeOps(t, reg)["work_publish"] != before+1 {
 		t.Errorf("the call ran where accepted, not through the queue")
+	}
+}
+
+// TestInlineKeptRunKeepsItsLease: a call kept where it was accepted and
+// running past its lease's first due time (three heartbeats, rounded up to
+// the second) renews the lease while it runs: the other replica, whose
+// timer worker may take the lease, leaves it running, and it ends once,
+// in success. (Its lease was renewed only once the run had ended, and the
+// other replica ended it interrupted while it ran.)
+func TestInlineKeptRunKeepsItsLease(t *testing.T) {
+	sa, sb := statetest.OpenPair(t, state.Options{})
+	runs := &atomic.Int64{}
+	a := newReplica(t, sa, slow{name: "slow", runs: runs})
+	b := newReplica(t, sb, slow{name: "slow", runs: runs})
+	a.start(t)
+	b.start(t)
+	ctx := context.Background()
+	rec, _, err := b.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":2500}`), Caller: "k", RequestID: "r", Wait: 100 * time.Millisecond})
+	if err != nil || rec.Status != dispatch.StatusRunning || rec.Replica != "replica-b" {
+		t.Fatalf("submit: %+v %v", rec, err)
+	}
+	got, err := a.svc.WaitFinal(ctx, "k", rec.ID, 10*time.Second)
+	if err != nil || got.Status != dispatch.StatusSuccess || runs.Load() != 1 {
+		t.Fatalf("the end, read on the other replica: %+v %v (ran %d)", got, err, runs.Load())
 	}
 }
