@@ -12,7 +12,7 @@
 //   - nats-node-kill: SIGKILL a NATS node, then start it again;
 //   - stream-leader-kill: the same for the node leading the executions
 //     bucket's stream;
-//   - quorum-loss: two nodes of three down for 8s, then back;
+//   - quorum-loss: two nodes of three down for 15s, then back;
 //   - disk-full: one node's store (a small tmpfs) filled until its
 //     JetStream gives up, then freed and the node restarted;
 //   - replica-paused: SIGSTOP a replica past its lease, then SIGCONT.

@@ -93,7 +93,7 @@ type Service struct {
 	name string
 
 	// slots bound the calls this replica runs where it accepted them
-	// (Workers), besides what its workers take from the queue.
+	// (InlineSlots), besides what its workers take from the queue.
 	slots chan struct{}
 
 	mu       sync.Mutex

@@ -15,7 +15,6 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
-	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
@@ -170,10 +169,10 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 			return err
 		}
 	}
-	s.m.executions.WithLabelValues(string(r.Status)).Inc()
 	if r.Status == dispatch.StatusPending {
-		s.rec.Accepted(events.Event{ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
-			Status: string(r.Status)})
+		s.accepted(r)
+	} else {
+		s.m.executions.WithLabelValues(string(r.Status)).Inc()
 	}
 	return nil
 }

@@ -23,10 +23,11 @@ import (
 
 // A call pauses when its tool waits for a subtask or an input, or when the
 // pipeline waits for a person's approval. The execution is then a record in
-// the store (status waiting) and one work-queue message, held back until
-// the wait expires: it holds no bulkhead slot and no goroutine. A
-// resumption (or an approval) advances the record's step and queues a new
-// message; the old one, of an earlier step, is dropped when it comes back.
+// the store (status waiting) and its timer, a scheduled message due when
+// the wait expires (timers.go): it holds no bulkhead slot and no
+// goroutine. A resumption (or an approval) advances the record's step and
+// queues a work message for it; a timer of an earlier step is dropped when
+// it fires.
 
 // waitEntry is a call's entry in the waits bucket: what an approver lists
 // without reading every record. Only approvals are indexed — an answer or
@@ -152,8 +153,8 @@ func (s *Service) parkRecord(ctx context.Context, r *Record, env *dispatch.Envel
 	return r, nil
 }
 
-// queue publishes the work message of r's current step: the step to run
-// (pending), or the timer of its wait (waiting). It rides out an election:
+// queue publishes the work message of r's current step, the step to run
+// (a waiting step's timer is armed by timers.go). It rides out an election:
 // the message's id (the execution and its step) makes a retry whose first
 // attempt landed a duplicate the stream drops.
 func (s *Service) queue(ctx context.Context, r *Record, rev uint64) error {

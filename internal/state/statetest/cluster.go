@@ -115,9 +115,6 @@ func (n *Node) Kill() {
 	n.cmd = nil
 }
 
-// Running reports whether the node's process is up.
-func (n *Node) Running() bool { return n.cmd != nil }
-
 // Pid is the node's process id (0 when it is not running).
 func (n *Node) Pid() int {
 	if n.cmd == nil || n.cmd.Process == nil {

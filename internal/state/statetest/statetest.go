@@ -280,12 +280,11 @@ func StartReady(cmd *exec.Cmd) error {
 // FreePort returns a loopback TCP port that was free when asked.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // Stop ends the process gracefully (SIGTERM) and waits for it.
