@@ -1,6 +1,7 @@
 package executions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -384,7 +385,22 @@ func (s *Service) Resume(ctx context.Context, caller, id, kind string, answer js
 // the queue refuses, the record is put back as it was, so nothing is
 // stuck pending without a message.
 func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *Record) error {
-	nrev, err := s.st.Executions.Update(ctx, next.key(), next.encode(), rev)
+	// The write rides out a lost answer (a node killed, the connection
+	// moving): it is retried, and a retry that conflicts because its first
+	// attempt landed finds the record as this step wrote it. Given up at
+	// once, a landed write would leave the next step pending with no
+	// message to run it (the chaos harness's NATS node kill found one).
+	key, body := next.key(), next.encode()
+	var nrev uint64
+	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) (err error) {
+		nrev, err = s.st.Executions.Update(ctx, key, body, rev)
+		if errors.Is(err, state.ErrConflict) {
+			if b, cur, gerr := s.st.Executions.Get(ctx, key); gerr == nil && bytes.Equal(b, body) {
+				nrev, err = cur, nil
+			}
+		}
+		return err
+	})
 	if errors.Is(err, state.ErrConflict) {
 		return err
 	}
