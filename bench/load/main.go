@@ -89,13 +89,13 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 500, "concurrent clients of the overload scenario")
 	flag.IntVar(&o.queued, "queued", 1000, "callers to park in a queue for the memory figure")
 	only := flag.String("only", "", "scenarios to run, comma-separated (default all): "+strings.Join(scenarios, ",")+
-		"; and versus (with -base), which only -only runs")
+		"; and versus or versus-cost (the store's cost alone), with -base, which only -only runs")
 	skipExecutions := flag.Bool("skip-executions", false, "leave out the state store and executions scenarios (short for -only without executions)")
 	flag.IntVar(&o.uploads, "uploads", 1000, "stalled uploads of the uploads scenario")
 	flag.IntVar(&o.uploadBytes, "upload-bytes", 1<<20, "body size each stalled upload announces")
 	flag.DurationVar(&o.uploadHold, "upload-hold", 7*time.Second, "how long the uploads stall while RSS is polled")
 	flag.StringVar(&o.bin, "bin", "", "measure this toold binary instead of building ./cmd/toold (to compare two builds)")
-	flag.StringVar(&o.base, "base", "", "with -only versus: the toold build to measure this one against, side by side")
+	flag.StringVar(&o.base, "base", "", "with -only versus or versus-cost: the toold build to measure this one against, side by side")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of toold with the store on (FILE) and off (FILE.off), taken during their first round")
 	flag.Parse()
 	o.only = selected(*only, *skipExecutions)
@@ -201,7 +201,7 @@ tools:
 			return err
 		}
 	}
-	if o.runs("versus") {
+	if o.runs("versus") || o.runs("versus-cost") {
 		return versus(o, bin, dir, pinned)
 	}
 	return nil
