@@ -104,10 +104,34 @@ func (b *Bucket) askLeader(ctx context.Context, key string) ([]byte, uint64, err
 		return nil, 0, got.Error
 	case got.Message == nil:
 		return nil, 0, errors.New("an empty answer to a message get")
-	case bytes.Contains(got.Message.Header, []byte("KV-Operation: DEL")), bytes.Contains(got.Message.Header, []byte("KV-Operation: PURGE")):
+	case removal(got.Message.Header):
 		return nil, 0, jetstream.ErrKeyDeleted
 	}
 	return got.Message.Data, got.Message.Sequence, nil
+}
+
+// removal reports whether a KV message's headers (NATS/1.0 and its
+// lines) make it a key's removal rather than a value: a delete, a purge,
+// or a marker the server writes when a key's TTL or the bucket's age limit
+// removes it (Nats-Marker-Reason; only buckets with limit markers have
+// them, as the client's own Get knows).
+func removal(hdrs []byte) bool {
+	for _, line := range bytes.Split(hdrs, []byte("\r\n")) {
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(bytes.TrimSpace(name), []byte("KV-Operation")):
+			if string(value) == "DEL" || string(value) == "PURGE" {
+				return true
+			}
+		case bytes.EqualFold(bytes.TrimSpace(name), []byte("Nats-Marker-Reason")):
+			return len(value) > 0
+		}
+	}
+	return false
 }
 
 // Create stores a value only if the key does not exist (ErrConflict).

@@ -115,3 +115,39 @@ func TestSpentByTheSameExecution(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaderReadSeesRemovals: a read from the stream's leader (a
+// replicated bucket's Get) takes a deleted key, and a key its TTL removed
+// (the server's limit marker), as not found, never as an empty value.
+func TestLeaderReadSeesRemovals(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bucket := st.LeaderReads(st.Confirmations())
+	for _, k := range []string{"kept", "deleted"} {
+		if _, err := bucket.Put(ctx, k, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bucket.Delete(ctx, "deleted"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bucket.CreateTTL(ctx, "expires", []byte("v"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, err := bucket.Get(ctx, "kept"); err != nil || string(v) != "v" {
+		t.Fatalf("kept: %q %v", v, err)
+	}
+	if v, rev, err := bucket.Get(ctx, "deleted"); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("deleted: %q at %d, %v; want not found", v, rev, err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		v, rev, err := bucket.Get(ctx, "expires")
+		if errors.Is(err, state.ErrNotFound) {
+			break
+		}
+		if err != nil || string(v) != "v" || time.Now().After(deadline) {
+			t.Fatalf("expired: %q at %d, %v; want the value, then not found", v, rev, err)
+		}
+	}
+}
