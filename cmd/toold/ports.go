@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"net"
+	"net/url"
+	"strconv"
 
 	"go.uber.org/zap"
 
@@ -15,7 +17,9 @@ import (
 // or admin listener (issue 24, finding 1). Called once the listeners are
 // bound, before any program starts. Where the kernel cannot, toold still
 // starts and says so: the other defences (no anonymous approval, keys)
-// stand.
+// stand. The embedded store's NATS listener (state.nats.listen), when
+// there is one, is taken too: it asks for credentials, but a program has
+// no business there either.
 func (a *app) protectPorts(lns ...net.Listener) {
 	if a.launcher == nil {
 		return
@@ -27,6 +31,13 @@ func (a *app) protectPorts(lns ...net.Listener) {
 		}
 		if addr, ok := ln.Addr().(*net.TCPAddr); ok {
 			ports = append(ports, addr.Port)
+		}
+	}
+	if a.store != nil {
+		if u, err := url.Parse(a.store.ClientURL()); err == nil && u.Port() != "" {
+			if p, err := strconv.Atoi(u.Port()); err == nil {
+				ports = append(ports, p)
+			}
 		}
 	}
 	err := a.launcher.ProtectPorts(ports...)

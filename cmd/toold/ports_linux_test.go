@@ -1,18 +1,21 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/toold/toold/internal/launch/launchtest"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // TestRunsCannotReachToold: issue 24, finding 1 (the launcher's half). A
@@ -38,10 +41,13 @@ func TestRunsCannotReachToold(t *testing.T) {
 			"parameters: {type: object, properties: {port: {type: string, pattern: '^[0-9]+$'}}, required: [port]}, " +
 			"sandbox: {containment: " + m + ", network: true}}\n")
 	}
-	if err := os.WriteFile(cfg, []byte("commands:\n  tools:\n"+tools.String()), 0o644); err != nil {
+	// The embedded store listening for replicas: its port is toold's too.
+	natsPort := statetest.FreePort(t)
+	store := fmt.Sprintf("state:\n  nats: {listen: \"127.0.0.1:%d\", token: \"${TOOLD_NATS_TOKEN}\"}\n", natsPort)
+	if err := os.WriteFile(cfg, []byte(store+"commands:\n  tools:\n"+tools.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in := start(t, nil, "-config", cfg, "-workspace", ws)
+	in := start(t, map[string]string{"TOOLD_NATS_TOKEN": statetest.Token()}, "-config", cfg, "-workspace", ws)
 	u, err := url.Parse(in.url)
 	if err != nil {
 		t.Fatal(err)
@@ -51,14 +57,16 @@ func TestRunsCannotReachToold(t *testing.T) {
 	su, _ := url.Parse(srv.URL)
 	other := su.Port()
 	for _, m := range modes {
-		code, env := in.exec("dial_"+m, `{"port": "`+u.Port()+`"}`)
-		data, _ := env["data"].(map[string]any)
-		if code == 200 && env["success"] == true {
-			t.Errorf("%s: a networked run connected to toold's listener: %v", m, env)
-		} else if stderr, _ := data["stderr"].(string); !strings.Contains(stderr, "Permission denied") {
-			t.Errorf("%s: refused for another reason: %v", m, env)
+		for _, port := range []string{u.Port(), strconv.Itoa(natsPort)} {
+			code, env := in.exec("dial_"+m, `{"port": "`+port+`"}`)
+			data, _ := env["data"].(map[string]any)
+			if code == 200 && env["success"] == true {
+				t.Errorf("%s: a networked run connected to toold's listener on %s: %v", m, port, env)
+			} else if stderr, _ := data["stderr"].(string); !strings.Contains(stderr, "Permission denied") {
+				t.Errorf("%s: refused for another reason on %s: %v", m, port, env)
+			}
 		}
-		code, env = in.exec("dial_"+m, `{"port": "`+other+`"}`)
+		code, env := in.exec("dial_"+m, `{"port": "`+other+`"}`)
 		if code != 200 || env["success"] != true {
 			t.Errorf("%s: a networked run could not reach another port: %d %v", m, code, env)
 		}
