@@ -4,6 +4,7 @@ package launch
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -45,13 +46,26 @@ func encodeRlimits(limits []rlimit) string {
 	return strings.Join(parts, ",")
 }
 
-// parseRlimits is encodeRlimits read back.
+// parseRlimits is encodeRlimits read back, strictly: three decimal
+// numbers per item, nothing else (a malformed spec stops the shim before
+// it runs anything).
 func parseRlimits(s string) ([]rlimit, error) {
 	var out []rlimit
 	for _, part := range strings.Split(s, ",") {
-		var r rlimit
-		if _, err := fmt.Sscanf(part, "%d:%d:%d", &r.resource, &r.cur, &r.max); err != nil {
-			return nil, fmt.Errorf("rlimit %q: %w", part, err)
+		f := strings.Split(part, ":")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("rlimit %q: want resource:soft:hard", part)
+		}
+		res, err := strconv.ParseUint(f[0], 10, 31)
+		if err != nil {
+			return nil, fmt.Errorf("rlimit %q: resource: %w", part, err)
+		}
+		r := rlimit{resource: int(res)}
+		if r.cur, err = strconv.ParseUint(f[1], 10, 64); err != nil {
+			return nil, fmt.Errorf("rlimit %q: soft limit: %w", part, err)
+		}
+		if r.max, err = strconv.ParseUint(f[2], 10, 64); err != nil {
+			return nil, fmt.Errorf("rlimit %q: hard limit: %w", part, err)
 		}
 		out = append(out, r)
 	}
