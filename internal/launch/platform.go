@@ -23,12 +23,13 @@ package launch
 //	type launcher; func (l *launcher) start(cmd *exec.Cmd, rs runSetup) error; func (l *launcher) close()
 //	    Starts a run's command with rs in place (Linux: on a thread of the
 //	    mode's, with rlimits and cgroups set before the first instruction;
-//	    Windows, next: in a Job Object before it runs).
+//	    Windows: created suspended, put in its Job Object, then resumed).
 //	func (k *killer) terminate(); func (k *killer) killGroup(); func (k *killer) sweepMarked()
 //	    Ask the run's tree to end, end it at once, and find what escaped
 //	    the group (Linux: by its TOOLD_RUN_ID in /proc).
 //	type cgroupHost, type runCgroup, func findCgroups() *cgroupHost
-//	    Per-run resource groups (Linux's cgroups; none elsewhere yet).
+//	    Per-run resource groups (Linux: cgroups; Windows: the run's Job
+//	    Object; macOS: none, its shim's rlimits only).
 //	func (r Rlimits) list(procs bool) []rlimit; const hasRlimits
 //	    The per-process limits this OS applies; results say "not limited
 //	    (no rlimits on OS)" where it applies none.
