@@ -24,13 +24,16 @@ import (
 type slow struct {
 	name string
 	idem bool
-	runs *atomic.Int64
+	// readOnly declares the tool read-only without declaring it
+	// idempotent (an MCP server's readOnlyHint alone).
+	readOnly bool
+	runs     *atomic.Int64
 }
 
 func (s slow) Spec() tools.Spec {
 	return tools.Spec{Name: s.name, Description: "Sleeps.", Category: tools.Direct,
 		Parameters: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"},"pad":{"type":"string"}}}`),
-		Effects:    tools.Effects{Idempotent: s.idem, ReadOnly: s.idem}}
+		Effects:    tools.Effects{Idempotent: s.idem, ReadOnly: s.idem || s.readOnly}}
 }
 
 func (s slow) Execute(ctx context.Context, c *tools.Call) (any, error) {
@@ -141,19 +144,22 @@ func waitStatus(t *testing.T, r *replica, id string, want dispatch.Status) *exec
 // where it was submitted (on B itself, its lease a timer that falls due).
 func TestLostReplica(t *testing.T) {
 	for _, tt := range []struct {
-		name   string
-		idem   bool
-		inline bool
-		want   dispatch.Status
+		name     string
+		idem     bool
+		readOnly bool
+		inline   bool
+		want     dispatch.Status
 	}{
-		{"from the queue, not idempotent: interrupted", false, false, dispatch.StatusInterrupted},
-		{"from the queue, idempotent: run again", true, false, dispatch.StatusSuccess},
-		{"where submitted (its caller waits), not idempotent: interrupted", false, true, dispatch.StatusInterrupted},
-		{"where submitted, idempotent: run again", true, true, dispatch.StatusSuccess},
+		{"from the queue, not idempotent: interrupted", false, false, false, dispatch.StatusInterrupted},
+		{"from the queue, idempotent: run again", true, false, false, dispatch.StatusSuccess},
+		{"from the queue, read-only alone: run again", false, true, false, dispatch.StatusSuccess},
+		{"where submitted (its caller waits), not idempotent: interrupted", false, false, true, dispatch.StatusInterrupted},
+		{"where submitted, idempotent: run again", true, false, true, dispatch.StatusSuccess},
+		{"where submitted, read-only alone: run again", false, true, true, dispatch.StatusSuccess},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			runs := &atomic.Int64{}
-			tool := slow{name: "slow", idem: tt.idem, runs: runs}
+			tool := slow{name: "slow", idem: tt.idem, readOnly: tt.readOnly, runs: runs}
 			sa, sb := statetest.OpenPair(t, state.Options{})
 			opts := replicaOptions{queued: !tt.inline}
 			a, b := newReplicaOpts(t, sa, opts, tool), newReplicaOpts(t, sb, opts, tool)

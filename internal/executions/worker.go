@@ -204,25 +204,26 @@ func (s *Service) LineageFor(caller string) func(context.Context, string) (*tool
 }
 
 // rerunnable: an execution found running on a lost replica runs again
-// only when its tool says a second run does no harm, and not forever.
+// only when its tool says a second run does no harm (read-only or
+// idempotent: tools.Effects.Rerunnable), and not forever.
 func (s *Service) rerunnable(r *Record) bool {
 	if r.Attempt >= s.opts.MaxAttempts {
 		return false
 	}
 	if r.Kind == "batch" {
 		for _, c := range r.Batch.Calls {
-			if e, ok := s.disp.Registry().Lookup(c.Tool); !ok || !e.Spec.Effects.Idempotent {
+			if e, ok := s.disp.Registry().Lookup(c.Tool); !ok || !e.Spec.Effects.Rerunnable() {
 				return false
 			}
 		}
 		return true
 	}
 	e, ok := s.disp.Registry().Lookup(r.Tool)
-	return ok && e.Spec.Effects.Idempotent
+	return ok && e.Spec.Effects.Rerunnable()
 }
 
 func interruptedEnvelope(r *Record) *dispatch.Envelope {
-	why := fmt.Sprintf("the replica running it (%s) stopped before it finished, and the tool is not declared idempotent, so it was not run again", r.Replica)
+	why := fmt.Sprintf("the replica running it (%s) stopped before it finished, and the tool is neither read-only nor declared idempotent, so it was not run again", r.Replica)
 	if r.Attempt > 1 {
 		why = fmt.Sprintf("it was started %d times and no replica finished it (the last was %s)", r.Attempt, r.Replica)
 	}

@@ -61,7 +61,7 @@ func (s *Server) executeWith(w http.ResponseWriter, r *http.Request, req *dispat
 	}
 	readOnly, rerunnable := false, false
 	if e, ok := s.opts.Dispatcher.Registry().Lookup(req.Tool); ok {
-		readOnly, rerunnable = e.Spec.Effects.ReadOnly, e.Spec.Effects.Idempotent || e.Spec.Effects.ReadOnly
+		readOnly, rerunnable = e.Spec.Effects.ReadOnly, e.Spec.Effects.Rerunnable()
 	}
 	do := func() *reply {
 		if o.pref.async {

@@ -97,7 +97,7 @@ type Spec struct {
 	Title string
 	// Effects say what a call may do to the world: MCP hosts see them as
 	// annotations, and an execution interrupted with its replica is run
-	// again only when its tool is Idempotent.
+	// again only when they are Rerunnable.
 	Effects Effects
 	// Source names where a tool comes from when it is not toold's own:
 	// the upstream MCP server of a proxied tool. Tools of one source are
@@ -127,6 +127,13 @@ type Effects struct {
 	// workspace.
 	OpenWorld bool
 }
+
+// Rerunnable reports whether a call whose outcome was lost (its replica
+// died while it ran) may run again: a read-only tool changes nothing, and
+// an idempotent one nothing more the second time. It is the one rule for
+// executions and idempotency keys alike; it follows MCP, where
+// idempotentHint means something only when readOnlyHint is false.
+func (e Effects) Rerunnable() bool { return e.ReadOnly || e.Idempotent }
 
 // Example is one illustrative call.
 type Example struct {
