@@ -180,6 +180,9 @@ func (sb *sandbox) enforcement(r Rlimits) map[string]string {
 		e["cpu_time"] = "not limited"
 	}
 	e["address_space"] = per("RLIMIT_AS", r.AddressSpace, " bytes")
+	if hasRlimits && !limitsAddressSpace && r.AddressSpace >= 0 {
+		e["address_space"] = "not limited (" + runtime.GOOS + " does not enforce RLIMIT_AS)"
+	}
 	e["file_size"] = per("RLIMIT_FSIZE", r.FileSize, " bytes")
 	e["open_files"] = per("RLIMIT_NOFILE", int64(r.OpenFiles), "")
 	cg := func(ctl, file string, v string, ok bool) (string, bool) {
@@ -194,7 +197,7 @@ func (sb *sandbox) enforcement(r Rlimits) map[string]string {
 	}
 	if s, ok := cg("memory", "memory.max", strconv.FormatInt(r.Memory, 10), r.Memory > 0); ok {
 		e["memory"] = s
-	} else if hasRlimits {
+	} else if hasRlimits && limitsAddressSpace {
 		e["memory"] = "not limited per run (address space per process only)"
 	} else {
 		e["memory"] = "not limited"

@@ -21,6 +21,9 @@ import (
 // child, see launcher_linux.go).
 const hasRlimits = true
 
+// limitsAddressSpace: Linux enforces RLIMIT_AS.
+const limitsAddressSpace = true
+
 // groupOnly is how the descendants of a run without cgroups or a PID
 // namespace are ended here.
 const groupOnly = "process group, and processes marked with TOOLD_RUN_ID (best effort)"

@@ -27,6 +27,12 @@ var osModes = []Mode{ModeAuto, ModeNone, ModeSeatbelt}
 // hasRlimits: the shim applies a run's rlimits.
 const hasRlimits = true
 
+// limitsAddressSpace: macOS does not enforce RLIMIT_AS (an alias of the
+// RSS limit it ignores), and since macOS 12 setrlimit refuses it with
+// EINVAL: the shim would fail every run it was given to. It is left out,
+// and results say the address space is not limited.
+const limitsAddressSpace = false
+
 // groupOnly is how the descendants of a run end here: with its group.
 const groupOnly = "process group (SIGKILL to the group when the run ends; a program that calls setsid leaves it)"
 

@@ -27,6 +27,9 @@ var osModes = []Mode{ModeAuto, ModeNone, ModeJob}
 // (finishPlatform).
 const hasRlimits = false
 
+// limitsAddressSpace: no rlimits at all (the job's memory limit is its own).
+const limitsAddressSpace = false
+
 // groupOnly is how the descendants of a run of containment none end: they
 // do not.
 const groupOnly = "not tracked: only the program itself is ended (containment none)"

@@ -27,7 +27,9 @@ func (r Rlimits) list(procs bool) []rlimit {
 		cpu = int64((r.CPU + 999_999_999) / 1_000_000_000) // whole seconds, rounded up
 	}
 	add("RLIMIT_CPU", unix.RLIMIT_CPU, cpu, cpu+1) // SIGXCPU first, SIGKILL a second later
-	add("RLIMIT_AS", unix.RLIMIT_AS, r.AddressSpace, r.AddressSpace)
+	if limitsAddressSpace {
+		add("RLIMIT_AS", unix.RLIMIT_AS, r.AddressSpace, r.AddressSpace)
+	}
 	add("RLIMIT_FSIZE", unix.RLIMIT_FSIZE, r.FileSize, r.FileSize)
 	add("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, int64(r.OpenFiles), int64(r.OpenFiles))
 	if procs {
