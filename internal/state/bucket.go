@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,29 +109,27 @@ func (b *Bucket) askLeader(ctx context.Context, key string) ([]byte, uint64, err
 	return got.Message.Data, got.Message.Sequence, nil
 }
 
-// removal reports whether a KV message's headers (NATS/1.0 and its
-// lines) make it a key's removal rather than a value: a delete, a purge,
-// or a marker the server writes when a key's TTL or the bucket's age limit
-// removes it (Nats-Marker-Reason; only buckets with limit markers have
-// them, as the client's own Get knows).
+// removal reports whether a KV message's headers make it a key's removal
+// rather than a value: a delete, a purge, or a marker the server writes
+// when a key's TTL or the bucket's age limit removes it (only buckets with
+// limit markers have them), as the client's own Get reads them.
 func removal(hdrs []byte) bool {
-	for _, line := range bytes.Split(hdrs, []byte("\r\n")) {
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(bytes.TrimSpace(name), []byte("KV-Operation")):
-			if string(value) == "DEL" || string(value) == "PURGE" {
-				return true
-			}
-		case bytes.EqualFold(bytes.TrimSpace(name), []byte("Nats-Marker-Reason")):
-			return len(value) > 0
-		}
+	if len(hdrs) == 0 {
+		return false
 	}
-	return false
+	h, err := nats.DecodeHeadersMsg(hdrs)
+	if err != nil {
+		return false
+	}
+	switch h.Get(kvOperation) {
+	case "DEL", "PURGE":
+		return true
+	}
+	return h.Get(jetstream.MarkerReasonHeader) != ""
 }
+
+// kvOperation is the header of a KV message that removes its key.
+const kvOperation = "KV-Operation"
 
 // Create stores a value only if the key does not exist (ErrConflict).
 func (b *Bucket) Create(ctx context.Context, key string, value []byte) (uint64, error) {
