@@ -182,12 +182,19 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 // holds a fresh random id, so nobody else's record can be there.
 func (s *Service) create(ctx context.Context, key string, body []byte) (uint64, error) {
 	rev, err := s.st.Executions.Create(ctx, key, body)
+	return s.landed(ctx, key, body, rev, err)
+}
+
+// landed takes a write's conflict as its success when the key holds body
+// already: a retry of a write whose first attempt landed with its answer
+// lost. A record's body is its own (a fresh id, a step, a time), so no
+// other writer's record reads the same.
+func (s *Service) landed(ctx context.Context, key string, body []byte, rev uint64, err error) (uint64, error) {
 	if !errors.Is(err, state.ErrConflict) {
 		return rev, err
 	}
-	b, rev, gerr := s.st.Executions.Get(ctx, key)
-	if gerr == nil && bytes.Equal(b, body) {
-		return rev, nil
+	if b, cur, gerr := s.st.Executions.Get(ctx, key); gerr == nil && bytes.Equal(b, body) {
+		return cur, nil
 	}
 	return 0, err
 }

@@ -1,7 +1,6 @@
 package executions
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -394,11 +393,7 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	var nrev uint64
 	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) (err error) {
 		nrev, err = s.st.Executions.Update(ctx, key, body, rev)
-		if errors.Is(err, state.ErrConflict) {
-			if b, cur, gerr := s.st.Executions.Get(ctx, key); gerr == nil && bytes.Equal(b, body) {
-				nrev, err = cur, nil
-			}
-		}
+		nrev, err = s.landed(ctx, key, body, nrev, err)
 		return err
 	})
 	if errors.Is(err, state.ErrConflict) {
