@@ -56,17 +56,12 @@ func scanJSONString(src []byte, i int) (t jstr, ok bool) {
 		case c < 0x20:
 			t.raw = true
 			j++
-		case c == 0x7f:
-			t.ctl = true
-			j++
-		default:
+		default: // DEL, or a byte of a multi-byte character
 			r, size := utf8.DecodeRune(src[j:])
 			if r == utf8.RuneError && size <= 1 {
 				t.raw = true
 			}
-			if 0x80 <= r && r <= 0x9f {
-				t.ctl = true
-			}
+			t.ctl = t.ctl || isControl(r)
 			j += size
 		}
 	}
