@@ -111,11 +111,7 @@ func (d *declared) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if d.git {
-		dir, err := d.set.l.ResolveDir(d.workdir) // confined before the guard reads its config
-		if err != nil {
-			return nil, toolError(args[0], err)
-		}
-		guarded, err := guardGit(d.set.l.Workspace(), dir, args[1:])
+		guarded, err := d.set.guardedGit(args[0], d.workdir, args[1:])
 		if err != nil {
 			return nil, err
 		}

@@ -158,14 +158,7 @@ func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if isGit(prog.path) {
-		// The directory is confined first: the guard reads the
-		// repository's config from it, and nothing outside the
-		// workspace is to be read.
-		dir, err := t.set.l.ResolveDir(in.Cwd)
-		if err != nil {
-			return nil, toolError(prog.path, err)
-		}
-		if args, err = guardGit(t.set.l.Workspace(), dir, args); err != nil {
+		if args, err = t.set.guardedGit(prog.path, in.Cwd, args); err != nil {
 			return nil, err
 		}
 	}

@@ -98,6 +98,18 @@ var gitValueOptions = []string{"-C", "-c", "--git-dir", "--work-tree", "--namesp
 // aliasName is what git accepts as an alias's name (a config key part).
 var aliasName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
 
+// guardedGit is guardGit for a run of program (git) in cwd, relative to
+// the workspace: the directory is confined first (Launcher.ResolveDir),
+// since the guard reads the repository's config from it and nothing
+// outside the workspace is to be read.
+func (s *Set) guardedGit(program, cwd string, args []string) ([]string, error) {
+	dir, err := s.l.ResolveDir(cwd)
+	if err != nil {
+		return nil, toolError(program, err)
+	}
+	return guardGit(s.l.Workspace(), dir, args)
+}
+
 // guardGit returns git's arguments (after the program) with the guards
 // right before the subcommand, past git's global options (-C and -c take
 // a value), so they come after, and win over, any -c a caller could pass;
