@@ -3,8 +3,6 @@ package events
 import (
 	"context"
 	"errors"
-
-	"go.uber.org/zap"
 )
 
 // Durable returns once every audit record added before it was called is
@@ -78,10 +76,17 @@ func (r *Recorder) flushAudit(ctx context.Context) {
 	for i := range taken {
 		audits = append(audits, r.record(&taken[i]))
 	}
+	// In blocks of maxBatch, as the timed flush writes them: a buffer
+	// that grew while the store was away is not one message too large
+	// to take.
+	written := 0
 	var err error
-	if len(audits) > 0 {
+	for written < len(audits) && err == nil {
+		end := min(written+maxBatch, len(audits))
 		actx, cancel := context.WithTimeout(ctx, r.publishTimeout)
-		err = r.chain.append(actx, audits)
+		if err = r.appendAudit(actx, audits[written:end]); err == nil {
+			written = end
+		}
 		cancel()
 	}
 	clear(audits) // drop references to the records' principals
@@ -89,12 +94,9 @@ func (r *Recorder) flushAudit(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		r.log.Warn("audit: appending failed; retrying at the next flush", zap.Error(err))
 		// Back in front, in order: the next flush writes them.
-		r.pending = append(taken, r.pending...)
+		r.pending = append(taken[written:], r.pending...)
 		r.auditFrom = 0
-	} else if len(audits) > 0 {
-		r.m.audited.Add(float64(len(audits)))
 	}
 	r.wakeDurable(gen, err != nil)
 	r.m.pending.Set(float64(len(r.pending)))

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,35 @@ func TestDurable(t *testing.T) {
 			if !audited(t, st, id) {
 				t.Errorf("no audit record of %s", id)
 			}
+		}
+	})
+	t.Run("a large buffer, in blocks", func(t *testing.T) {
+		// Records buffered past one message's size (the store away, or a
+		// burst between ticks) are written in blocks of maxBatch, as the
+		// timed flush writes them, not refused as one message too large.
+		st := statetest.Open(t, nil, "a")
+		r := NewRecorder(Options{Store: st, Audit: true, FlushInterval: time.Hour, MaxPending: 20 * maxBatch})
+		go r.Run()
+		defer r.Close()
+		const n = 5 * maxBatch
+		for i := range n {
+			end(r, "big-"+strconv.Itoa(i))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.Durable(ctx); err != nil {
+			t.Fatalf("Durable over %d buffered records: %v", n, err)
+		}
+		records, blocks := 0, map[uint64]bool{}
+		if err := ReadAudit(ctx, st, ID{}, func(id ID, _ []byte) bool {
+			records++
+			blocks[id.Seq] = true
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if records != n || len(blocks) != n/maxBatch {
+			t.Errorf("%d records in %d messages, want %d in %d", records, len(blocks), n, n/maxBatch)
 		}
 	})
 	t.Run("store down", func(t *testing.T) {

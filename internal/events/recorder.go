@@ -398,7 +398,7 @@ func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, do
 	// Durable waits for takes one round trip, not two.
 	appended := make(chan error, 1)
 	if len(audits) > 0 {
-		go func() { appended <- r.chain.append(ctx, audits) }()
+		go func() { appended <- r.appendAudit(ctx, audits) }()
 	}
 	var failedSubjects map[string]bool
 	var eventsErr error
@@ -420,17 +420,25 @@ func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, do
 	auditOK := true
 	if len(audits) > 0 {
 		if err := <-appended; err != nil {
-			r.log.Warn("audit: appending failed; retrying at the next flush", zap.Error(err))
 			auditOK = false
 			down = down || storeDown(ctx, err)
-		} else {
-			r.m.audited.Add(float64(len(audits)))
 		}
 	}
 	if eventsErr != nil {
 		r.log.Warn("events: publishing failed; retrying at the next flush", zap.Error(eventsErr))
 	}
 	return retries(batch, failedSubjects, activityOK, auditOK, r.m.published), down
+}
+
+// appendAudit appends records to the chain as one block, counts them, or
+// says why not; whoever called puts them back for the next flush.
+func (r *Recorder) appendAudit(ctx context.Context, records []Record) error {
+	if err := r.chain.append(ctx, records); err != nil {
+		r.log.Warn("audit: appending failed; retrying at the next flush", zap.Error(err))
+		return err
+	}
+	r.m.audited.Add(float64(len(records)))
+	return nil
 }
 
 // coalesce gives a call whose start and end are both in batch one
