@@ -18,6 +18,7 @@ import (
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/state/statetest"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/await"
 )
 
 // outageReplica is one replica on a real nats-server process, so the
@@ -191,4 +192,33 @@ func TestInterruptedIsAudited(t *testing.T) {
 		})
 		return found
 	})
+}
+
+// TestResumeRidesOutAnElection: a resumption's write that meets the
+// store away (a stream leader killed: an election takes 4 to 9 s) is
+// retried within the step's budget, not refused after a new call's 2 s:
+// once its first attempt may have landed, "nothing was accepted" cannot be
+// told, and the chaos harness found answered executions left pending with
+// no message to run them. The execution ends with its answer.
+func TestResumeRidesOutAnElection(t *testing.T) {
+	ns, r := outageReplica(t, await.Tools(await.Options{})...)
+	ctx := context.Background()
+	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "request_user_input", Body: []byte(`{"prompt":"go on?"}`), Caller: "k", RequestID: "r"})
+	if err != nil || refusal != nil {
+		t.Fatal(err, refusal)
+	}
+	waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.svc.ResumeAcross(ctx, "k", rec.ID, json.RawMessage(`"yes"`), ns.Stop)
+	}()
+	time.Sleep(3 * time.Second) // the election: longer than a new call waits (2 s)
+	ns.Start()
+	if err := <-done; err != nil {
+		t.Fatalf("the resumption across the outage: %v", err)
+	}
+	got, err := r.svc.WaitFinal(ctx, "k", rec.ID, 20*time.Second)
+	if err != nil || got.Status != dispatch.StatusSuccess || !strings.Contains(string(got.Envelope), `"answer":"yes"`) {
+		t.Fatalf("the resumed execution: %v %+v", err, got)
+	}
 }

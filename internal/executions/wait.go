@@ -154,13 +154,13 @@ func (s *Service) parkRecord(ctx context.Context, r *Record, env *dispatch.Envel
 }
 
 // queue publishes the work message of r's current step, the step to run
-// (a waiting step's timer is armed by timers.go). It rides out an election:
-// the message's id (the execution and its step) makes a retry whose first
-// attempt landed a duplicate the stream drops.
-func (s *Service) queue(ctx context.Context, r *Record, rev uint64) error {
+// (a waiting step's timer is armed by timers.go). It rides out an election
+// within budget: the message's id (the execution and its step) makes a
+// retry whose first attempt landed a duplicate the stream drops.
+func (s *Service) queue(ctx context.Context, r *Record, rev uint64, budget time.Duration) error {
 	msg, _ := json.Marshal(work{Key: r.key(), Revision: rev, Record: r.encode(), Step: r.Step})
 	id := r.ID + "." + strconv.Itoa(r.Step)
-	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) error {
+	err := s.retryStore(ctx, budget, func(ctx context.Context) error {
 		_, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, msg, jetstream.WithMsgID(id))
 		return err
 	})
@@ -367,17 +367,23 @@ func (s *Service) Resume(ctx context.Context, caller, id, kind string, answer js
 		if err := checkAnswer(r, kind, answer); err != nil {
 			return nil, err
 		}
-		next := *r
-		next.Status, next.Step, next.Wait, next.UpdatedAt = dispatch.StatusPending, r.Step+1, nil, time.Now().UTC()
-		next.Resume = &tools.Resumption{For: r.Wait.For, State: r.Wait.State, Answer: answer, Step: r.Step}
-		if err := s.advance(ctx, r, rev, &next); errors.Is(err, state.ErrConflict) {
+		next := resumed(r, answer)
+		if err := s.advance(ctx, r, rev, next); errors.Is(err, state.ErrConflict) {
 			continue // resumed, cancelled or expired meanwhile: look again
 		} else if err != nil {
 			return nil, err
 		}
-		return &next, nil
+		return next, nil
 	}
 	return nil, StoreError(state.ErrUnavailable)
+}
+
+// resumed is r's next step, given the answer it waits for.
+func resumed(r *Record, answer json.RawMessage) *Record {
+	next := *r
+	next.Status, next.Step, next.Wait, next.UpdatedAt = dispatch.StatusPending, r.Step+1, nil, time.Now().UTC()
+	next.Resume = &tools.Resumption{For: r.Wait.For, State: r.Wait.State, Answer: answer, Step: r.Step}
+	return &next
 }
 
 // advance writes the next step of a waiting execution and queues it; if
@@ -386,12 +392,19 @@ func (s *Service) Resume(ctx context.Context, caller, id, kind string, answer js
 func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *Record) error {
 	// The write rides out a lost answer (a node killed, the connection
 	// moving): it is retried, and a retry that conflicts because its first
-	// attempt landed finds the record as this step wrote it. Given up at
-	// once, a landed write would leave the next step pending with no
-	// message to run it (the chaos harness's NATS node kill found one).
+	// attempt landed finds the record as this step wrote it. Given up,
+	// a landed write would leave the next step pending with no message to
+	// run it (the chaos harness's NATS node kill found one), so the step's
+	// writes are the execution's work, not the request's: they go on if
+	// the caller leaves, and ride out an election (4 to 9 s) within the
+	// step's settle budget, not a new call's acceptBudget — after a first
+	// attempt that may have landed, "nothing was accepted" cannot be told
+	// (a stream leader's kill left two answered executions pending).
+	ctx = context.WithoutCancel(ctx)
+	budget := s.settleBudget(next)
 	key, body := next.key(), next.encode()
 	var nrev uint64
-	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) (err error) {
+	err := s.retryStore(ctx, budget, func(ctx context.Context) (err error) {
 		nrev, err = s.st.Executions.Update(ctx, key, body, rev)
 		nrev, err = s.landed(ctx, key, body, nrev, err)
 		return err
@@ -412,7 +425,7 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	// corrects it.)
 	s.rec.Execution(events.Event{Type: events.TypeResumed, ExecutionID: next.ID, RequestID: next.RequestID, Tool: next.Tool,
 		Caller: next.Caller, Principal: next.Principal, Status: string(dispatch.StatusPending)})
-	if err := s.queue(ctx, next, nrev); err != nil {
+	if err := s.queue(ctx, next, nrev, budget); err != nil {
 		if _, rerr := s.st.Executions.Update(ctx, prev.key(), prev.encode(), nrev); rerr != nil {
 			s.log.Error("executions: a resumed execution could not be queued nor put back; it ends at its retention",
 				zap.String("execution_id", prev.ID), zap.Error(rerr))
