@@ -208,10 +208,11 @@ func TestResumeRidesOutAnElection(t *testing.T) {
 		t.Fatal(err, refusal)
 	}
 	waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
-	done := make(chan error, 1)
+	done, stopped := make(chan error, 1), make(chan struct{})
 	go func() {
-		done <- r.svc.ResumeAcross(ctx, "k", rec.ID, json.RawMessage(`"yes"`), ns.Stop)
+		done <- r.svc.ResumeAcross(ctx, "k", rec.ID, json.RawMessage(`"yes"`), func() { ns.Stop(); close(stopped) })
 	}()
+	<-stopped
 	time.Sleep(3 * time.Second) // the election: longer than a new call waits (2 s)
 	ns.Start()
 	if err := <-done; err != nil {
