@@ -342,13 +342,14 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := s.opts.Executions.Get(r.Context(), principal(r).Name, id)
+	start := time.Now()
+	rec, err := s.opts.Executions.Read(r.Context(), principal(r).Name, id, wait)
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))
 		return
 	}
 	info(r).tool = rec.Tool
-	s.send(w, r, s.recordReply(r, rec, wait, opRead))
+	s.send(w, r, s.recordReply(r, rec, wait-time.Since(start), opRead)) // what is left of the wait
 }
 
 // cancelExecution is DELETE /executions/{id}.
