@@ -46,3 +46,30 @@ func TestClassifyFull(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyBetweenLeaders: the codes a cluster answers with while it
+// has no leader for its meta group or a stream (a lost quorum coming
+// back) are ErrUnavailable, which callers ride out within their budget;
+// other server errors are not.
+func TestClassifyBetweenLeaders(t *testing.T) {
+	for _, tt := range []struct {
+		code        jetstream.ErrorCode
+		status      int
+		desc        string
+		unavailable bool
+	}{
+		{10008, 503, "JetStream system temporarily unavailable", true},
+		{10118, 500, "stream is offline", true},
+		{10194, 500, "stream is offline: no quorum", true},
+		{10163, 503, "expected last sequence per subject temporarily unavailable", true},
+		{10059, 404, "stream not found", false},
+		{10054, 400, "message size exceeds maximum allowed", false},
+	} {
+		cause := &jetstream.APIError{Code: tt.status, ErrorCode: tt.code, Description: tt.desc}
+		err := classify(cause)
+		var api *jetstream.APIError
+		if errors.Is(err, ErrUnavailable) != tt.unavailable || !errors.As(err, &api) || api.ErrorCode != tt.code {
+			t.Errorf("code %d %q: %v; want ErrUnavailable %v, the cause kept", tt.code, tt.desc, err, tt.unavailable)
+		}
+	}
+}

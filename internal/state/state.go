@@ -523,6 +523,14 @@ func classify(err error) error {
 			// messages exceeded, with discard new).
 			jetstream.ErrorCode(server.JSStreamStoreFailedF):
 			return fmt.Errorf("%w: %w", ErrFull, err)
+		case jetstream.ErrorCode(server.JSClusterNotAvailErr), jetstream.ErrorCode(server.JSStreamOfflineErr),
+			jetstream.ErrorCode(server.JSStreamOfflineReasonErrF), jetstream.ErrorCode(server.JSStreamExpectedLastSeqPerSubjectNotReady):
+			// A cluster between leaders (its meta group's, a stream's),
+			// as it is while a lost quorum comes back: the store is away
+			// for a moment, as when a request times out. (The chaos
+			// harness saw a GET ?wait answered 503 at once by the
+			// first, read from the stream's leader.)
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return err
 	}
