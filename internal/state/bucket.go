@@ -46,6 +46,9 @@ func (b *Bucket) done(op string, start time.Time, err error) error {
 	return err
 }
 
+// Stream is the name of the stream that holds the bucket's entries.
+func (b *Bucket) Stream() string { return "KV_" + b.name }
+
 // Get returns a key's value and revision, as the last write left it.
 func (b *Bucket) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 	start := time.Now()
