@@ -63,6 +63,11 @@ type Record struct {
 	RequestID   string         `json:"request_id,omitempty"`
 	ExecutionID string         `json:"execution_id,omitempty"`
 	Target      string         `json:"target,omitempty"`
+	// RecoveredFrom names the replica that ran the call and stopped
+	// before its own record reached the log: this one was written from
+	// the call's final execution record by the replica named in Replica
+	// (recovery.go).
+	RecoveredFrom string `json:"recovered_from,omitempty"`
 	// Prev is the hash the record (format 1) or block (format 2) chains
 	// to: format 1 writes it, empty on the first record, on every record;
 	// format 2 only on a block's last.
@@ -76,9 +81,10 @@ type Record struct {
 // signed reports whether the record carries a signature (or part of one).
 func (r *Record) signed() bool { return r.SignedFrom != 0 || r.KeyID != "" || r.Sig != "" }
 
-// argsHash is the hex SHA-256 of the arguments' canonical JSON; arguments
-// that are not JSON (a refused call) are hashed as sent.
-func (r *Recorder) argsHash(tool string, args []byte) string {
+// ArgsHash is the hex SHA-256 of the arguments' canonical JSON (after
+// RedactArguments), as an audit record holds it; arguments that are not
+// JSON (a refused call) are hashed as sent.
+func (r *Recorder) ArgsHash(tool string, args []byte) string {
 	if len(args) == 0 {
 		args = []byte("{}")
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -331,3 +332,28 @@ func Export(ctx context.Context, st *state.Store, w io.Writer) (int, error) {
 	}
 	return n, err
 }
+
+// AuditedEnds reads the audit log from since (by the store's clock) to its
+// end as the read began, and returns the ends of executions it records,
+// each as AuditedEnd(execution id, status): what a recovery of a lost
+// replica's audit records (internal/executions/recovery.go) need not
+// write again.
+func AuditedEnds(ctx context.Context, st *state.Store, since time.Time) (map[string]bool, error) {
+	seen := map[string]bool{}
+	err := st.ReadSince(ctx, state.AuditStream, since, func(m jetstream.Msg) bool {
+		for _, line := range splitLines(m.Data()) {
+			var rec struct {
+				ExecutionID string `json:"execution_id"`
+				Status      string `json:"status"`
+			}
+			if json.Unmarshal(line, &rec) == nil && rec.ExecutionID != "" {
+				seen[AuditedEnd(rec.ExecutionID, rec.Status)] = true
+			}
+		}
+		return true
+	})
+	return seen, err
+}
+
+// AuditedEnd is the key of an execution's end in AuditedEnds.
+func AuditedEnd(execution, status string) string { return execution + " " + status }

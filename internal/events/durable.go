@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Durable returns once every audit record added before it was called is
@@ -57,6 +58,7 @@ func (r *Recorder) flushAudit(ctx context.Context) {
 	r.mu.Lock()
 	r.flushes++
 	gen := r.flushes
+	took := time.Now()
 	var taken []item // the audit parts taken, to put back if the append fails
 	for i := r.auditFrom; i < len(r.pending); i++ {
 		it := &r.pending[i]
@@ -98,6 +100,7 @@ func (r *Recorder) flushAudit(ctx context.Context) {
 		r.pending = append(taken[written:], r.pending...)
 		r.auditFrom = 0
 	}
+	r.audited(took, err != nil)
 	r.wakeDurable(gen, err != nil)
 	r.m.pending.Set(float64(len(r.pending)))
 }

@@ -162,3 +162,61 @@ func TestDurable(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditedUntil: the watermark a replica's audit lease carries moves
+// past a record only once a flush wrote it — by a Durable flush, or a
+// timed one — and stands still while the store refuses the records (it
+// never claims a record the store does not hold).
+func TestAuditedUntil(t *testing.T) {
+	end := func(r *Recorder, id string) time.Time {
+		at := time.Now()
+		c := &dispatch.CallInfo{RequestID: id, Tool: "echo", Caller: "k"}
+		r.CallEnded(c, &dispatch.Envelope{Status: dispatch.StatusSuccess})
+		return at
+	}
+	for _, tt := range []struct {
+		name  string
+		flush func(*Recorder) // writes what is buffered
+	}{
+		{"a Durable flush", func(r *Recorder) {
+			if err := r.Durable(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a timed flush", func(r *Recorder) {
+			if left := r.flush(t.Context()); left != 0 {
+				t.Fatalf("%d left", left)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := statetest.Open(t, nil, "a")
+			r := NewRecorder(Options{Store: st, Audit: true, FlushInterval: time.Hour})
+			go r.Run()
+			defer r.Close()
+			at := end(r, "w1")
+			if got := r.AuditedUntil(); !got.Before(at) {
+				t.Fatalf("before any flush: watermark %v, not before the record's %v", got, at)
+			}
+			tt.flush(r)
+			if got := r.AuditedUntil(); got.Before(at) || !audited(t, st, "w1") {
+				t.Fatalf("after the flush: watermark %v before the record's %v (record in the store: %v)", got, at, audited(t, st, "w1"))
+			}
+		})
+	}
+	t.Run("the store refuses", func(t *testing.T) {
+		r := NewRecorder(Options{Store: downStore(t, nil), Audit: true, FlushInterval: time.Hour})
+		r.publishTimeout = 50 * time.Millisecond
+		before := r.AuditedUntil()
+		at := end(r, "down")
+		r.flush(t.Context())
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		defer cancel()
+		go r.Run()
+		defer r.Close()
+		_ = r.Durable(ctx)
+		if got := r.AuditedUntil(); !got.Equal(before) || !got.Before(at) {
+			t.Fatalf("watermark moved to %v (from %v) with the record of %v refused", got, before, at)
+		}
+	})
+}

@@ -108,6 +108,7 @@ func appendRecord(dst []byte, rec *Record, withPrev bool) []byte {
 	dst = appendField(dst, "request_id", rec.RequestID)
 	dst = appendField(dst, "execution_id", rec.ExecutionID)
 	dst = appendField(dst, "target", rec.Target)
+	dst = appendField(dst, "recovered_from", rec.RecoveredFrom)
 	if withPrev {
 		dst = append(dst, `,"prev":`...)
 		dst = strictjson.AppendString(dst, rec.Prev)

@@ -49,7 +49,7 @@ func FuzzEventJSON(f *testing.F) {
 		want.Envelope = nil
 		same(t, 1, want, r.appendEvent(nil, &it, false))
 		rec := Record{Seq: seq, Time: at, Replica: s1, Kind: s2, Caller: s3, Principal: shown, Action: s4, Tool: s1,
-			ArgsSHA256: s2, Status: s3, ErrorType: s4, DurationMS: dur, RequestID: s1, ExecutionID: s2, Target: s3, Prev: s4}
+			ArgsSHA256: s2, Status: s3, ErrorType: s4, DurationMS: dur, RequestID: s1, ExecutionID: s2, Target: s3, RecoveredFrom: s1, Prev: s4}
 		rec.Principal = who
 		// prev is written on a block's sealed line, even empty (the first
 		// block's); encoding/json leaves an empty one out.

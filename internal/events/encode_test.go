@@ -41,6 +41,8 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 		{Seq: 2, Time: at, Replica: "a", Kind: "admin", Caller: who.Name, Principal: who, Action: "approve", Target: "x", Prev: "ab"},
 		{Seq: 18446744073709551615, Time: at, Replica: "b", Kind: "admin", Caller: "\"q\"", Action: "read_audit", Target: "1.2", Prev: "ff"},
 		{V: 2, Seq: 7, Time: at, Replica: "c", Kind: "call", Caller: "k", Action: "execute", Tool: "echo", Status: "success", Prev: "ab"},
+		{V: 2, Seq: 8, Time: at, Replica: "c", Kind: "call", Caller: "k", Action: "execute", Tool: "echo", ArgsSHA256: "cd", Status: "error",
+			ErrorType: "timeout", ExecutionID: "e", RecoveredFrom: "\"b\"", Prev: "ab"},
 	} {
 		same(t, i, rec, appendRecord(nil, &rec, true))
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -62,6 +63,9 @@ type Recorder struct {
 	auditFrom int
 	durable   []durableWaiter
 	kick      chan struct{} // a Durable call asks for a flush now
+	// auditedUntil (Unix nanoseconds): every audit record added before
+	// it is in the store; see AuditedUntil.
+	auditedUntil atomic.Int64
 
 	done      chan struct{}
 	stopped   chan struct{}
@@ -113,6 +117,9 @@ type itemExtra struct {
 	stream, chunk  string
 	envelope       json.RawMessage
 	action, target string
+	// A recovered audit record's (Recovered): its arguments' hash, as
+	// the final record kept it, and the replica that ran the call.
+	argsSHA256, recoveredFrom string
 }
 
 var _ dispatch.CallObserver = (*Recorder)(nil)
@@ -125,9 +132,11 @@ func NewRecorder(o Options) *Recorder {
 		o.Logger = zap.NewNop()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Recorder{opts: o, st: o.Store, replica: o.Store.Name(), log: o.Logger, m: newRecorderMetrics(o.Registerer),
+	r := &Recorder{opts: o, st: o.Store, replica: o.Store.Name(), log: o.Logger, m: newRecorderMetrics(o.Registerer),
 		chain: newChain(o), done: make(chan struct{}), stopped: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
 		publishTimeout: 5 * time.Second, closeTimeout: 5 * time.Second}
+	r.auditedUntil.Store(time.Now().UnixNano()) // nothing was added before
+	return r
 }
 
 // Observe and Stuck make the Recorder a dispatch.Observer; it learns
@@ -182,6 +191,19 @@ func (r *Recorder) Concluded(ev Event, args []byte) {
 	if r.opts.Audit {
 		r.add(item{typ: ev.Type, at: time.Now(), audit: true, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller,
 			who: tokenOnly(ev.Principal), execution: ev.ExecutionID, status: ev.Status, errType: ev.ErrorType, errCode: ev.ErrorCode, args: args})
+	}
+}
+
+// Recovered records in the audit log the end of an execution that the
+// replica named from ran and ended, and that stopped before its record of
+// it reached the log: written from the execution's final record
+// (internal/executions/recovery.go), at that record's time, with the
+// arguments' hash the record kept.
+func (r *Recorder) Recovered(ev Event, at time.Time, argsSHA256, from string) {
+	if r.opts.Audit {
+		r.add(item{typ: ev.Type, at: at, audit: true, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, who: tokenOnly(ev.Principal),
+			execution: ev.ExecutionID, status: ev.Status, errType: ev.ErrorType, durationMS: ev.DurationMS,
+			extra: &itemExtra{argsSHA256: argsSHA256, recoveredFrom: from}})
 	}
 }
 
@@ -297,6 +319,7 @@ func (r *Recorder) flush(ctx context.Context) int {
 	r.pending, r.auditFrom = r.spare[:0], 0
 	r.flushes++
 	gen := r.flushes
+	took := time.Now()
 	r.mu.Unlock()
 	var failed, untried []item
 	for start := 0; start < len(batch); start += maxBatch {
@@ -322,11 +345,35 @@ func (r *Recorder) flush(ctx context.Context) int {
 	}
 	clear(batch) // drop references to arguments and envelopes
 	r.spare = batch[:0]
-	r.wakeDurable(gen, auditLeft(failed) || auditLeft(untried))
+	left := auditLeft(failed) || auditLeft(untried)
+	r.audited(took, left)
+	r.wakeDurable(gen, left)
 	r.shed(r.opts.MaxPending)
 	r.m.pending.Set(float64(len(r.pending)))
 	return len(r.pending)
 }
+
+// AuditedUntil is a time before which every audit record added is in the
+// store (or was dropped, counted, because the store stayed away past
+// MaxPending): the time the last flush that left no audit record behind
+// took its buffer. Flushes run one at a time and put back what the store
+// refused before the next takes the buffer, so such a flush wrote every
+// record added before it. It lags the clock by a flush interval at
+// most while the store takes writes, and stands still while it does not.
+// The executions service publishes it as its replica's audit watermark
+// (internal/executions/recovery.go).
+func (r *Recorder) AuditedUntil() time.Time { return time.Unix(0, r.auditedUntil.Load()) }
+
+// audited moves AuditedUntil to took, the time a flush took its buffer,
+// unless the flush left audit records behind.
+func (r *Recorder) audited(took time.Time, left bool) {
+	if !left {
+		r.auditedUntil.Store(took.UnixNano())
+	}
+}
+
+// Auditing reports whether the audit log is on (not without a recorder).
+func (r *Recorder) Auditing() bool { return r != nil && r.opts.Audit }
 
 // shed drops the oldest events, then the oldest audit records, beyond
 // limit; r.mu is held.
@@ -504,10 +551,13 @@ func retries(batch []item, failedSubjects map[string]bool, activityOK, auditOK b
 func (r *Recorder) record(it *item) Record {
 	rec := Record{Time: it.at.UTC(), Replica: r.replica, Kind: "call", Caller: it.caller, Principal: it.who, Action: "execute", Tool: it.tool,
 		Status: it.status, ErrorType: it.errType, DurationMS: it.durationMS, RequestID: it.requestID, ExecutionID: it.execution}
-	if it.typ == "admin" {
+	switch {
+	case it.typ == "admin":
 		rec.Kind, rec.Action, rec.Target = "admin", it.extra.action, it.extra.target
-	} else {
-		rec.ArgsSHA256 = r.argsHash(it.tool, it.args)
+	case it.extra != nil && it.extra.recoveredFrom != "":
+		rec.ArgsSHA256, rec.RecoveredFrom = it.extra.argsSHA256, it.extra.recoveredFrom
+	default:
+		rec.ArgsSHA256 = r.ArgsHash(it.tool, it.args)
 	}
 	return rec
 }
