@@ -355,6 +355,23 @@ func (s *Store) Schedule(ctx context.Context, execution string, at time.Time, da
 	return ack.Sequence, nil
 }
 
+// Scheduled returns the data of an execution's timer that is set and has
+// not fired, or ErrNotFound.
+func (s *Store) Scheduled(ctx context.Context, execution string) ([]byte, error) {
+	start := time.Now()
+	msg, err := s.timers.GetLastMsgForSubject(ctx, TimerSubject+execution)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		err = ErrNotFound
+	} else {
+		err = classify(err)
+	}
+	s.metrics.observe("timer_get", start, err)
+	if err != nil {
+		return nil, err
+	}
+	return msg.Data, nil
+}
+
 // Unschedule deletes a timer by its sequence, so it never fires; one that
 // fired or is gone already is not an error.
 func (s *Store) Unschedule(ctx context.Context, seq uint64) error {
