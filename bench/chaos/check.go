@@ -277,11 +277,15 @@ func (h *harness) checkAudit(ops []*op, iv *invariant) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		var rec struct {
-			RequestID   string `json:"request_id"`
-			ExecutionID string `json:"execution_id"`
+			RequestID     string `json:"request_id"`
+			ExecutionID   string `json:"execution_id"`
+			RecoveredFrom string `json:"recovered_from"`
 		}
 		if json.Unmarshal(sc.Bytes(), &rec) == nil {
 			seen[rec.RequestID], seen[rec.ExecutionID] = true, true
+			if rec.RecoveredFrom != "" {
+				h.recovered++
+			}
 			// A batch's calls are recorded under "<its request id>.<call id>".
 			if i := strings.LastIndexByte(rec.RequestID, '.'); i > 0 {
 				seen[rec.RequestID[:i]] = true

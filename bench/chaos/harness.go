@@ -40,6 +40,9 @@ type harness struct {
 	// unflushed counts the calls answered now whose audit records a
 	// replica SIGKILLed right after held unflushed.
 	unflushed int
+	// recovered counts the audit records a replica wrote for the ends a
+	// lost replica had not flushed (its audit lease fired).
+	recovered int
 }
 
 // kill is a replica's SIGKILL.

@@ -192,6 +192,10 @@ func report(out io.Writer, h *harness, ops []*op, res *results, took time.Durati
 		fmt.Fprintf(out, "\n%d call(s) answered now (sync) by a replica SIGKILLed less than a second later are not in the audit log: "+
 			"their records were in its buffer, flushed every 50ms off the call's path (docs/reliability.md)\n", h.unflushed)
 	}
+	if h.recovered > 0 {
+		fmt.Fprintf(out, "\n%d audit record(s) of executions' ends written by another replica for a lost one (its audit lease fired; "+
+			"marked recovered_from, docs/executions.md)\n", h.recovered)
+	}
 	fmt.Fprintf(out, "\n%d calls, %s, in %v\n", len(ops), strings.Join(faultNames(h.faults), ", "), took.Round(time.Second))
 }
 

@@ -3,7 +3,19 @@ package executions
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
+
+// WithoutAuditLease makes s, before Start, a replica that never sets its
+// audit lease: every end waits for its audit record.
+func (s *Service) WithoutAuditLease() { s.lease.off = true }
+
+// AuditLease is the data of s's audit lease as a timer that fired now,
+// set at set.
+func (s *Service) AuditLease(set time.Time) []byte {
+	data, _ := json.Marshal(work{Audit: &auditLease{ID: s.lease.id, Replica: s.name, Until: set, Set: set}})
+	return data
+}
 
 // ResumeAcross is Resume's read, then between (a test takes the store
 // away there), then its write: the step's advance, on its own.

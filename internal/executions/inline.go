@@ -124,8 +124,9 @@ func (s *Service) endedQuickly(ctx context.Context, r *Record, ir *inlineRun) (*
 	}
 	final := s.final(r, env.Status, env)
 	// Its audit record at the same time as its one write: the caller is
-	// answered once both are in (audited.go).
-	audited := s.auditing(ctx, r.ID, s.settleBudget(r))
+	// answered once both are in (audited.go); or, while this replica's
+	// audit lease would recover it, later (recovery.go).
+	audited := s.auditedEnd(ctx, r.ID, s.settleBudget(r))
 	err := s.retryStore(ctx, s.settleBudget(r), func(ctx context.Context) (err error) {
 		_, err = s.create(ctx, final.key(), final.encode())
 		return err

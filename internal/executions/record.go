@@ -38,8 +38,12 @@ type Record struct {
 	// Arguments are kept only until the execution ends (a replica that
 	// takes it over needs them); the final record drops them.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Batch     *BatchRequest   `json:"batch,omitempty"`
-	TimeoutMS int64           `json:"timeout_ms,omitempty"`
+	// ArgsSHA256 is, on a final record of a call written with the audit
+	// log on, its arguments' hash as the audit log holds it: what a
+	// recovery of its audit record needs (recovery.go).
+	ArgsSHA256 string        `json:"args_sha256,omitempty"`
+	Batch      *BatchRequest `json:"batch,omitempty"`
+	TimeoutMS  int64         `json:"timeout_ms,omitempty"`
 	// ConfirmToken answers a confirmation challenge, for the run.
 	ConfirmToken string          `json:"confirm_token,omitempty"`
 	RequestID    string          `json:"request_id"`

@@ -92,6 +92,13 @@ type Service struct {
 	m    *metrics
 	name string
 
+	// lease is this replica's audit lease (recovery.go).
+	lease auditLeaseState
+	// recovering holds the ends this replica recovers whose audit
+	// records are not durable yet: a recovery tried again does not add
+	// them twice.
+	recovering map[string]bool
+
 	// slots bound the calls this replica runs where it accepted them
 	// (InlineSlots), besides what its workers take from the queue.
 	slots chan struct{}
@@ -202,6 +209,9 @@ type metrics struct {
 	running    prometheus.Gauge
 	batches    prometheus.Counter
 	replays    *prometheus.CounterVec
+	// auditRecovered counts the audit records this replica wrote for
+	// lost replicas' ends (recovery.go).
+	auditRecovered prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -217,6 +227,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		replays: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_idempotency_outcomes_total",
 			Help: "Requests with an Idempotency-Key or a Toold-Turn, by outcome (first, replayed, redundant, mismatch, in_flight, lost)."},
 			[]string{"outcome"}),
+		auditRecovered: f.NewCounter(prometheus.CounterOpts{Name: "toold_audit_records_recovered_total",
+			Help: "Audit records this replica wrote for ends a lost replica wrote after its last flush (its audit lease fired)."}),
 	}
 	for _, o := range []string{"first", "replayed", "redundant", "mismatch", "in_flight", "lost"} {
 		m.replays.WithLabelValues(o)

@@ -139,6 +139,9 @@ type work struct {
 	// Step is the record's step the message is for; a message of an
 	// earlier step is stale.
 	Step int `json:"step,omitempty"`
+	// Audit is, instead of the rest, a replica's audit lease (a timer;
+	// recovery.go).
+	Audit *auditLease `json:"audit,omitempty"`
 }
 
 // accept writes the record and, for a pending execution, queues its run

@@ -80,6 +80,10 @@ func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
 	if !ok {
 		return
 	}
+	if w.Audit != nil {
+		s.recoverAudit(ctx, msg, w.Audit)
+		return
+	}
 	r, rev, err := s.read(ctx, w.Key)
 	switch {
 	case err != nil:
@@ -118,7 +122,7 @@ func (s *Service) requeue(ctx context.Context, msg jetstream.Msg, r *Record, rev
 // one is acknowledged, so it never comes back, and dropped.
 func (s *Service) workOf(msg jetstream.Msg) (work, bool) {
 	var w work
-	if err := json.Unmarshal(msg.Data(), &w); err != nil || w.Key == "" {
+	if err := json.Unmarshal(msg.Data(), &w); err != nil || (w.Key == "" && (w.Audit == nil || w.Audit.Replica == "")) {
 		s.log.Error("executions: an unreadable message dropped", zap.String("subject", msg.Subject()), zap.Error(err))
 		_ = msg.Ack()
 		return w, false

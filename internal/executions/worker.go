@@ -65,6 +65,7 @@ func (s *Service) Start(ctx context.Context) error {
 		stop()
 		return fmt.Errorf("executions: the timers' consumer: %w", err)
 	}
+	s.startAuditLease(ctx, wctx)
 	for range s.opts.Workers {
 		s.wg.Add(1)
 		go s.take(wctx, cons, s.handle)
@@ -377,6 +378,9 @@ func (s *Service) final(r *Record, status dispatch.Status, env *dispatch.Envelop
 	done := *r
 	env.ExecutionID = r.ID
 	env.Status, env.Success = status, status == dispatch.StatusSuccess
+	if done.Kind == "call" && s.rec.Auditing() {
+		done.ArgsSHA256 = s.rec.ArgsHash(done.Tool, done.Arguments)
+	}
 	done.Status, done.Envelope, done.Arguments, done.ConfirmToken, done.UpdatedAt = status, env.AppendJSON(nil), nil, "", time.Now().UTC()
 	done.env = env
 	done.Resume = nil
@@ -398,7 +402,7 @@ func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev 
 	done := s.final(r, status, env)
 	dropped := false
 	deadline := time.Now().Add(s.settleBudget(r))
-	s.auditing(ctx, r.ID, time.Until(deadline))() // before the end it audits (audited.go)
+	s.auditedEnd(ctx, r.ID, time.Until(deadline))() // before the end it audits (audited.go), unless the lease covers it (recovery.go)
 	err := s.retryStore(ctx, max(time.Until(deadline), acceptBudget), func(ctx context.Context) error {
 		_, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev)
 		if !errors.Is(err, state.ErrConflict) {
