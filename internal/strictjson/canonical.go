@@ -25,7 +25,14 @@ import (
 // duplicate names, lone surrogates, invalid UTF-8, numbers out of range,
 // deep nesting, anything that is not JSON. FuzzCanonical holds the two
 // equal.
+//
+// A document already in that form (isCanonical) is returned as it is:
+// the result may be data itself, so it is for reading (hashing), not for
+// appending to.
 func Canonical(data []byte) []byte {
+	if isCanonical(data) {
+		return data
+	}
 	if out, ok := canonicalize(data); ok {
 		return out
 	}

@@ -68,16 +68,87 @@ func TestCanonical(t *testing.T) {
 		if _, ok := canonicalize([]byte(tc.in)); ok != tc.fast {
 			t.Errorf("canonicalize(%q) answered: %v, want %v", tc.in, ok, tc.fast)
 		}
+		if isCanonical([]byte(tc.in)) && tc.in != tc.want {
+			t.Errorf("isCanonical(%q), whose canonical form is %q", tc.in, tc.want)
+		}
+	}
+}
+
+// TestIsCanonical: what the check takes as canonical already (returned
+// as it is) and what it leaves to be written, each against jsontext.
+func TestIsCanonical(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"data":{"n":1,"tags":["a","b"]},"message":"hello, toold"}`, true},
+		{`{}`, true},
+		{`[]`, true},
+		{`[[],{},[{}]]`, true},
+		{`{"a":{"z":1},"b":{"a":2}}`, true}, // each object's names in order
+		{`"x"`, true},
+		{`-12`, true},
+		{`0`, true},
+		{`[true,false,null]`, true},
+		{`"a\"b\\c\b\f\n\r\t\u0000\u001f"`, true},
+		{`"é😀 "`, true},
+		{`{"é":1}`, false},                      // a name beyond ASCII: left to canonicalize
+		{`{"message":"hello","data":1}`, false}, // unsorted
+		{`{"a":1,"a":1}`, false},                // a duplicate
+		{`{"a":{"b":1},"a":2}`, false},
+		{`{"a": 1}`, false}, // space
+		{` {}`, false},
+		{`{} `, false},
+		{`-0`, false},
+		{`01`, false},
+		{`1.5`, false},
+		{`1e2`, false},
+		{`1234567890123456`, false}, // 16 digits
+		{`"\/"`, false},
+		{`"\u0041"`, false},
+		{`"\u000a"`, false},
+		{`"\u001F"`, false},
+		{`"\u007f"`, false},
+		{"\"\xff\"", false},
+		{"\"\x01\"", false},
+		{`{"a":1,}`, false},
+		{`[1,]`, false},
+		{`[1}`, false},
+		{`{"a":1]`, false},
+		{`{"a"}`, false},
+		{`tru`, false},
+		{``, false},
+		{`{"a":1}{}`, false},
+	} {
+		if got := isCanonical([]byte(tt.in)); got != tt.want {
+			t.Errorf("isCanonical(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+		if tt.want {
+			if slow := canonicalSlow([]byte(tt.in)); string(slow) != tt.in {
+				t.Errorf("%q is taken as canonical, jsontext writes %q", tt.in, slow)
+			}
+		}
+	}
+	deep := bytes.Repeat([]byte("["), canonMaxDepth+1)
+	deep = append(deep, bytes.Repeat([]byte("]"), canonMaxDepth+1)...)
+	if isCanonical(deep) {
+		t.Error("a document deeper than canonMaxDepth is taken as canonical")
 	}
 }
 
 // FuzzCanonical holds the fast path to jsontext's canonical form: the same
-// bytes for every input it answers.
+// bytes for every input it answers; and a document isCanonical takes as it
+// is is jsontext's canonical form already.
 func FuzzCanonical(f *testing.F) {
 	for _, tc := range canonicalCases {
 		f.Add([]byte(tc.in))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if isCanonical(data) {
+			if slow := canonicalSlow(data); !bytes.Equal(data, slow) {
+				t.Fatalf("isCanonical(%q), jsontext writes %q", data, slow)
+			}
+		}
 		fast, ok := canonicalize(data)
 		if !ok {
 			return
@@ -90,6 +161,13 @@ func FuzzCanonical(f *testing.F) {
 
 func BenchmarkCanonical(b *testing.B) {
 	args := []byte(`{"message":"hello, toold","data":{"n":1,"tags":["a","b"]}}`)
+	b.Run("already-canonical", func(b *testing.B) {
+		sorted := []byte(`{"data":{"n":1,"tags":["a","b"]},"message":"hello, toold"}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			Canonical(sorted)
+		}
+	})
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
