@@ -334,11 +334,12 @@ func Export(ctx context.Context, st *state.Store, w io.Writer) (int, error) {
 }
 
 // AuditedEnds reads the audit log from since (by the store's clock) to its
-// end as the read began, and returns the ends of executions it records,
-// each as AuditedEnd(execution id, status): what a recovery of a lost
-// replica's audit records (internal/executions/recovery.go) need not
-// write again.
-func AuditedEnds(ctx context.Context, st *state.Store, since time.Time) (map[string]bool, error) {
+// end as the read began, and returns which of the ends asked about it
+// records, each named AuditedEnd(execution id, status): what a recovery
+// of a lost replica's audit records (internal/executions/recovery.go)
+// need not write again. (Only those asked about are kept: the log since
+// then may hold every replica's records of many seconds.)
+func AuditedEnds(ctx context.Context, st *state.Store, since time.Time, asked map[string]bool) (map[string]bool, error) {
 	seen := map[string]bool{}
 	err := st.ReadSince(ctx, state.AuditStream, since, func(m jetstream.Msg) bool {
 		for _, line := range splitLines(m.Data()) {
@@ -347,7 +348,9 @@ func AuditedEnds(ctx context.Context, st *state.Store, since time.Time) (map[str
 				Status      string `json:"status"`
 			}
 			if json.Unmarshal(line, &rec) == nil && rec.ExecutionID != "" {
-				seen[AuditedEnd(rec.ExecutionID, rec.Status)] = true
+				if key := AuditedEnd(rec.ExecutionID, rec.Status); asked[key] {
+					seen[key] = true
+				}
 			}
 		}
 		return true

@@ -1,6 +1,7 @@
 package executions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync/atomic"
@@ -204,21 +205,26 @@ func (s *Service) recoverAuditOf(ctx context.Context, l *auditLease) (int, error
 	// after are its own to audit, as are a restarted one's).
 	until := l.Set.Add(3*s.opts.Heartbeat + time.Second)
 	read := from.Add(-recoverySkew)
-	ends := map[string]*Record{}
+	ends, asked := map[string]*Record{}, map[string]bool{}
+	// Records are encoded by encoding/json, so the lost replica's carry
+	// this field as it is: the others are passed over undecoded.
+	quoted, _ := json.Marshal(l.Replica)
+	field := append([]byte(`"replica":`), quoted...)
 	err := s.st.ReadSince(ctx, s.st.Executions.Stream(), read, func(m jetstream.Msg) bool {
-		if len(m.Data()) == 0 {
-			return true // a removal
+		if !bytes.Contains(m.Data(), field) {
+			return true // another replica's, or a removal
 		}
 		r, err := decodeRecord(m.Data())
 		if err == nil && r.Replica == l.Replica && r.Status.Final() && !r.UpdatedAt.Before(from) && !r.UpdatedAt.After(until) {
-			ends[events.AuditedEnd(r.ID, string(r.Status))] = r
+			key := events.AuditedEnd(r.ID, string(r.Status))
+			ends[key], asked[key] = r, true
 		}
 		return true
 	})
 	if err != nil || len(ends) == 0 {
 		return 0, err
 	}
-	audited, err := events.AuditedEnds(ctx, s.st, read)
+	audited, err := events.AuditedEnds(ctx, s.st, read, asked)
 	if err != nil {
 		return 0, err
 	}
