@@ -147,14 +147,16 @@ func auditOf(t *testing.T, st *state.Store, id string) *events.Record {
 
 // TestLiveReplicasLeaseRecoversNothing: a replica's audit lease that fired
 // while the replica lived on (the store was away from it for three
-// heartbeats, or it was paused) is dropped once the replica has set its
-// lease again: the replica flushes its own records, and a recovery would
-// write them twice. B's end is unflushed here (its recorder flushes only
-// when asked), as a lost replica's would be.
+// heartbeats, or it was paused) recovers nothing once the replica has set
+// its lease again, nor on the replica itself: it flushes its own records,
+// and a recovery would write them twice. B's end is unflushed here (its
+// recorder flushes only when asked), as a lost replica's would be; once B
+// is lost, the same lease recovers it.
 func TestLiveReplicasLeaseRecoversNothing(t *testing.T) {
 	sa, sb := statetest.OpenPair(t, state.Options{})
 	a := newReplicaOpts(t, sa, replicaOptions{audit: true}, diag.Echo())
 	b := newReplicaOpts(t, sb, replicaOptions{audit: true, flush: time.Hour}, diag.Echo())
+	a.start(t)
 	b.start(t)
 	ctx := context.Background()
 	rec, refusal, err := b.svc.Submit(ctx, executions.Call{Tool: "echo", Body: []byte(`{"message":"a"}`), Caller: "k", RequestID: "r", Wait: 5 * time.Second})
@@ -163,16 +165,21 @@ func TestLiveReplicasLeaseRecoversNothing(t *testing.T) {
 	}
 	fired := b.svc.AuditLease(time.Now())
 	time.Sleep(250 * time.Millisecond) // B sets its lease again meanwhile (every 100ms)
-	a.start(t)
-	if _, err := sa.Publish(ctx, "test", state.TimerDueSubject, fired); err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		name string
+		on   *replica
+	}{{"on another replica, set again since", a}, {"on the replica itself", b}} {
+		if n, err := tt.on.svc.RecoverLease(ctx, fired); n != 0 || err != nil {
+			t.Errorf("%s: %d record(s) recovered (%v) for a live replica", tt.name, n, err)
+		}
 	}
-	// A takes the timer at once; give it time to recover, if it would.
-	time.Sleep(time.Second)
 	if got := auditOf(t, sa, rec.ID); got != nil {
 		t.Fatalf("a live replica's end recovered: %+v", got)
 	}
-	// B stops: its lease fires, and its end is recovered.
-	sb.Close()
-	waitFor(t, "the recovered audit record", func() bool { return auditOf(t, sa, rec.ID) != nil })
+	sb.Close() // B is lost: its lease, no longer set, fires on A
+	var got *events.Record
+	waitFor(t, "the recovered audit record", func() bool { got = auditOf(t, sa, rec.ID); return got != nil })
+	if got.RecoveredFrom != "replica-b" {
+		t.Fatalf("recovered record %+v", got)
+	}
 }

@@ -17,6 +17,16 @@ func (s *Service) AuditLease(set time.Time) []byte {
 	return data
 }
 
+// RecoverLease handles a fired audit lease's data as a timer worker does,
+// and returns how many audit records it recovered.
+func (s *Service) RecoverLease(ctx context.Context, data []byte) (int, error) {
+	var w work
+	if err := json.Unmarshal(data, &w); err != nil {
+		return 0, err
+	}
+	return s.recoverLease(ctx, w.Audit)
+}
+
 // ResumeAcross is Resume's read, then between (a test takes the store
 // away there), then its write: the step's advance, on its own.
 func (s *Service) ResumeAcross(ctx context.Context, caller, id string, answer json.RawMessage, between func()) error {

@@ -126,7 +126,7 @@ func (s *Service) endedQuickly(ctx context.Context, r *Record, ir *inlineRun) (*
 	// Its audit record at the same time as its one write: the caller is
 	// answered once both are in (audited.go); or, while this replica's
 	// audit lease would recover it, later (recovery.go).
-	audited := s.auditedEnd(ctx, r.ID, s.settleBudget(r))
+	audited := s.auditedEnd(ctx, r, final, s.settleBudget(r))
 	err := s.retryStore(ctx, s.settleBudget(r), func(ctx context.Context) (err error) {
 		_, err = s.create(ctx, final.key(), final.encode())
 		return err

@@ -38,9 +38,11 @@ type Record struct {
 	// Arguments are kept only until the execution ends (a replica that
 	// takes it over needs them); the final record drops them.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// ArgsSHA256 is, on a final record of a call written with the audit
-	// log on, its arguments' hash as the audit log holds it: what a
-	// recovery of its audit record needs (recovery.go).
+	// AuditAfter marks a final record written before the end's audit
+	// record was in the store (its replica's audit lease covered it), and
+	// ArgsSHA256 is then the arguments' hash as the audit log holds it:
+	// what a recovery of that record needs (recovery.go).
+	AuditAfter bool          `json:"audit_after,omitempty"`
 	ArgsSHA256 string        `json:"args_sha256,omitempty"`
 	Batch      *BatchRequest `json:"batch,omitempty"`
 	TimeoutMS  int64         `json:"timeout_ms,omitempty"`

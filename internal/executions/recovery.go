@@ -71,6 +71,9 @@ type auditLeaseState struct {
 	id  string       // its timer's id: one per process, so a restarted replica's predecessor's lease still fires
 	set atomic.Int64 // when it was last set (Unix nanoseconds), 0 before
 	off bool         // never set (a test of the wait it replaces)
+	// stop ends its keeping, at Close: a draining replica still ends
+	// the executions it runs, so its lease is kept until then.
+	stop context.CancelFunc
 }
 
 // auditCovered reports whether an end written now without waiting for
@@ -81,14 +84,18 @@ func (s *Service) auditCovered() bool {
 	return set != 0 && time.Since(time.Unix(0, set)) < 2*s.opts.Heartbeat
 }
 
-// auditedEnd starts making the audit records of an end durable, unless
+// auditedEnd starts making the audit records of r's end durable, unless
 // the audit lease covers them: the wait auditing returns, or one that
-// returns at once.
-func (s *Service) auditedEnd(ctx context.Context, id string, budget time.Duration) (wait func()) {
-	if s.auditCovered() {
-		return func() {}
+// returns at once, done (the final record, not yet written) then marked
+// for a recovery. Only a call's end is written before its record: a
+// batch's calls are audited under its request id, not its execution's,
+// which a recovery could not tell from a lost record.
+func (s *Service) auditedEnd(ctx context.Context, r, done *Record, budget time.Duration) (wait func()) {
+	if r.Kind != "call" || !s.auditCovered() {
+		return s.auditing(ctx, r.ID, budget)
 	}
-	return s.auditing(ctx, id, budget)
+	done.AuditAfter, done.ArgsSHA256 = true, s.rec.ArgsHash(r.Tool, r.Arguments)
+	return func() {}
 }
 
 // setAuditLease sets this replica's audit lease, due three heartbeats
@@ -105,9 +112,9 @@ func (s *Service) setAuditLease(ctx context.Context) error {
 	return nil
 }
 
-// keepAuditLease sets the audit lease every heartbeat until ctx ends. It
-// is left to fire when the service stops: a recovery that finds every end
-// audited writes nothing.
+// keepAuditLease sets the audit lease every heartbeat until ctx ends
+// (Close). It is left to fire when the service stops: a recovery that
+// finds every end audited writes nothing.
 func (s *Service) keepAuditLease(ctx context.Context) {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.Heartbeat)
@@ -128,7 +135,7 @@ func (s *Service) keepAuditLease(ctx context.Context) {
 // startAuditLease sets the lease once and keeps it, with the audit log
 // on; a store that refuses now leaves ends waiting for their audit
 // records until a heartbeat sets it.
-func (s *Service) startAuditLease(ctx, wctx context.Context) {
+func (s *Service) startAuditLease(ctx context.Context) {
 	if !s.rec.Auditing() || s.lease.off {
 		return
 	}
@@ -136,8 +143,10 @@ func (s *Service) startAuditLease(ctx, wctx context.Context) {
 	if err := s.setAuditLease(ctx); err != nil {
 		s.log.Warn("executions: the replica's audit lease could not be set; ends wait for their audit records until it is", zap.Error(err))
 	}
+	lctx, stop := context.WithCancel(context.Background())
+	s.lease.stop = stop
 	s.wg.Add(1)
-	go s.keepAuditLease(wctx)
+	go s.keepAuditLease(lctx)
 }
 
 // recoverAudit handles a lost replica's audit lease that fired: it writes
@@ -148,13 +157,6 @@ func (s *Service) recoverAudit(ctx context.Context, msg jetstream.Msg, l *auditL
 	// recovers the same ends at once), within a bound.
 	ctx, cancel := context.WithTimeout(ctx, recoveryBudget)
 	defer cancel()
-	if s.leaseSetAgain(ctx, l) {
-		// Its replica is alive: it set its lease again since this one
-		// fired (the store was away from it for three heartbeats, or it
-		// was paused), and flushes its own records.
-		_ = msg.Ack()
-		return
-	}
 	go func() {
 		t := time.NewTicker(s.opts.Heartbeat)
 		defer t.Stop()
@@ -167,7 +169,7 @@ func (s *Service) recoverAudit(ctx context.Context, msg jetstream.Msg, l *auditL
 			}
 		}
 	}()
-	n, err := s.recoverAuditOf(ctx, l)
+	n, err := s.recoverLease(ctx, l)
 	if err != nil {
 		s.log.Warn("executions: a lost replica's audit records could not be recovered yet; trying again shortly",
 			zap.String("replica", l.Replica), zap.Error(err))
@@ -180,6 +182,17 @@ func (s *Service) recoverAudit(ctx context.Context, msg jetstream.Msg, l *auditL
 			zap.String("replica", l.Replica), zap.Int("records", n), zap.Time("audited_until", l.Until))
 	}
 	_ = msg.Ack()
+}
+
+// recoverLease writes the audit records the ends of l's replica lack,
+// unless the replica is alive — this one, or one that set its lease again
+// since l fired (the store was away from it for three heartbeats, or it
+// was paused) — and flushes its own records.
+func (s *Service) recoverLease(ctx context.Context, l *auditLease) (int, error) {
+	if l.ID == s.lease.id || s.leaseSetAgain(ctx, l) {
+		return 0, nil
+	}
+	return s.recoverAuditOf(ctx, l)
 }
 
 // leaseSetAgain reports whether l's replica has set its lease again since
@@ -206,16 +219,17 @@ func (s *Service) recoverAuditOf(ctx context.Context, l *auditLease) (int, error
 	until := l.Set.Add(3*s.opts.Heartbeat + time.Second)
 	read := from.Add(-recoverySkew)
 	ends, asked := map[string]*Record{}, map[string]bool{}
-	// Records are encoded by encoding/json, so the lost replica's carry
-	// this field as it is: the others are passed over undecoded.
+	// Records are encoded by encoding/json, so the lost replica's ends
+	// written before their audit records carry these fields as they are:
+	// the others are passed over undecoded.
 	quoted, _ := json.Marshal(l.Replica)
 	field := append([]byte(`"replica":`), quoted...)
 	err := s.st.ReadSince(ctx, s.st.Executions.Stream(), read, func(m jetstream.Msg) bool {
-		if !bytes.Contains(m.Data(), field) {
-			return true // another replica's, or a removal
+		if !bytes.Contains(m.Data(), auditAfterField) || !bytes.Contains(m.Data(), field) {
+			return true // another replica's, an end written after its audit record, or a removal
 		}
 		r, err := decodeRecord(m.Data())
-		if err == nil && r.Replica == l.Replica && r.Status.Final() && !r.UpdatedAt.Before(from) && !r.UpdatedAt.After(until) {
+		if err == nil && r.AuditAfter && r.Replica == l.Replica && r.Status.Final() && !r.UpdatedAt.Before(from) && !r.UpdatedAt.After(until) {
 			key := events.AuditedEnd(r.ID, string(r.Status))
 			ends[key], asked[key] = r, true
 		}
@@ -259,6 +273,8 @@ func (s *Service) recoverAuditOf(ctx context.Context, l *auditLease) (int, error
 	s.mu.Unlock()
 	return len(added), nil
 }
+
+var auditAfterField = []byte(`"audit_after":true`)
 
 // recoveredEvent is what a final record says of its end, as an audit
 // record's event.

@@ -65,7 +65,7 @@ func (s *Service) Start(ctx context.Context) error {
 		stop()
 		return fmt.Errorf("executions: the timers' consumer: %w", err)
 	}
-	s.startAuditLease(ctx, wctx)
+	s.startAuditLease(ctx)
 	for range s.opts.Workers {
 		s.wg.Add(1)
 		go s.take(wctx, cons, s.handle)
@@ -378,9 +378,6 @@ func (s *Service) final(r *Record, status dispatch.Status, env *dispatch.Envelop
 	done := *r
 	env.ExecutionID = r.ID
 	env.Status, env.Success = status, status == dispatch.StatusSuccess
-	if done.Kind == "call" && s.rec.Auditing() {
-		done.ArgsSHA256 = s.rec.ArgsHash(done.Tool, done.Arguments)
-	}
 	done.Status, done.Envelope, done.Arguments, done.ConfirmToken, done.UpdatedAt = status, env.AppendJSON(nil), nil, "", time.Now().UTC()
 	done.env = env
 	done.Resume = nil
@@ -402,7 +399,7 @@ func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev 
 	done := s.final(r, status, env)
 	dropped := false
 	deadline := time.Now().Add(s.settleBudget(r))
-	s.auditedEnd(ctx, r.ID, time.Until(deadline))() // before the end it audits (audited.go), unless the lease covers it (recovery.go)
+	s.auditedEnd(ctx, r, done, time.Until(deadline))() // before the end it audits (audited.go), unless the lease covers it (recovery.go)
 	err := s.retryStore(ctx, max(time.Until(deadline), acceptBudget), func(ctx context.Context) error {
 		_, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev)
 		if !errors.Is(err, state.ErrConflict) {
@@ -525,6 +522,9 @@ func (s *Service) Interrupt(cause *tools.Error) {
 // Close stops the workers and waits for them (after Drain and Idle).
 func (s *Service) Close() {
 	s.Drain()
+	if s.lease.stop != nil {
+		s.lease.stop()
+	}
 	s.wg.Wait()
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
