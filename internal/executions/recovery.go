@@ -18,31 +18,36 @@ import (
 // before the end was written (audited.go): so an accepted call is in the
 // audit log even when its replica dies the moment it answers. That wait
 // was the largest part of a quick call's answer (docs/performance.md).
-// With the replica's audit lease, a final record is written without it:
+// With the replica's audit lease, a call's final record is written
+// without it:
 //
 //   - every replica keeps a timer in the store, its audit lease, that it
 //     sets again every heartbeat, due three heartbeats on, carrying its
 //     audit watermark: the time before which every audit record it made
 //     is in the store (events.Recorder.AuditedUntil);
-//   - a replica that stops setting it (killed, or paused past its lease)
+//   - a final record written without the wait says so (AuditAfter) and
+//     keeps the arguments' hash;
+//   - a replica that stops setting its lease (killed, or paused past it)
 //     has its timer fire on another replica, which reads the final
-//     records the lost replica wrote since its watermark and the audit
-//     log since then, and writes an audit record for each end the log
-//     lacks, from the final record (which keeps the arguments' hash for
-//     it), marked recovered_from the lost replica.
+//     records so marked that the lost replica wrote since its watermark,
+//     and the audit log since then, and writes an audit record for each
+//     end the log lacks, from the final record, marked recovered_from the
+//     lost replica.
 //
-// So a final record written without the wait is in the audit log once
-// its replica's flush (50ms) or its lease's recovery (three heartbeats)
-// is. A lease that fired while its replica lived on (the store away from
-// it, or the replica paused) is dropped if the replica has set it again
-// since: it flushes its own records. One recovered before the replica
-// came back is in the log twice, the second time marked recovered. A replica that has not set its lease within two heartbeats
-// (the store refused) waits for the audit record again, as before.
+// So such an end is in the audit log once its replica's flush (50ms) or
+// its lease's recovery (three heartbeats) is. A lease that fired while
+// its replica lived on (the store away from it, or the replica paused)
+// recovers nothing on that replica, or once the replica has set it again:
+// it flushes its own records. One recovered before the replica came back
+// is in the log twice, the second time marked recovered. A replica that
+// has not set its lease within two heartbeats (the store refused) waits
+// for the audit record again, as before.
 //
 // Steps that end waiting still audit before their record (a waiting
-// record is not a final one, which the recovery reads), as does an
-// execution concluded for a lost replica (its record names the replica
-// that ran it, not the one that concluded it).
+// record is not a final one), as do an async batch (its calls are
+// audited under its request id: a recovery could not tell lost records
+// from present ones) and an execution concluded for a lost replica (its
+// record names the replica that ran it, not the one that concluded it).
 
 // auditLease is an audit lease timer's data: whose it is, and its
 // watermark when it was set.
