@@ -109,11 +109,13 @@ func ParseID(s string) (ID, error) {
 	}
 	id := ID{Seq: seq}
 	if hasLine {
-		n, err := strconv.Atoi(lineText)
-		if err != nil || n < 0 || n >= MaxLines || lineText[0] == '+' || len(lineText) > 1 && lineText[0] == '0' {
+		// Unsigned: Atoi took "-0" for line 0, so "1.-0" named the
+		// event 1.0 (FuzzParseID).
+		n, err := strconv.ParseUint(lineText, 10, 64)
+		if err != nil || n >= MaxLines || len(lineText) > 1 && lineText[0] == '0' {
 			return ID{}, fmt.Errorf("%q is not an event id (<sequence>.<line>, as the id: field of an event)", s)
 		}
-		id.Line = n
+		id.Line = int(n)
 	}
 	return id, nil
 }

@@ -262,7 +262,7 @@ func TestParseID(t *testing.T) {
 		ok   bool
 	}{
 		{"", events.ID{}, true}, {"12", events.ID{Seq: 12}, true}, {"12.3", events.ID{Seq: 12, Line: 3}, true},
-		{"0", events.ID{}, false}, {"012", events.ID{}, false}, {"+1", events.ID{}, false}, {"1.-1", events.ID{}, false},
+		{"0", events.ID{}, false}, {"012", events.ID{}, false}, {"+1", events.ID{}, false}, {"1.-1", events.ID{}, false}, {"1.-0", events.ID{}, false}, {"1.+0", events.ID{}, false},
 		{"1.01", events.ID{}, false}, {"1.4096", events.ID{}, false}, {"a", events.ID{}, false}, {"1.2.3", events.ID{}, false},
 		{strings.Repeat("9", 40), events.ID{}, false}, {"18446744073709551616", events.ID{}, false},
 	} {
