@@ -122,19 +122,12 @@ func (s *Service) setAuditLease(ctx context.Context) error {
 // finds every end audited writes nothing.
 func (s *Service) keepAuditLease(ctx context.Context) {
 	defer s.wg.Done()
-	t := time.NewTicker(s.opts.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.setAuditLease(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("executions: the replica's audit lease could not be set; ends wait for their audit records until it is",
-					zap.Error(err))
-			}
+	every(ctx, s.opts.Heartbeat, func() {
+		if err := s.setAuditLease(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("executions: the replica's audit lease could not be set; ends wait for their audit records until it is",
+				zap.Error(err))
 		}
-	}
+	})
 }
 
 // startAuditLease sets the lease once and keeps it, with the audit log
@@ -162,18 +155,7 @@ func (s *Service) recoverAudit(ctx context.Context, msg jetstream.Msg, l *auditL
 	// recovers the same ends at once), within a bound.
 	ctx, cancel := context.WithTimeout(ctx, recoveryBudget)
 	defer cancel()
-	go func() {
-		t := time.NewTicker(s.opts.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	}()
+	go every(ctx, s.opts.Heartbeat, func() { _ = msg.InProgress() })
 	n, err := s.recoverLease(ctx, l)
 	if err != nil {
 		s.log.Warn("executions: a lost replica's audit records could not be recovered yet; trying again shortly",

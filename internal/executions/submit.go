@@ -244,14 +244,7 @@ const maxOrphans = 10_000
 // sweepOrphans removes the orphans every interval until ctx ends.
 func (s *Service) sweepOrphans(ctx context.Context, interval time.Duration) {
 	defer s.wg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() {
 		s.mu.Lock()
 		orphans := maps.Clone(s.orphans)
 		s.mu.Unlock()
@@ -263,6 +256,20 @@ func (s *Service) sweepOrphans(ctx context.Context, interval time.Duration) {
 			s.mu.Lock()
 			delete(s.orphans, key)
 			s.mu.Unlock()
+		}
+	})
+}
+
+// every calls f every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
 		}
 	}
 }
