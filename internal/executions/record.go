@@ -207,14 +207,6 @@ func (r *Record) resumePath() string {
 // Location is where the execution is read.
 func (r *Record) Location() string { return "/executions/" + r.ID }
 
-func (r *Record) encode() []byte {
-	b, err := json.Marshal(r)
-	if err != nil {
-		panic(fmt.Sprintf("executions: encoding a record: %v", err)) // every field is encodable
-	}
-	return b
-}
-
 func decodeRecord(b []byte) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal(b, &r); err != nil {
