@@ -188,10 +188,7 @@ func (r *Recorder) Execution(ev Event) {
 // its arguments, hashed as a call's are. Its events are the caller's to
 // publish (Execution).
 func (r *Recorder) Concluded(ev Event, args []byte) {
-	if r.opts.Audit {
-		r.add(item{typ: ev.Type, at: time.Now(), audit: true, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller,
-			who: tokenOnly(ev.Principal), execution: ev.ExecutionID, status: ev.Status, errType: ev.ErrorType, errCode: ev.ErrorCode, args: args})
-	}
+	r.auditEnd(ev, time.Now(), args, nil)
 }
 
 // Recovered records in the audit log the end of an execution that the
@@ -200,10 +197,16 @@ func (r *Recorder) Concluded(ev Event, args []byte) {
 // (internal/executions/recovery.go), at that record's time, with the
 // arguments' hash the record kept.
 func (r *Recorder) Recovered(ev Event, at time.Time, argsSHA256, from string) {
+	r.auditEnd(ev, at, nil, &itemExtra{argsSHA256: argsSHA256, recoveredFrom: from})
+}
+
+// auditEnd adds the audit record (only) of an execution's end that no
+// call of this replica's pipeline ended: Concluded's and Recovered's.
+func (r *Recorder) auditEnd(ev Event, at time.Time, args []byte, extra *itemExtra) {
 	if r.opts.Audit {
 		r.add(item{typ: ev.Type, at: at, audit: true, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, who: tokenOnly(ev.Principal),
-			execution: ev.ExecutionID, status: ev.Status, errType: ev.ErrorType, durationMS: ev.DurationMS,
-			extra: &itemExtra{argsSHA256: argsSHA256, recoveredFrom: from}})
+			execution: ev.ExecutionID, status: ev.Status, errType: ev.ErrorType, errCode: ev.ErrorCode, durationMS: ev.DurationMS,
+			args: args, extra: extra})
 	}
 }
 
