@@ -25,30 +25,24 @@ value:
 		return false
 	}
 	switch data[i] {
-	case '{':
+	case '{', '[':
 		if depth == canonMaxDepth {
 			return false
 		}
+		object, closing := data[i] == '{', byte(']')
+		if object {
+			closing = '}'
+		}
 		depth++
-		inObject[depth], prev[depth] = true, nil
+		inObject[depth], prev[depth] = object, nil
 		i++
-		if i < len(data) && data[i] == '}' {
+		if i < len(data) && data[i] == closing {
 			i++
 			depth--
 			goto next
 		}
-		goto member
-	case '[':
-		if depth == canonMaxDepth {
-			return false
-		}
-		depth++
-		inObject[depth] = false
-		i++
-		if i < len(data) && data[i] == ']' {
-			i++
-			depth--
-			goto next
+		if object {
+			goto member
 		}
 		goto value
 	case '"':
