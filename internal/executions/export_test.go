@@ -13,7 +13,7 @@ func (s *Service) WithoutAuditLease() { s.lease.off = true }
 // AuditLease is the data of s's audit lease as a timer that fired now,
 // set at set.
 func (s *Service) AuditLease(set time.Time) []byte {
-	data, _ := json.Marshal(work{Audit: &auditLease{ID: s.lease.id, Replica: s.name, Until: set, Set: set}})
+	data, _ := json.Marshal(work{Audit: &auditLease{ID: s.lease.id, Replica: s.name, Until: set, Set: set, Due: set.Add(3 * s.opts.Heartbeat)}})
 	return data
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 )
 
@@ -56,6 +55,7 @@ type auditLease struct {
 	Replica string    `json:"replica"`
 	Until   time.Time `json:"audited_until"`
 	Set     time.Time `json:"set"`
+	Due     time.Time `json:"due"` // when it fires, unless set again
 }
 
 // recoverySlack is how far before a lost replica's watermark its final
@@ -106,11 +106,12 @@ func (s *Service) auditedEnd(ctx context.Context, r, done *Record, budget time.D
 // setAuditLease sets this replica's audit lease, due three heartbeats
 // from now, with the recorder's watermark.
 func (s *Service) setAuditLease(ctx context.Context) error {
-	now := time.Now()
-	data, _ := json.Marshal(work{Audit: &auditLease{ID: s.lease.id, Replica: s.name, Until: s.rec.AuditedUntil().UTC(), Set: now.UTC()}})
+	now := time.Now().UTC()
+	due := now.Add(3 * s.opts.Heartbeat)
+	data, _ := json.Marshal(work{Audit: &auditLease{ID: s.lease.id, Replica: s.name, Until: s.rec.AuditedUntil().UTC(), Set: now, Due: due}})
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Heartbeat)
 	defer cancel()
-	if _, err := s.st.Schedule(ctx, s.lease.id, now.Add(3*s.opts.Heartbeat), data); err != nil {
+	if _, err := s.st.Schedule(ctx, s.lease.id, due, data); err != nil {
 		return err
 	}
 	s.lease.set.Store(now.UnixNano())
@@ -185,9 +186,6 @@ func (s *Service) recoverLease(ctx context.Context, l *auditLease) (int, error) 
 // leaseSetAgain reports whether l's replica has set its lease again since
 // l was set.
 func (s *Service) leaseSetAgain(ctx context.Context, l *auditLease) bool {
-	if l.ID == "" {
-		return false
-	}
 	data, err := s.st.Scheduled(ctx, l.ID)
 	if err != nil {
 		return false
@@ -201,9 +199,10 @@ func (s *Service) leaseSetAgain(ctx context.Context, l *auditLease) bool {
 // it returns how many.
 func (s *Service) recoverAuditOf(ctx context.Context, l *auditLease) (int, error) {
 	from := l.Until.Add(-recoverySlack)
-	// By then the replica had stopped, unless it was paused (its ends
-	// after are its own to audit, as are a restarted one's).
-	until := l.Set.Add(3*s.opts.Heartbeat + time.Second)
+	// By its lease's due time the replica had stopped, unless it was
+	// paused (its ends after are its own to audit, as are a restarted
+	// one's). Its clock, as UpdatedAt's.
+	until := l.Due
 	read := from.Add(-recoverySkew)
 	ends, asked := map[string]*Record{}, map[string]bool{}
 	// Records are encoded by encoding/json, so the lost replica's ends
@@ -231,9 +230,6 @@ func (s *Service) recoverAuditOf(ctx context.Context, l *auditLease) (int, error
 	}
 	var added []string
 	s.mu.Lock()
-	if s.recovering == nil {
-		s.recovering = map[string]bool{}
-	}
 	for key, r := range ends {
 		if audited[key] || s.recovering[key] {
 			continue // in the log, or in this replica's buffer from a try before
@@ -266,23 +262,11 @@ var auditAfterField = []byte(`"audit_after":true`)
 // recoveredEvent is what a final record says of its end, as an audit
 // record's event.
 func recoveredEvent(r *Record) events.Event {
+	env := r.View()
 	ev := events.Event{Type: events.TypeEnd, RequestID: r.RequestID, Tool: r.Tool, Caller: r.Caller, Principal: r.Principal,
-		ExecutionID: r.ID, Status: string(r.Status)}
-	var env struct {
-		DurationMS float64 `json:"duration_ms"`
-		Error      *struct {
-			Type string `json:"type"`
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(r.Envelope, &env) == nil {
-		ev.DurationMS = env.DurationMS
-		if env.Error != nil {
-			ev.Type, ev.ErrorType, ev.ErrorCode = events.TypeError, env.Error.Type, env.Error.Code
-		}
-	}
-	if r.Status != dispatch.StatusSuccess && ev.Type == events.TypeEnd {
-		ev.Type = events.TypeError
+		ExecutionID: r.ID, Status: string(r.Status), DurationMS: env.DurationMS}
+	if env.Error != nil {
+		ev.Type, ev.ErrorType, ev.ErrorCode = events.TypeError, string(env.Error.Type), string(env.Error.Code)
 	}
 	return ev
 }

@@ -138,7 +138,8 @@ func New(o Options) (*Service, error) {
 		o.Logger = zap.NewNop()
 	}
 	s := &Service{opts: o, st: o.Store, disp: o.Dispatcher, rec: o.Recorder, log: o.Logger, m: newMetrics(o.Registerer),
-		running: map[string]*run{}, idle: make(chan struct{}), slots: make(chan struct{}, max(o.InlineSlots, 0)), waiters: map[string][]chan *Record{}, orphans: map[string]uint64{}}
+		running: map[string]*run{}, idle: make(chan struct{}), slots: make(chan struct{}, max(o.InlineSlots, 0)), waiters: map[string][]chan *Record{}, orphans: map[string]uint64{},
+		recovering: map[string]bool{}}
 	if o.Store != nil {
 		s.name = o.Store.Name()
 	}
