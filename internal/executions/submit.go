@@ -260,20 +260,6 @@ func (s *Service) sweepOrphans(ctx context.Context, interval time.Duration) {
 	})
 }
 
-// every calls f every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, f func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f()
-		}
-	}
-}
-
 func (s *Service) orphan(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -334,30 +334,18 @@ func (s *Service) emitter(r *Record) func(tools.Chunk) {
 // cancellation the cancel subject did not bring (a replica that was
 // disconnected when it was sent).
 func (s *Service) heartbeat(ctx context.Context, rn *run, r *Record) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(s.opts.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			s.renew(ctx, rn, r)
-			b, _, err := s.st.Executions.Get(ctx, r.key())
-			if err != nil {
-				continue
-			}
-			if cur, err := decodeRecord(b); err == nil && cur.CancelRequested {
-				rn.cancel(errCancelled)
-			}
+	hctx, stop := context.WithCancel(ctx)
+	go every(hctx, s.opts.Heartbeat, func() {
+		s.renew(ctx, rn, r)
+		b, _, err := s.st.Executions.Get(ctx, r.key())
+		if err != nil {
+			return
 		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(done) }) }
+		if cur, err := decodeRecord(b); err == nil && cur.CancelRequested {
+			rn.cancel(errCancelled)
+		}
+	})
+	return stop
 }
 
 var errCancelled = tools.Errorf(tools.SystemError, "the execution was cancelled (DELETE /executions/{id}) while it ran").
