@@ -394,3 +394,37 @@ func TestDispatchAllocs(t *testing.T) {
 		t.Errorf("%.0f allocations per call, budget %d", got, budget)
 	}
 }
+
+// TestGoRunsOnWorkers: Go hands f to a worker and returns at once, even
+// while every worker it started is busy, and a worker that finished takes
+// the next f.
+func TestGoRunsOnWorkers(t *testing.T) {
+	d := newDispatcher(t, nil)
+	release := make(chan struct{})
+	first, second := make(chan struct{}), make(chan struct{})
+	d.Go(func() { close(first); <-release })
+	<-first
+	d.Go(func() { close(second) }) // the first worker is busy: a second one runs it
+	select {
+	case <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Go waited for a busy worker")
+	}
+	close(release)
+	ran := make(chan int, 8)
+	for i := range 8 {
+		d.Go(func() { ran <- i })
+	}
+	seen := map[int]bool{}
+	for range 8 {
+		select {
+		case i := <-ran:
+			seen[i] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ran %d of 8", len(seen))
+		}
+	}
+	if len(seen) != 8 {
+		t.Fatalf("ran %v, want each of 8 once", seen)
+	}
+}

@@ -34,6 +34,18 @@ func (w *workers) start(j job) {
 	}
 }
 
+// Go runs f on one of the dispatcher's workers and returns at once: for a
+// caller that would start a goroutine to run a call through Execute (an
+// async call run where it was accepted), so the pipeline's deep work does
+// not grow a fresh stack each time. f must not panic: nothing recovers
+// it there, as nothing would on a goroutine of the caller's own.
+func (d *Dispatcher) Go(f func()) { d.workers.start(funcJob(f)) }
+
+// funcJob is a plain function as a worker's job.
+type funcJob func()
+
+func (f funcJob) run() { f() }
+
 // task is a step run on a worker while the caller waits, reused from a
 // pool: the hot path's hand-off to a worker and back allocates nothing.
 type task struct {

@@ -74,7 +74,10 @@ func (s *Service) submitInline(ctx context.Context, r *Record, wait time.Duratio
 	r.Status, r.Replica, r.Attempt, r.StartedAt, r.UpdatedAt = dispatch.StatusRunning, s.name, 1, now, now
 	ir := &inlineRun{ended: make(chan struct{}), decided: make(chan struct{})}
 	rctx, rn, done := s.begin(r, nil)
-	go s.runInline(rctx, rn, done, r, ir)
+	// On a dispatcher worker, not a goroutine of its own: decoding and
+	// validating the arguments grow a fresh goroutine's stack two or three
+	// times, a copy each (measured: a tenth of an inline call's CPU).
+	s.disp.Go(func() { s.runInline(rctx, rn, done, r, ir) })
 	select {
 	case <-ir.ended:
 		rec, env, err = s.endedQuickly(ctx, r, ir)
