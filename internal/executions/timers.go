@@ -62,10 +62,8 @@ func (s *Service) startTimers(ctx, wctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for range timerWorkers {
-		s.wg.Add(1)
-		go s.take(wctx, cons, s.due)
-	}
+	s.wg.Add(1)
+	go s.take(wctx, cons, timerWorkers, s.due)
 	return nil
 }
 
