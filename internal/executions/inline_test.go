@@ -1,6 +1,7 @@
 package executions_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync/atomic"
@@ -74,6 +75,66 @@ func TestQuickAsyncIsOneWrite(t *testing.T) {
 	if got, err := r.svc.WaitFinal(ctx, "k", asked.ID, 10*time.Second); err != nil || got.Status != dispatch.StatusSuccess {
 		t.Fatalf("resumed: %+v %v", got, err)
 	}
+}
+
+// TestReadOfAnEndJustWrittenHere: a read of an execution that ended on
+// this replica a moment ago is answered from what it wrote (recent.go),
+// the same record the store holds, with no store operation; another
+// caller's read of its id is still refused.
+func TestReadOfAnEndJustWrittenHere(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	st := statetest.Open(t, reg, "a")
+	// rb shares the store and runs nothing: it reads from the store.
+	ra, rb := newReplica(t, st, diag.Echo()), newReplica(t, st, diag.Echo())
+	ra.start(t)
+	ctx := context.Background()
+	for _, form := range []struct {
+		name string
+		wait time.Duration
+	}{{"one request", 5 * time.Second}, {"queued", 0}} {
+		t.Run(form.name, func(t *testing.T) {
+			rec, refusal, err := ra.svc.Submit(ctx, executions.Call{Tool: "echo", Body: []byte(`{"message":"hi"}`), Caller: "k", RequestID: "r", Wait: form.wait})
+			if err != nil || refusal != nil {
+				t.Fatal(err, refusal)
+			}
+			ended, err := ra.svc.WaitFinal(ctx, "k", rec.ID, 10*time.Second)
+			if err != nil || ended.Status != dispatch.StatusSuccess {
+				t.Fatalf("%+v %v", ended, err)
+			}
+			stored, err := rb.svc.Get(ctx, "k", rec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := storeOps(t, reg)["toold_executions_get"]
+			got, err := ra.svc.Get(ctx, "k", rec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := storeOps(t, reg)["toold_executions_get"] - before; n != 0 {
+				t.Errorf("%d store reads for an end written here", n)
+			}
+			if got.Status != stored.Status || got.Replica != stored.Replica || !bytes.Equal(got.Envelope, stored.Envelope) ||
+				!got.UpdatedAt.Equal(stored.UpdatedAt) {
+				t.Errorf("read here %+v, the store holds %+v", got, stored)
+			}
+			gv, sv := got.View(), stored.View()
+			if gj, sj := mustJSON(t, gv), mustJSON(t, sv); gj != sj {
+				t.Errorf("answered here %s, from the store %s", gj, sj)
+			}
+			if _, err := ra.svc.Get(ctx, "other", rec.ID); err == nil {
+				t.Error("another caller read the execution")
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestInlineKeptPastItsWindow: a call whose caller waits, still running

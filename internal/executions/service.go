@@ -103,6 +103,8 @@ type Service struct {
 	// (InlineSlots), besides what its workers take from the queue.
 	slots chan struct{}
 
+	recent recentEnds // final records written here a moment ago
+
 	mu       sync.Mutex
 	running  map[string]*run // executions running on this replica, by id
 	draining bool

@@ -275,8 +275,12 @@ func errNoExecution(id string) *tools.Error {
 		WithSuggestion("GET /executions lists this key's executions; results are kept for the store's retention")
 }
 
-// Get returns the caller's execution.
+// Get returns the caller's execution: as this replica wrote it if it
+// ended here a moment ago (recent.go), else as the store holds it.
 func (s *Service) Get(ctx context.Context, caller, id string) (*Record, error) {
+	if r, ok := s.recent.get(caller, id); ok {
+		return r, nil
+	}
 	r, _, err := s.get(ctx, caller, id)
 	return r, err
 }

@@ -507,6 +507,7 @@ func (s *Service) settleBudget(r *Record) time.Duration {
 // with the record, to the others' by the done subject.
 func (s *Service) ended(r *Record) {
 	s.m.executions.WithLabelValues(string(r.Status)).Inc()
+	s.recent.put(r)
 	s.wake(r.ID, r)
 	_ = s.st.Conn().Publish(state.DoneSubject, []byte(r.ID))
 	typ := events.TypeEnd
