@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/toold/toold/internal/strictjson"
 )
 
 // encode is the record as encoding/json writes it, byte for byte. Every
@@ -172,4 +174,24 @@ func plainRaw(b []byte) bool {
 		}
 	}
 	return !in
+}
+
+// appendWork appends the work message for a record, body its encoding, at
+// rev: what json.Marshal(work{Key, Revision, Record, Step}) writes, without
+// encoding/json's pass over body (compacting a record that encode wrote
+// compact already: ~10µs of a queued call's acceptance). Keys are a
+// hash and an id, plain ASCII; strictjson escapes any other as JSON.
+func appendWork(dst []byte, key string, rev uint64, body []byte, step int) []byte {
+	dst = strictjson.AppendString(append(dst, `{"key":`...), key)
+	dst = strconv.AppendUint(append(dst, `,"rev":`...), rev, 10)
+	dst = append(dst, `,"record":`...)
+	if len(body) == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, body...)
+	}
+	if step != 0 {
+		dst = strconv.AppendInt(append(dst, `,"step":`...), int64(step), 10)
+	}
+	return append(dst, '}')
 }

@@ -145,3 +145,39 @@ func BenchmarkEncode(b *testing.B) {
 		}
 	})
 }
+
+// TestAppendWorkIsMarshal: a work message written directly is the one
+// encoding/json writes for a plain key, and decodes to the same work for
+// any key.
+func TestAppendWorkIsMarshal(t *testing.T) {
+	body := (&Record{ID: "0190a1b2c3d4e5f6a7b8c9d0", Caller: "k", Kind: "call", Tool: "echo", Arguments: json.RawMessage(`{"message":"hi"}`),
+		Status: "pending", Step: 1}).encode()
+	for _, c := range []struct {
+		key  string
+		rev  uint64
+		body []byte
+		step int
+	}{
+		{recordKey("k", "0190a1b2c3d4e5f6a7b8c9d0"), 7, body, 1},
+		{recordKey("k", "0190a1b2c3d4e5f6a7b8c9d0"), 0, body, 0},
+		{"k.x", 1 << 60, nil, 3},
+		{"quote\" <and> \\ \u2028 é", 2, body, 2},
+	} {
+		got := appendWork(nil, c.key, c.rev, c.body, c.step)
+		want, err := json.Marshal(work{Key: c.key, Revision: c.rev, Record: c.body, Step: c.step})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plainString(c.key) && !bytes.Equal(got, want) {
+			t.Errorf("appendWork = %s\njson.Marshal = %s", got, want)
+		}
+		var g, w work
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		_ = json.Unmarshal(want, &w)
+		if g.Key != w.Key || g.Revision != w.Revision || g.Step != w.Step || !bytes.Equal(g.Record, w.Record) {
+			t.Errorf("decoded %+v, want %+v", g, w)
+		}
+	}
+}

@@ -168,7 +168,7 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 		return StoreError(err)
 	}
 	if r.Status == dispatch.StatusPending {
-		if err := s.queue(ctx, r, rev, acceptBudget); err != nil && s.takeBack(ctx, key, rev) {
+		if err := s.queue(ctx, r, body, rev, acceptBudget); err != nil && s.takeBack(ctx, key, rev) {
 			return err
 		}
 	}

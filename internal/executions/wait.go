@@ -157,8 +157,8 @@ func (s *Service) parkRecord(ctx context.Context, r *Record, env *dispatch.Envel
 // (a waiting step's timer is armed by timers.go). It rides out an election
 // within budget: the message's id (the execution and its step) makes a
 // retry whose first attempt landed a duplicate the stream drops.
-func (s *Service) queue(ctx context.Context, r *Record, rev uint64, budget time.Duration) error {
-	msg, _ := json.Marshal(work{Key: r.key(), Revision: rev, Record: r.encode(), Step: r.Step})
+func (s *Service) queue(ctx context.Context, r *Record, body []byte, rev uint64, budget time.Duration) error {
+	msg := appendWork(make([]byte, 0, len(body)+96), r.key(), rev, body, r.Step)
 	id := r.ID + "." + strconv.Itoa(r.Step)
 	err := s.retryStore(ctx, budget, func(ctx context.Context) error {
 		_, err := s.st.Publish(ctx, "work_publish", state.WorkSubject, msg, jetstream.WithMsgID(id))
@@ -425,7 +425,7 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	// corrects it.)
 	s.rec.Execution(events.Event{Type: events.TypeResumed, ExecutionID: next.ID, RequestID: next.RequestID, Tool: next.Tool,
 		Caller: next.Caller, Principal: next.Principal, Status: string(dispatch.StatusPending)})
-	if err := s.queue(ctx, next, nrev, budget); err != nil {
+	if err := s.queue(ctx, next, body, nrev, budget); err != nil {
 		if _, rerr := s.st.Executions.Update(ctx, prev.key(), prev.encode(), nrev); rerr != nil {
 			s.log.Error("executions: a resumed execution could not be queued nor put back; it ends at its retention",
 				zap.String("execution_id", prev.ID), zap.Error(rerr))
