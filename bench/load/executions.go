@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toold/toold/internal/state/statetest"
 )
@@ -314,7 +318,41 @@ func startCluster(o options, bin, dir, name string, pinned bool) (*server, func(
 		stop()
 		return nil, nil, err
 	}
+	td.nats = statetest.ClusterURL(nodes)
 	return td, stop, nil
+}
+
+// rawPublish times n publishes of 600 bytes, one after another, from the
+// generator to a file stream of three replicas made for it on the
+// cluster at url: what one replicated write costs there, without toold.
+func rawPublish(url string, n int) (time.Duration, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const name = "bench_raw_publish"
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: 3,
+		Storage: jetstream.FileStorage}); err != nil {
+		return 0, err
+	}
+	defer func() { _ = js.DeleteStream(ctx, name) }()
+	data := make([]byte, 600)
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		if _, err := js.Publish(ctx, name, data); err != nil {
+			return 0, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return pct(lat, .5), nil
 }
 
 // startOwnNATS starts a nats-server (built from the module toold uses, as

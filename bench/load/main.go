@@ -246,6 +246,7 @@ type server struct {
 	cmd   *exec.Cmd
 	addr  string // host:port
 	admin string // http://host:port, toold only
+	nats  string // the cluster's client URLs, a toold on a cluster only
 }
 
 func (s *server) stop() {

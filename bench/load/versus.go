@@ -180,5 +180,15 @@ func asyncVersus(o options, builds []*build, store string, conns int) error {
 			slices.Min(rs[0]), slices.Max(rs[0]), slices.Min(rs[1]), slices.Max(rs[1]))
 	}
 	fmt.Println()
+	if store != "embedded store" && conns == 1 {
+		// The floor under the cluster's ratios: one replicated write with
+		// no toold in it, against the sync calls just measured.
+		raw, err := rawPublish(builds[0].clustd.nats, 2000)
+		if err != nil {
+			return fmt.Errorf("a raw publish to the cluster: %w", err)
+		}
+		fmt.Printf("\none JetStream publish, 600 bytes, to a three-replica file stream on %s's cluster, from the generator (no toold): p50 %v\n",
+			builds[0].name, raw.Round(time.Microsecond))
+	}
 	return nil
 }
