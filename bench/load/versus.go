@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -140,6 +142,66 @@ func storeCostVersus(o options, builds []*build) error {
 	}
 	row("all", total)
 	fmt.Println("\n(calls per CPU-second of toold, read from /proc; target on/off >= 95%)")
+	return storeCostTogether(o, builds)
+}
+
+// storeCostTogether is storeCostVersus with each build's store-off and
+// store-on servers loaded at the same time (the builds still in turn):
+// the two share the core and whatever else the machine does in those
+// seconds, so what moves the rounds apart — another tenant's load, the
+// CPU's clock — moves both alike, and their ratio is far steadier than
+// that of runs seconds apart. Each gets the same closed loop as alone.
+func storeCostTogether(o options, builds []*build) error {
+	fmt.Printf("\n## The same, each build's store-off and store-on servers loaded at once: %d connections each, %d rounds of %v\n\n", o.conns, o.rounds, o.round)
+	fmt.Println("| round | this: on/off | base: on/off |")
+	fmt.Println("|---|---|---|")
+	type tally struct {
+		n   int
+		cpu time.Duration
+	}
+	total := make([][2]tally, len(builds))
+	ratios := make([][]float64, len(builds))
+	perCPU := func(t tally) float64 { return float64(t.n) / t.cpu.Seconds() }
+	for r := range o.rounds {
+		fmt.Printf("| %d |", r+1)
+		for i, b := range builds {
+			var ts [2]tally
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for j, s := range []*server{b.off, b.on} {
+				wg.Go(func() {
+					c0 := s.cpu()
+					st, err := closedLoop(s.addr, request(s.addr, "/tools/echo/execute", echoBody), o.conns, o.round, restOK)
+					if err != nil {
+						errs[j] = err
+						return
+					}
+					ts[j] = tally{st.n, s.cpu() - c0}
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+			ratio := perCPU(ts[1]) / perCPU(ts[0])
+			ratios[i] = append(ratios[i], ratio)
+			for j := range ts {
+				total[i][j].n, total[i][j].cpu = total[i][j].n+ts[j].n, total[i][j].cpu+ts[j].cpu
+			}
+			fmt.Printf(" %.1f%% |", 100*ratio)
+		}
+		fmt.Println()
+	}
+	fmt.Print("| all |")
+	for i := range builds {
+		fmt.Printf(" %.1f%% |", 100*perCPU(total[i][1])/perCPU(total[i][0]))
+	}
+	fmt.Print("\n| median |")
+	for i := range builds {
+		rs := slices.Sorted(slices.Values(ratios[i]))
+		fmt.Printf(" %.1f%% |", 100*rs[len(rs)/2])
+	}
+	fmt.Println()
 	return nil
 }
 
