@@ -140,7 +140,7 @@ func (s *Service) endedQuickly(ctx context.Context, r *Record, ir *inlineRun) (*
 		return nil, unkept(env), nil
 	}
 	s.accepted(r)
-	s.ended(final)
+	s.endedUnawaited(final) // its id is in the answer only: nobody waits for it yet
 	return final, nil, nil
 }
 

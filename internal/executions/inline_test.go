@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toold/toold/internal/dispatch"
@@ -126,6 +127,43 @@ func TestReadOfAnEndJustWrittenHere(t *testing.T) {
 				t.Error("another caller read the execution")
 			}
 		})
+	}
+}
+
+// TestQuickEndSendsNoDoneNotice: a quick call's end, written before its
+// caller learns its id, sends no done notice (nobody can be waiting for
+// it); a queued call's end does; a replica that reads the quick one later
+// finds it ended.
+func TestQuickEndSendsNoDoneNotice(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st, diag.Echo())
+	r.start(t)
+	notices := make(chan string, 16)
+	sub, err := st.Conn().Subscribe(state.DoneSubject, func(m *nats.Msg) { notices <- string(m.Data) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	ctx := context.Background()
+	quick, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "echo", Body: []byte(`{"message":"hi"}`), Caller: "k", RequestID: "r", Wait: 5 * time.Second})
+	if err != nil || refusal != nil || quick.Status != dispatch.StatusSuccess {
+		t.Fatalf("%+v %v %v", quick, refusal, err)
+	}
+	queued, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "echo", Body: []byte(`{"message":"hi"}`), Caller: "k", RequestID: "r2"})
+	if err != nil || refusal != nil {
+		t.Fatal(err, refusal)
+	}
+	select {
+	case id := <-notices:
+		if id != queued.ID {
+			t.Fatalf("a done notice for %s; the quick call is %s, the queued one %s", id, quick.ID, queued.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no done notice for the queued call")
+	}
+	reader := newReplica(t, st, diag.Echo()) // reads the store: it ended nothing
+	if got, err := reader.svc.WaitFinal(ctx, "k", quick.ID, time.Millisecond); err != nil || got.Status != dispatch.StatusSuccess {
+		t.Fatalf("the quick call read elsewhere: %+v %v", got, err)
 	}
 }
 
