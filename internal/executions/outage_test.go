@@ -224,10 +224,10 @@ func TestResumeRidesOutAnElection(t *testing.T) {
 	}
 }
 
-// TestReadRidesOutAStoreOutage: GET /executions/{id}?wait= reads the
-// record before it waits, and that read rides out a store away for a
-// moment within the wait, as the wait does; a plain Get (no wait) is told
-// at once. (The CI-sized chaos run found a GET ?wait=15s answered 503
+// TestReadRidesOutAStoreOutage: GET /executions/{id}?wait= (Wait) reads
+// the record as it begins to wait, and that read rides out a store away
+// for a moment within the wait, as the wait does; a read that does not
+// wait is told at once. (The CI-sized chaos run found a GET ?wait=15s answered 503
 // after the 5 s of its first read, during a NATS node's kill.)
 func TestReadRidesOutAStoreOutage(t *testing.T) {
 	ns, r := outageReplica(t, slow{name: "slow", idem: true, runs: &atomic.Int64{}})
@@ -241,15 +241,15 @@ func TestReadRidesOutAStoreOutage(t *testing.T) {
 	// another reads the store.
 	other := newReplica(t, r.st, slow{name: "slow", idem: true, runs: &atomic.Int64{}})
 	ns.Stop()
-	if got, err := r.svc.Read(ctx, "k", rec.ID, 0); err != nil || got.Status != dispatch.StatusSuccess {
+	if got, err := r.svc.Wait(ctx, "k", rec.ID, 0); err != nil || got.Status != dispatch.StatusSuccess {
 		t.Fatalf("the replica that ended it, with the store away: %+v %v", got, err)
 	}
-	if _, err := other.svc.Read(ctx, "k", rec.ID, 0); err == nil {
+	if _, err := other.svc.Wait(ctx, "k", rec.ID, 0); err == nil {
 		t.Fatal("a read that does not wait got the record with the store away")
 	}
 	done := make(chan error, 1)
 	go func() {
-		got, err := other.svc.Read(ctx, "k", rec.ID, 20*time.Second)
+		got, err := other.svc.Wait(ctx, "k", rec.ID, 20*time.Second)
 		if err == nil && got.Status != dispatch.StatusSuccess {
 			err = fmt.Errorf("read %s", got.Status)
 		}

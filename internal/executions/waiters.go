@@ -10,16 +10,10 @@ import (
 
 // Wait returns the caller's execution once it is final or waits for the
 // caller (an answer, a subtask's result), or as it is when d passes or ctx
-// ends.
+// ends. A store that is away for a moment (an election) is waited out
+// within d, rather than answered 503 before the wait begins.
 func (s *Service) Wait(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
 	return s.waitUntil(ctx, caller, id, d, func(r *Record) bool { return r.Status.Final() || r.Status == dispatch.StatusWaiting })
-}
-
-// Read is Get for a caller who will wait up to d: a store that is away for
-// a moment (an election) is waited out within d, as the wait itself
-// would, rather than answered 503 before the wait begins.
-func (s *Service) Read(ctx context.Context, caller, id string, d time.Duration) (*Record, error) {
-	return s.waitUntil(ctx, caller, id, d, func(*Record) bool { return true })
 }
 
 // WaitFinal returns the caller's execution once it is final, or as it is

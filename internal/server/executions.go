@@ -342,14 +342,16 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	start := time.Now()
-	rec, err := s.opts.Executions.Read(r.Context(), principal(r).Name, id, wait)
+	// One wait from the start: it reads the record once it listens for the
+	// end (a read before it would be a second read, ~30µs, of a call not
+	// ended yet), and rides out a store away for a moment within wait.
+	rec, err := s.opts.Executions.Wait(r.Context(), principal(r).Name, id, wait)
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))
 		return
 	}
 	info(r).tool = rec.Tool
-	s.send(w, r, s.recordReply(r, rec, wait-time.Since(start), opRead)) // what is left of the wait
+	s.send(w, r, s.recordReply(r, rec, 0, opRead))
 }
 
 // cancelExecution is DELETE /executions/{id}.

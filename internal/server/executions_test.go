@@ -156,6 +156,48 @@ func TestExecutionEvents(t *testing.T) {
 	}
 }
 
+// TestGetWaitReadsOnce: GET ?wait of an execution still running reads
+// its record once, as the wait begins, and gets its end from the replica
+// that ran it (no second read before waiting, none after).
+func TestGetWaitReadsOnce(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	// A heartbeat that does not come round during the call: its reads of
+	// the record (is it cancelled?) are not the GET's.
+	h, _ := storeHarness(t, harnessOpts{keys: roleKeys, metrics: reg, exec: func(o *executions.Options) { o.Heartbeat = time.Minute }})
+	reads := func() uint64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "toold_store_operation_duration_seconds" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "op" && l.GetValue() == "toold_executions_get" {
+						return m.GetHistogram().GetSampleCount()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	r := h.exec("counter", `{"ms":300}`, hdr("Prefer", "respond-async"))
+	if r.status != 202 {
+		t.Fatalf("submit: %d %s", r.status, r.body)
+	}
+	before := reads()
+	got := h.do("GET", r.header.Get("Location")+"?wait=10s", nil, hdr())
+	if got.status != 200 || got.env.Status != dispatch.StatusSuccess {
+		t.Fatalf("GET ?wait: %d %s", got.status, got.body)
+	}
+	if n := reads() - before; n != 1 {
+		t.Errorf("GET ?wait read the record %d times, want once", n)
+	}
+}
+
 type sseEvent struct{ id, name, data string }
 
 // sse reads up to max events of a stream (it ends when the server ends it).
