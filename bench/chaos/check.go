@@ -71,7 +71,7 @@ func (h *harness) check(ops []*op) *results {
 	finals := h.readFinals(ops, res.by[invFinal])
 	runs := h.countRuns()
 	for _, o := range ops {
-		checkOutcome(o, finals[o.n], res.by[invOutcome])
+		checkOutcome(o, finals[o.n], res.by[invOutcome], h.frozen(o))
 		checkRuns(o, finals[o.n], runs[o.token], res.by[invIdem], res.by[invOnce])
 		checkDecision(o, finals[o.n], runs[o.token], res.by[invDecisions])
 	}
@@ -151,8 +151,21 @@ func isFinal(s string) bool {
 	return s != "" && s != "pending" && s != "running" && s != "waiting"
 }
 
-// checkOutcome holds each accepted call to the outcomes its kind can have.
-func checkOutcome(o *op, f *final, iv *invariant) {
+// frozen reports whether o was in flight on a replica as it was paused
+// (SIGSTOP, longer than a direct tool's 5s timeout): its time ran out
+// while the process stood still, and timeout is an honest end for it.
+func (h *harness) frozen(o *op) bool {
+	for _, f := range h.faults {
+		if f.paused != "" && f.paused == o.replica && !o.start.After(f.start) && o.end.After(f.start) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOutcome holds each accepted call to the outcomes its kind can have
+// (and a call frozen by a paused replica to timeout as well).
+func checkOutcome(o *op, f *final, iv *invariant, frozen bool) {
 	if !o.accepted() {
 		return
 	}
@@ -172,6 +185,9 @@ func checkOutcome(o *op, f *final, iv *invariant) {
 		kindBatchAsync: {"success"}, kindMark: {"success", "interrupted"}, kindIdemSync: {"success"},
 		kindIdemAsync: {"success", "interrupted"}, kindApproval: {"success", "interrupted", "error"}, kindAnswer: {"success"},
 	}[o.kind]
+	if frozen {
+		allowed = append(slices.Clip(allowed), "timeout")
+	}
 	if o.kind == kindBatch && o.a.env.SuccessCount != nil && *o.a.env.SuccessCount == 3 {
 		status = ""
 	}

@@ -127,6 +127,7 @@ func (h *harness) diskFull(f *fault, n *node) {
 // pauseReplica stops a replica (SIGSTOP) for longer than its lease, so
 // the others take its executions over, then lets it go on.
 func (h *harness) pauseReplica(f *fault, r *replica, d time.Duration) {
+	f.paused = r.name
 	h.setServing(r, false)
 	if err := r.pause(); err != nil {
 		f.problem = err.Error()

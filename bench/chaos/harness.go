@@ -59,6 +59,7 @@ type fault struct {
 	skipped     string // why it did not run
 	problem     string // what went wrong while injecting it (not an invariant)
 	callsDuring int
+	paused      string // the replica a replica-paused fault stopped
 }
 
 // setup builds toold (unless bin names one), starts the cluster and the
