@@ -151,16 +151,28 @@ func isFinal(s string) bool {
 	return s != "" && s != "pending" && s != "running" && s != "waiting"
 }
 
-// frozen reports whether o was in flight on a replica as it was paused
-// (SIGSTOP, longer than a direct tool's 5s timeout): its time ran out
-// while the process stood still, and timeout is an honest end for it.
+// frozen reports whether o may have been running on a replica as it was
+// paused (SIGSTOP, longer than a direct tool's 5s timeout): its time ran
+// out while the process stood still, and timeout is an honest end for it.
+// A call in flight as the pause began qualifies if it was sent to the
+// paused replica, or if it went through the queue (any replica's worker
+// may have taken it: a frozen replica's open pull request takes messages
+// too, and its run, resumed, may end before another replica's rerun).
 func (h *harness) frozen(o *op) bool {
 	for _, f := range h.faults {
-		if f.paused != "" && f.paused == o.replica && !o.start.After(f.start) && o.end.After(f.start) {
+		if f.paused == "" || o.start.After(f.start) || !o.end.After(f.start) {
+			continue
+		}
+		if o.replica == f.paused || queued(o.kind) {
 			return true
 		}
 	}
 	return false
+}
+
+// queued reports whether a kind's calls run wherever the queue hands them.
+func queued(kind string) bool {
+	return kind == kindAsync || kind == kindIdemAsync || kind == kindBatchAsync || kind == kindMark
 }
 
 // checkOutcome holds each accepted call to the outcomes its kind can have

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,11 +24,16 @@ func TestFrozenCallMayTimeOut(t *testing.T) {
 	}{
 		{"in flight on the paused replica", "r2", pause.Add(-6 * time.Millisecond), pause.Add(6 * time.Second), 0},
 		{"on another replica", "r1", pause.Add(-6 * time.Millisecond), pause.Add(6 * time.Second), 1},
+		{"queued, sent to another replica", "r1", pause.Add(-200 * time.Millisecond), pause.Add(6 * time.Second), 0},
 		{"sent after the pause began", "r2", pause.Add(time.Millisecond), pause.Add(6 * time.Second), 1},
 		{"ended before the pause", "r2", pause.Add(-time.Second), pause.Add(-time.Millisecond), 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			o := &op{n: 1, kind: kindAsyncWait, replica: c.replica, start: c.start, end: c.end, a: timedOut}
+			kind := kindAsyncWait
+			if strings.HasPrefix(c.name, "queued") {
+				kind = kindAsync
+			}
+			o := &op{n: 1, kind: kind, replica: c.replica, start: c.start, end: c.end, a: timedOut}
 			iv := &invariant{}
 			checkOutcome(o, nil, iv, h.frozen(o))
 			if len(iv.violations) != c.violations {
