@@ -52,28 +52,6 @@ func started(r *Recorder, n int) {
 	}
 }
 
-// publishes is how many event messages the store was asked to write.
-func publishes(t *testing.T, reg *prometheus.Registry) uint64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "toold_store_operation_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "op" && l.GetValue() == "events_publish" {
-					return m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // TestFlushStopsAtFirstFailure: with the store down, a flush of eight
 // messages' worth tries one, waits one timeout, and puts everything back
 // in order.
@@ -88,7 +66,7 @@ func TestFlushStopsAtFirstFailure(t *testing.T) {
 	if left != 8*maxBatch {
 		t.Fatalf("%d entries left, want %d", left, 8*maxBatch)
 	}
-	if n := publishes(t, reg); n != 1 {
+	if n := statetest.Ops(t, reg)["events_publish"]; n != 1 {
 		t.Errorf("%d messages tried while the store is down, want 1", n)
 	}
 	if took > 4*r.publishTimeout {

@@ -20,25 +20,6 @@ import (
 	"github.com/toold/toold/internal/tools/diag"
 )
 
-// storeOps counts the store operations made so far, by operation.
-func storeOps(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops := map[string]uint64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "toold_store_operation_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			ops[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
-		}
-	}
-	return ops
-}
-
 // TestQuickAsyncIsOneWrite: an async call whose caller waits for it
 // (Prefer: wait), and that ends at once, runs where it was accepted and
 // is kept with one write, its final record: no work message, no claim, no
@@ -49,12 +30,12 @@ func TestQuickAsyncIsOneWrite(t *testing.T) {
 	r := newReplica(t, st, append(await.Tools(await.Options{}), diag.Echo())...)
 	r.start(t)
 	ctx := context.Background()
-	before := storeOps(t, reg)
+	before := statetest.Ops(t, reg)
 	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "echo", Body: []byte(`{"message":"quick"}`), Caller: "k", RequestID: "r", Wait: 5 * time.Second})
 	if err != nil || refusal != nil || rec.Status != dispatch.StatusSuccess {
 		t.Fatalf("submit: %+v %v %v", rec, refusal, err)
 	}
-	after := storeOps(t, reg)
+	after := statetest.Ops(t, reg)
 	for op, n := range after {
 		if d := n - before[op]; d != 0 && op != "toold_executions_create" && op != "events_publish" && op != "audit_append" {
 			t.Errorf("%s: %d more", op, d)
@@ -106,12 +87,12 @@ func TestReadOfAnEndJustWrittenHere(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := storeOps(t, reg)["toold_executions_get"]
+			before := statetest.Ops(t, reg)["toold_executions_get"]
 			got, err := ra.svc.Get(ctx, "k", rec.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := storeOps(t, reg)["toold_executions_get"] - before; n != 0 {
+			if n := statetest.Ops(t, reg)["toold_executions_get"] - before; n != 0 {
 				t.Errorf("%d store reads for an end written here", n)
 			}
 			if got.Status != stored.Status || got.Replica != stored.Replica || !bytes.Equal(got.Envelope, stored.Envelope) ||
@@ -248,12 +229,12 @@ func TestNotInlineWhileTheStoreRefuses(t *testing.T) {
 	if _, err := st.Publish(ctx, "probe", "toold.nowhere", []byte("x")); err == nil {
 		t.Fatal("a publish to no stream was taken")
 	}
-	before := storeOps(t, reg)["work_publish"]
+	before := statetest.Ops(t, reg)["work_publish"]
 	rec, _, err := r.svc.Submit(ctx, executions.Call{Tool: "echo", Body: []byte(`{"message":"m"}`), Caller: "k", RequestID: "r", Wait: 5 * time.Second})
 	if err != nil || rec == nil {
 		t.Fatal(err)
 	}
-	if storeOps(t, reg)["work_publish"] != before+1 {
+	if statetest.Ops(t, reg)["work_publish"] != before+1 {
 		t.Errorf("the call ran where accepted, not through the queue")
 	}
 }

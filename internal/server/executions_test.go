@@ -18,6 +18,7 @@ import (
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/state/statetest"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -164,26 +165,7 @@ func TestGetWaitReadsOnce(t *testing.T) {
 	// A heartbeat that does not come round during the call: its reads of
 	// the record (is it cancelled?) are not the GET's.
 	h, _ := storeHarness(t, harnessOpts{keys: roleKeys, metrics: reg, exec: func(o *executions.Options) { o.Heartbeat = time.Minute }})
-	reads := func() uint64 {
-		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != "toold_store_operation_duration_seconds" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "op" && l.GetValue() == "toold_executions_get" {
-						return m.GetHistogram().GetSampleCount()
-					}
-				}
-			}
-		}
-		return 0
-	}
+	reads := func() uint64 { return statetest.Ops(t, reg)["toold_executions_get"] }
 	r := h.exec("counter", `{"ms":300}`, hdr("Prefer", "respond-async"))
 	if r.status != 202 {
 		t.Fatalf("submit: %d %s", r.status, r.body)

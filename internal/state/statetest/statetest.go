@@ -313,3 +313,28 @@ func (s *Server) Kill() {
 	_ = s.cmd.Wait()
 	s.cmd = nil
 }
+
+// Ops counts the store operations a registry's store made so far, by
+// operation (the op label of toold_store_operation_duration_seconds, such
+// as "toold_executions_get" or "events_publish").
+func Ops(t testing.TB, reg *prometheus.Registry) map[string]uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "toold_store_operation_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "op" {
+					ops[l.GetValue()] = m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return ops
+}
