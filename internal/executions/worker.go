@@ -506,9 +506,9 @@ func (s *Service) settleBudget(r *Record) time.Duration {
 // ended counts and announces a final record: to this replica's waiters
 // with the record, to the others' by the done subject.
 func (s *Service) ended(r *Record) {
+	s.endedUnawaited(r) // first: a read once its waiters are woken finds it kept (recent.go)
 	s.wake(r.ID, r)
 	_ = s.st.Conn().Publish(state.DoneSubject, []byte(r.ID))
-	s.endedUnawaited(r)
 }
 
 // endedUnawaited counts and records a final record nobody can be waiting
