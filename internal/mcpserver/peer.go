@@ -21,6 +21,10 @@ type peer struct {
 	send func(msg []byte) error
 	// heartbeat, when set, keeps a long wait's stream open.
 	heartbeat func() error
+	// answered, when set, is closed once the answer to the request this
+	// peer serves is written: what a task tells of itself waits for it, so
+	// that a client hears of a task only after the answer that names it.
+	answered chan struct{}
 }
 
 // clientCaps is what toold reads of a client's initialize: its protocol

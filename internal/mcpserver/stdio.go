@@ -360,6 +360,10 @@ func (ss *stdioSession) serveOwn(ctx context.Context, line []byte) bool {
 	}
 	ss.pending.add(rawID(m.ID))
 	p := ss.peer()
-	go func() { _ = ss.send(ss.s.serveOwnRequest(ctx, p, m)) }()
+	p.answered = make(chan struct{})
+	go func() {
+		defer close(p.answered)
+		_ = ss.send(ss.s.serveOwnRequest(ctx, p, m))
+	}()
 	return true
 }

@@ -89,6 +89,8 @@ type stdioPeer struct {
 	in   io.WriteCloser
 	msgs chan json.RawMessage
 	done chan error
+	// tasks are the task ids answers named so far.
+	tasks map[string]bool
 }
 
 func (h *harness) rawStdio() *stdioPeer {
@@ -194,6 +196,13 @@ func TestStdioTasks(t *testing.T) {
 	}
 }
 
+// statusTask is the task a notifications/tasks/status names.
+func statusTask(params json.RawMessage) string {
+	var st struct{ TaskID string }
+	_ = json.Unmarshal(params, &st)
+	return st.TaskID
+}
+
 // taskAnswered follows the task that the tools/call with id creates: once
 // it waits, it asks tasks/result, answers the question toold asks (of
 // method asks) with answer, and checks the result holds want.
@@ -207,6 +216,12 @@ func (p *stdioPeer) taskAnswered(id, asks, answer, want string) bool {
 			var created struct{ Task struct{ TaskID string } }
 			_ = json.Unmarshal(m.Result, &created)
 			task = created.Task.TaskID
+			if p.tasks == nil {
+				p.tasks = map[string]bool{}
+			}
+			p.tasks[task] = true
+		case m.Method == "notifications/tasks/status" && !p.tasks[statusTask(m.Params)]:
+			p.t.Errorf("a task's status before the tools/call answer that names it: %s", m.Params)
 		case m.Method == "notifications/tasks/status" && strings.Contains(string(m.Params), `"input_required"`) && !waiting:
 			waiting = true
 			p.send(`{"jsonrpc":"2.0","id":` + id + `1,"method":"tasks/result","params":{"taskId":"` + task + `"}}`)

@@ -343,6 +343,16 @@ func (s *Server) notifyStatus(p *peer, rec *executions.Record) {
 func (s *Server) watchTask(ctx context.Context, p *peer, rec *executions.Record) {
 	ctx, done := s.calls.track(ctx, caller(ctx).Name, "")
 	defer done()
+	if p.answered != nil {
+		// Not before the tools/call answer that names the task: a task
+		// that pauses at once would otherwise be told of first (a client
+		// cannot follow a task it has not heard of).
+		select {
+		case <-p.answered:
+		case <-ctx.Done():
+			return
+		}
+	}
 	for !rec.Status.Final() {
 		next, err := s.opts.Executions.WaitChange(ctx, rec, time.Minute)
 		if err != nil || ctx.Err() != nil {
