@@ -93,14 +93,32 @@ func (b *build) stop() {
 	b.stops = nil
 }
 
+// tally is one server's sync echo calls in a round and the CPU toold
+// spent on them.
+type tally struct {
+	n   int
+	cpu time.Duration
+}
+
+func (t tally) perCPU() float64 { return float64(t.n) / t.cpu.Seconds() }
+
+func (t tally) plus(u tally) tally { return tally{t.n + u.n, t.cpu + u.cpu} }
+
+// measure runs the sync echo on s at o.conns connections for o.round and
+// reads the CPU toold spent meanwhile.
+func measure(o options, s *server) (tally, error) {
+	c0 := s.cpu()
+	st, err := closedLoop(s.addr, request(s.addr, "/tools/echo/execute", echoBody), o.conns, o.round, restOK)
+	if err != nil {
+		return tally{}, err
+	}
+	return tally{st.n, s.cpu() - c0}, nil
+}
+
 // storeCostVersus runs the sync echo on each build's store-off and
 // store-on servers in turn, o.rounds times, and prints each round's
 // on/off ratio of calls per CPU-second for each build.
 func storeCostVersus(o options, builds []*build) error {
-	type tally struct {
-		n   int
-		cpu time.Duration
-	}
 	var servers []*server
 	for _, b := range builds {
 		servers = append(servers, b.off, b.on)
@@ -115,24 +133,20 @@ func storeCostVersus(o options, builds []*build) error {
 	for r := range rounds {
 		rounds[r] = make([]tally, len(servers))
 		for i, s := range servers {
-			c0 := s.cpu()
-			st, err := closedLoop(s.addr, request(s.addr, "/tools/echo/execute", echoBody), o.conns, o.round, restOK)
+			t, err := measure(o, s)
 			if err != nil {
 				return err
 			}
-			t := tally{st.n, s.cpu() - c0}
-			rounds[r][i] = t
-			total[i].n, total[i].cpu = total[i].n+t.n, total[i].cpu+t.cpu
+			rounds[r][i], total[i] = t, total[i].plus(t)
 		}
 	}
-	perCPU := func(t tally) float64 { return float64(t.n) / t.cpu.Seconds() }
 	fmt.Printf("\n## The store's cost, this build against the base: sync echo, %d connections, %d alternating rounds of %v\n\n", o.conns, o.rounds, o.round)
 	fmt.Println("| round | this: off | this: on | this: on/off | base: off | base: on | base: on/off |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	row := func(label string, ts []tally) {
 		fmt.Printf("| %s |", label)
 		for b := range builds {
-			off, on := perCPU(ts[2*b]), perCPU(ts[2*b+1])
+			off, on := ts[2*b].perCPU(), ts[2*b+1].perCPU()
 			fmt.Printf(" %.0f | %.0f | %.1f%% |", off, on, 100*on/off)
 		}
 		fmt.Println()
@@ -155,13 +169,8 @@ func storeCostTogether(o options, builds []*build) error {
 	fmt.Printf("\n## The same, each build's store-off and store-on servers loaded at once: %d connections each, %d rounds of %v\n\n", o.conns, o.rounds, o.round)
 	fmt.Println("| round | this: on/off | base: on/off |")
 	fmt.Println("|---|---|---|")
-	type tally struct {
-		n   int
-		cpu time.Duration
-	}
 	total := make([][2]tally, len(builds))
 	ratios := make([][]float64, len(builds))
-	perCPU := func(t tally) float64 { return float64(t.n) / t.cpu.Seconds() }
 	for r := range o.rounds {
 		fmt.Printf("| %d |", r+1)
 		for i, b := range builds {
@@ -169,24 +178,16 @@ func storeCostTogether(o options, builds []*build) error {
 			errs := make([]error, 2)
 			var wg sync.WaitGroup
 			for j, s := range []*server{b.off, b.on} {
-				wg.Go(func() {
-					c0 := s.cpu()
-					st, err := closedLoop(s.addr, request(s.addr, "/tools/echo/execute", echoBody), o.conns, o.round, restOK)
-					if err != nil {
-						errs[j] = err
-						return
-					}
-					ts[j] = tally{st.n, s.cpu() - c0}
-				})
+				wg.Go(func() { ts[j], errs[j] = measure(o, s) })
 			}
 			wg.Wait()
 			if err := errors.Join(errs...); err != nil {
 				return err
 			}
-			ratio := perCPU(ts[1]) / perCPU(ts[0])
+			ratio := ts[1].perCPU() / ts[0].perCPU()
 			ratios[i] = append(ratios[i], ratio)
 			for j := range ts {
-				total[i][j].n, total[i][j].cpu = total[i][j].n+ts[j].n, total[i][j].cpu+ts[j].cpu
+				total[i][j] = total[i][j].plus(ts[j])
 			}
 			fmt.Printf(" %.1f%% |", 100*ratio)
 		}
@@ -194,7 +195,7 @@ func storeCostTogether(o options, builds []*build) error {
 	}
 	fmt.Print("| all |")
 	for i := range builds {
-		fmt.Printf(" %.1f%% |", 100*perCPU(total[i][1])/perCPU(total[i][0]))
+		fmt.Printf(" %.1f%% |", 100*total[i][1].perCPU()/total[i][0].perCPU())
 	}
 	fmt.Print("\n| median |")
 	for i := range builds {
