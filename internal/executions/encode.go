@@ -181,15 +181,11 @@ func plainRaw(b []byte) bool {
 // encoding/json's pass over body (compacting a record that encode wrote
 // compact already: ~10µs of a queued call's acceptance). Keys are a
 // hash and an id, plain ASCII; strictjson escapes any other as JSON.
+// body is never empty: encode wrote it.
 func appendWork(dst []byte, key string, rev uint64, body []byte, step int) []byte {
 	dst = strictjson.AppendString(append(dst, `{"key":`...), key)
 	dst = strconv.AppendUint(append(dst, `,"rev":`...), rev, 10)
-	dst = append(dst, `,"record":`...)
-	if len(body) == 0 {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, body...)
-	}
+	dst = append(append(dst, `,"record":`...), body...)
 	if step != 0 {
 		dst = strconv.AppendInt(append(dst, `,"step":`...), int64(step), 10)
 	}

@@ -160,7 +160,7 @@ func TestAppendWorkIsMarshal(t *testing.T) {
 	}{
 		{recordKey("k", "0190a1b2c3d4e5f6a7b8c9d0"), 7, body, 1},
 		{recordKey("k", "0190a1b2c3d4e5f6a7b8c9d0"), 0, body, 0},
-		{"k.x", 1 << 60, nil, 3},
+		{"k.x", 1 << 60, body, 3},
 		{"quote\" <and> \\ \u2028 é", 2, body, 2},
 	} {
 		got := appendWork(nil, c.key, c.rev, c.body, c.step)
