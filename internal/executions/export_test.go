@@ -37,3 +37,9 @@ func (s *Service) ResumeAcross(ctx context.Context, caller, id string, answer js
 	between()
 	return s.advance(ctx, r, rev, resumed(r, answer))
 }
+
+// RetryStore is retryStore, each attempt bounded by attempt.
+func (s *Service) RetryStore(ctx context.Context, budget, attempt time.Duration, op func(context.Context) error) error {
+	s.attempt = attempt
+	return s.retryStore(ctx, budget, op)
+}

@@ -261,3 +261,44 @@ func TestReadRidesOutAStoreOutage(t *testing.T) {
 		t.Fatalf("a read that waits, across the outage: %v", err)
 	}
 }
+
+// TestRetryStoreBoundsEachAttempt: an attempt whose answer never comes (a
+// write that reached a node as it died) is cut at its own bound and tried
+// again, not waited for through the whole budget. CI saw
+// TestResumeRidesOutAnElection's resumption wait out its 30 s on one
+// attempt across a 3 s restart.
+func TestRetryStoreBoundsEachAttempt(t *testing.T) {
+	_, r := outageReplica(t)
+	lost := func(ctx context.Context) error { // as the store reports a request's deadline
+		<-ctx.Done()
+		return fmt.Errorf("%w: %w", state.ErrUnavailable, ctx.Err())
+	}
+	for _, tt := range []struct {
+		name     string
+		op       func(attempt int, ctx context.Context) error
+		err      error
+		attempts func(int) bool
+	}{
+		{"answer lost once", func(n int, ctx context.Context) error {
+			if n == 1 {
+				return lost(ctx)
+			}
+			return nil
+		}, nil, func(n int) bool { return n == 2 }},
+		{"never answered", func(_ int, ctx context.Context) error { return lost(ctx) }, state.ErrUnavailable,
+			func(n int) bool { return n >= 3 }},
+		{"a conflict is an answer", func(int, context.Context) error { return state.ErrConflict }, state.ErrConflict,
+			func(n int) bool { return n == 1 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 0
+			err := r.svc.RetryStore(context.Background(), 3*time.Second, 300*time.Millisecond, func(ctx context.Context) error {
+				n++
+				return tt.op(n, ctx)
+			})
+			if !errors.Is(err, tt.err) || (tt.err == nil && err != nil) || !tt.attempts(n) {
+				t.Fatalf("err %v after %d attempts; want %v", err, n, tt.err)
+			}
+		})
+	}
+}

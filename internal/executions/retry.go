@@ -25,6 +25,17 @@ import (
 // told to the client soon, who may retry — nothing was accepted.
 const acceptBudget = 2 * time.Second
 
+// attemptTimeout bounds one attempt within the budget. A request whose
+// answer is lost with its connection (written to a node as it died, or as
+// the connection moved) is never answered: without a bound of its own, that
+// one attempt would wait out the whole budget — up to an execution's
+// settle budget — instead of being tried again on the node that answers
+// now. Five seconds, as the nats client's own request timeout and the
+// store's reads without a deadline (state.Bucket.askLeader); an attempt cut
+// short is the store being away (its deadline), and every op is safe to
+// repeat.
+const attemptTimeout = 5 * time.Second
+
 // unavailable reports whether err is the store being away (worth a retry)
 // rather than an answer (a conflict, a missing key, a full store).
 func unavailable(err error) bool { return errors.Is(err, state.ErrUnavailable) }
@@ -32,14 +43,16 @@ func unavailable(err error) bool { return errors.Is(err, state.ErrUnavailable) }
 // retryStore runs op until it succeeds or fails for another reason than
 // the store being unavailable, or until budget passes, ctx ends or the
 // connection is closed for good; it returns op's last error then. Backoff
-// from 50ms to 1s between attempts. Each attempt gets what is left of the
-// budget as its deadline.
+// from 50ms to 1s between attempts. Each attempt gets attemptTimeout, or
+// what is left of the budget if that is less, as its deadline.
 func (s *Service) retryStore(ctx context.Context, budget time.Duration, op func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	for {
-		err := op(ctx)
+		actx, acancel := context.WithTimeout(ctx, s.attempt)
+		err := op(actx)
+		acancel()
 		if err == nil || !unavailable(err) || s.st.Conn().IsClosed() {
 			return err
 		}
