@@ -69,10 +69,11 @@ func newReplicaWith(t testing.TB, st *state.Store, audit bool, ts ...tools.Tool)
 
 // replicaOptions vary a test replica: audit keeps the audit log, queued
 // sends every async call through the queue (none runs where accepted),
-// flush is the recorder's flush interval (5ms unless set).
+// flush is the recorder's flush interval (5ms unless set), submitWindow
+// the service's SubmitWindow.
 type replicaOptions struct {
-	audit, queued bool
-	flush         time.Duration
+	audit, queued       bool
+	flush, submitWindow time.Duration
 }
 
 func newReplicaOpts(t testing.TB, st *state.Store, o replicaOptions, ts ...tools.Tool) *replica {
@@ -91,7 +92,7 @@ func newReplicaOpts(t testing.TB, st *state.Store, o replicaOptions, ts ...tools
 	if err != nil {
 		t.Fatal(err)
 	}
-	eo := executions.Options{Store: st, Dispatcher: d, Recorder: rec, Heartbeat: 100 * time.Millisecond, Workers: 4}
+	eo := executions.Options{Store: st, Dispatcher: d, Recorder: rec, Heartbeat: 100 * time.Millisecond, Workers: 4, SubmitWindow: o.submitWindow}
 	if o.queued {
 		eo.InlineSlots = -1
 	}

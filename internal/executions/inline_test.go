@@ -59,6 +59,59 @@ func TestQuickAsyncIsOneWrite(t *testing.T) {
 	}
 }
 
+// TestSubmitOfAQuickToolIsOneWrite: a call nobody waits for (no Prefer:
+// wait) runs where it was accepted when its tool's runs here are quick,
+// and one that ends within submitWindow is answered ended, kept with one
+// write; a tool not run here yet, or a slow one, goes through the queue
+// (a pending record and its work message).
+func TestSubmitOfAQuickToolIsOneWrite(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	st := statetest.Open(t, reg, "a")
+	// A second's window: a quick tool is one that runs in under 250ms,
+	// whatever the race detector and the machine's load make of echo.
+	r := newReplicaOpts(t, st, replicaOptions{submitWindow: time.Second}, diag.Echo(), slow{name: "slow", runs: &atomic.Int64{}})
+	r.start(t)
+	ctx := context.Background()
+	submit := func(tool, body string) (*executions.Record, map[string]uint64) {
+		t.Helper()
+		before := statetest.Ops(t, reg)
+		rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: tool, Body: []byte(body), Caller: "k", RequestID: "r"})
+		if err != nil || refusal != nil {
+			t.Fatal(err, refusal)
+		}
+		after := statetest.Ops(t, reg)
+		for op := range after {
+			after[op] -= before[op]
+		}
+		if _, err := r.svc.WaitFinal(ctx, "k", rec.ID, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return rec, after
+	}
+	for _, tt := range []struct {
+		name, tool, body string
+		queued           bool
+	}{
+		{"a tool not run here yet", "echo", `{"message":"first"}`, true},
+		{"a quick tool", "echo", `{"message":"again"}`, false},
+		{"a slow tool", "slow", `{"ms":400}`, true},
+		{"a slow tool run before", "slow", `{"ms":400}`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, ops := submit(tt.tool, tt.body)
+			if tt.queued {
+				if ops["work_publish"] != 1 || rec.Status != dispatch.StatusPending {
+					t.Fatalf("%s, %v work messages; want a pending record, queued", rec.Status, ops["work_publish"])
+				}
+				return
+			}
+			if ops["work_publish"] != 0 || ops["toold_executions_create"] != 1 || rec.Status != dispatch.StatusSuccess || rec.Replica != "a" {
+				t.Fatalf("%s on %q, ops %v; want one write, ended here", rec.Status, rec.Replica, ops)
+			}
+		})
+	}
+}
+
 // TestReadOfAnEndJustWrittenHere: a read of an execution that ended on
 // this replica a moment ago is answered from what it wrote (recent.go),
 // the same record the store holds, with no store operation; another
@@ -117,7 +170,7 @@ func TestReadOfAnEndJustWrittenHere(t *testing.T) {
 // finds it ended.
 func TestQuickEndSendsNoDoneNotice(t *testing.T) {
 	st := statetest.Open(t, nil, "a")
-	r := newReplica(t, st, diag.Echo())
+	r := newReplica(t, st, diag.Echo(), slow{name: "slow", runs: &atomic.Int64{}})
 	r.start(t)
 	notices := make(chan string, 16)
 	sub, err := st.Conn().Subscribe(state.DoneSubject, func(m *nats.Msg) { notices <- string(m.Data) })
@@ -130,7 +183,7 @@ func TestQuickEndSendsNoDoneNotice(t *testing.T) {
 	if err != nil || refusal != nil || quick.Status != dispatch.StatusSuccess {
 		t.Fatalf("%+v %v %v", quick, refusal, err)
 	}
-	queued, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "echo", Body: []byte(`{"message":"hi"}`), Caller: "k", RequestID: "r2"})
+	queued, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":20}`), Caller: "k", RequestID: "r2"})
 	if err != nil || refusal != nil {
 		t.Fatal(err, refusal)
 	}

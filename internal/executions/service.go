@@ -50,6 +50,10 @@ type Options struct {
 	// workers (default Workers; see inline.go); negative sends every call
 	// through the queue.
 	InlineSlots int
+	// SubmitWindow is how long the answer to a call nobody waits for may
+	// wait for its end when its tool is quick here (default 1ms; see
+	// inline.go).
+	SubmitWindow time.Duration
 	// Heartbeat is how often a running execution's lease is renewed
 	// (default 5s); a replica silent for 3 heartbeats has lost its work.
 	Heartbeat time.Duration
@@ -104,6 +108,7 @@ type Service struct {
 	slots chan struct{}
 
 	recent recentEnds // final records written here a moment ago
+	times  runTimes   // how long each tool's calls run here
 
 	attempt time.Duration // bound of one store attempt (attemptTimeout)
 
@@ -133,6 +138,7 @@ func New(o Options) (*Service, error) {
 	}
 	o.Workers = cmp.Or(o.Workers, 64)
 	o.InlineSlots = cmp.Or(o.InlineSlots, o.Workers)
+	o.SubmitWindow = cmp.Or(o.SubmitWindow, submitWindow)
 	o.Heartbeat = cmp.Or(o.Heartbeat, 5*time.Second)
 	o.MaxAttempts = cmp.Or(o.MaxAttempts, 3)
 	o.BatchMax = cmp.Or(o.BatchMax, 32)

@@ -56,6 +56,26 @@ func bearer(key string, more ...string) map[string]string {
 
 func hdr(kv ...string) map[string]string { return bearer(keyAlice, kv...) }
 
+// TestSubmitOfAQuickCallIsAccepted: a submit without wait is answered 202
+// with Location even when its call ended before the answer (a quick tool
+// runs where it was accepted: executions.Options.SubmitWindow); the body
+// says it ended, and its Location reads the end.
+func TestSubmitOfAQuickCallIsAccepted(t *testing.T) {
+	h, _ := storeHarness(t, harnessOpts{keys: roleKeys, exec: func(o *executions.Options) { o.SubmitWindow = time.Second }})
+	first := h.exec("echo", `{"message":"teach"}`, hdr("Prefer", "respond-async")) // echo not run here yet: queued
+	if got := h.do("GET", first.header.Get("Location")+"?wait=5s", nil, hdr()); got.status != 200 || got.env.Status != dispatch.StatusSuccess {
+		t.Fatalf("the first: %d %s", got.status, got.body)
+	}
+	r := h.exec("echo", `{"message":"quick"}`, hdr("Prefer", "respond-async"))
+	if r.status != 202 || r.env.Status != dispatch.StatusSuccess || r.header.Get("Location") != "/executions/"+r.env.ExecutionID ||
+		r.header.Get("Preference-Applied") != "respond-async" {
+		t.Fatalf("submit of a quick call: %d %v %s", r.status, r.header, r.body)
+	}
+	if got := h.do("GET", r.header.Get("Location"), nil, hdr()); got.status != 200 || !strings.Contains(string(got.env.Data), "quick") {
+		t.Fatalf("its location: %d %s", got.status, got.body)
+	}
+}
+
 // TestAsyncExecution: Prefer: respond-async answers 202 with the location
 // and the pending envelope; the execution is read, waited for and listed.
 func TestAsyncExecution(t *testing.T) {
