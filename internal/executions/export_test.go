@@ -4,7 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toold/toold/internal/state"
 )
+
+// WorkConsumer is the name of the workers' consumer of the work queue.
+const WorkConsumer = consumerName
 
 // WithoutAuditLease makes s, before Start, a replica that never sets its
 // audit lease: every end waits for its audit record.
@@ -42,4 +49,17 @@ func (s *Service) ResumeAcross(ctx context.Context, caller, id string, answer js
 func (s *Service) RetryStore(ctx context.Context, budget, attempt time.Duration, op func(context.Context) error) error {
 	s.attempt = attempt
 	return s.retryStore(ctx, budget, op)
+}
+
+// QueueAhead publishes a work message for caller's execution id as if its
+// record had been written at rev, for step: a message ahead of every read
+// of the record, as a stale read sees one.
+func (s *Service) QueueAhead(ctx context.Context, caller, id string, rev uint64, step int) error {
+	r, _, err := s.get(ctx, caller, id)
+	if err != nil {
+		return err
+	}
+	body := r.encode()
+	_, err = s.st.Publish(ctx, "work_publish", state.WorkSubject, appendWork(nil, r.key(), rev, body, step), jetstream.WithMsgID(id+".ahead"))
+	return err
 }

@@ -302,3 +302,40 @@ func TestRetryStoreBoundsEachAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleReadKeepsTheMessage: a worker whose read of a record is behind
+// its work message (the record's revision older than the one the message
+// was written at: a stream leader answering from before it caught up)
+// does not decide on it — the message comes back later rather than being
+// acknowledged as a step that is over. The first full chaos run of this
+// stop found an answered execution left pending after a NATS node's kill,
+// its resumed step's message gone.
+func TestStaleReadKeepsTheMessage(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st, await.Tools(await.Options{})...)
+	r.start(t)
+	ctx := context.Background()
+	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "request_user_input", Body: []byte(`{"prompt":"go on?"}`), Caller: "k", RequestID: "r"})
+	if err != nil || refusal != nil {
+		t.Fatal(err, refusal)
+	}
+	waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
+	cons, err := st.JetStream().Consumer(ctx, state.WorkStream, executions.WorkConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Step 2's message, written at a revision the store has not reached.
+	if err := r.svc.QueueAhead(ctx, "k", rec.ID, 1<<40, 2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message delivered again", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumRedelivered >= 1
+	})
+	if info, err := cons.Info(ctx); err != nil || info.NumAckPending != 1 {
+		t.Fatalf("the message ahead of the read: %+v %v; want it kept, unacknowledged", info, err)
+	}
+	if got, err := r.svc.Get(ctx, "k", rec.ID); err != nil || got.Status != dispatch.StatusWaiting {
+		t.Fatalf("the execution: %+v %v", got, err)
+	}
+}

@@ -184,6 +184,17 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 			_ = msg.Ack() // expired, never accepted, or unreadable: nothing to do
 			return
 		}
+		if rev < w.Revision {
+			// A read behind the message: the record was at w.Revision
+			// when the message was written, and revisions only grow. A
+			// stream's leader may answer from before it caught up (a new
+			// leader after an election, an old one that has not heard of
+			// it yet: nats-server's read-after-write ADR guarantees no
+			// more); a decision on it could drop the message of a step
+			// the read does not show yet. Later.
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
 		if !sameStep(w.Step, r.Step) {
 			_ = msg.Ack() // for a step that is over (a wait's timer after its resumption)
 			return
