@@ -63,3 +63,11 @@ func (s *Service) QueueAhead(ctx context.Context, caller, id string, rev uint64,
 	_, err = s.st.Publish(ctx, "work_publish", state.WorkSubject, appendWork(nil, r.key(), rev, body, step), jetstream.WithMsgID(id+".ahead"))
 	return err
 }
+
+// Landed is landed: a write's conflict taken as its success, or not.
+func (s *Service) Landed(ctx context.Context, key string, body []byte, err error) (uint64, error) {
+	return s.landed(ctx, key, body, 0, err)
+}
+
+// Key is the store key of caller's execution id.
+func Key(caller, id string) string { return recordKey(caller, id) }

@@ -339,3 +339,39 @@ func TestStaleReadKeepsTheMessage(t *testing.T) {
 		t.Fatalf("the execution: %+v %v", got, err)
 	}
 }
+
+// TestConflictUnreadIsNotAnAnswer: a retried write that conflicts is taken
+// as landed when the record reads as it wrote it, as refused when it reads
+// otherwise — and as the store being away when it cannot be read: the
+// conflict may be the first attempt itself, proposed to a stream leader
+// that lost its quorum and committed once the quorum is back. The chaos
+// harness's quorum loss found a resumption answered 503 (its retry's
+// conflict taken as another writer's) whose write landed 20 s later, its
+// step pending with no message to run it.
+func TestConflictUnreadIsNotAnAnswer(t *testing.T) {
+	ns, r := outageReplica(t, slow{name: "slow", idem: true, runs: &atomic.Int64{}})
+	ctx := context.Background()
+	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":1}`), Caller: "k", RequestID: "r"})
+	if err != nil || refusal != nil {
+		t.Fatal(err, refusal)
+	}
+	waitStatus(t, r, rec.ID, dispatch.StatusSuccess)
+	key := executions.Key("k", rec.ID)
+	stored, _, err := r.st.Executions.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflict := fmt.Errorf("%w: wrong last sequence", state.ErrConflict)
+	if _, err := r.svc.Landed(ctx, key, stored, conflict); err != nil {
+		t.Fatalf("the record as written: %v; want it landed", err)
+	}
+	if _, err := r.svc.Landed(ctx, key, []byte(`{"other":true}`), conflict); !errors.Is(err, state.ErrConflict) {
+		t.Fatalf("another writer's record: %v; want the conflict", err)
+	}
+	ns.Stop()
+	tctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, err := r.svc.Landed(tctx, key, []byte(`{"other":true}`), conflict); errors.Is(err, state.ErrConflict) || !errors.Is(err, state.ErrUnavailable) {
+		t.Fatalf("with the store away: %v; want it unavailable, not the conflict", err)
+	}
+}

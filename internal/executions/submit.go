@@ -191,13 +191,22 @@ func (s *Service) create(ctx context.Context, key string, body []byte) (uint64, 
 // landed takes a write's conflict as its success when the key holds body
 // already: a retry of a write whose first attempt landed with its answer
 // lost. A record's body is its own (a fresh id, a step, a time), so no
-// other writer's record reads the same.
+// other writer's record reads the same. A conflict that cannot be read is
+// the store being away, not an answer: it may be the first attempt itself,
+// proposed to a stream leader that lost its quorum — it conflicts with the
+// retry at once and is committed once the quorum is back (the chaos
+// harness's quorum loss: a resumption answered 503 whose write landed 20 s
+// later, its step left pending with no message).
 func (s *Service) landed(ctx context.Context, key string, body []byte, rev uint64, err error) (uint64, error) {
 	if !errors.Is(err, state.ErrConflict) {
 		return rev, err
 	}
-	if b, cur, gerr := s.st.Executions.Get(ctx, key); gerr == nil && bytes.Equal(b, body) {
+	b, cur, gerr := s.st.Executions.Get(ctx, key)
+	switch {
+	case gerr == nil && bytes.Equal(b, body):
 		return cur, nil
+	case unavailable(gerr):
+		return 0, gerr
 	}
 	return 0, err
 }

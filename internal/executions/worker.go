@@ -1,6 +1,7 @@
 package executions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -454,14 +455,18 @@ func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev 
 	dropped := false
 	deadline := time.Now().Add(s.settleBudget(r))
 	s.auditedEnd(ctx, r, done, time.Until(deadline))() // before the end it audits (audited.go), unless the lease covers it (recovery.go)
+	body := done.encode()
 	err := s.retryStore(ctx, max(time.Until(deadline), acceptBudget), func(ctx context.Context) error {
-		_, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev)
+		_, err := s.st.Executions.Update(ctx, r.key(), body, rev)
 		if !errors.Is(err, state.ErrConflict) {
 			return err
 		}
 		b, nrev, err := s.st.Executions.Get(ctx, r.key())
 		if err != nil {
 			return err
+		}
+		if bytes.Equal(b, body) {
+			return nil // an earlier attempt's, its answer lost: this end, written
 		}
 		if cur, derr := decodeRecord(b); derr != nil || cur.Status.Final() {
 			dropped = true
