@@ -172,7 +172,10 @@ func (h *harness) frozen(o *op) bool {
 
 // queued reports whether a kind's calls run wherever the queue hands them.
 func queued(kind string) bool {
-	return kind == kindAsync || kind == kindIdemAsync || kind == kindBatchAsync || kind == kindMark
+	// A quick async call runs where accepted, but through the queue until
+	// its tool has run on that replica, or when kept past its window and
+	// its replica is lost.
+	return kind == kindAsync || kind == kindAsyncQuick || kind == kindIdemAsync || kind == kindBatchAsync || kind == kindMark
 }
 
 // checkOutcome holds each accepted call to the outcomes its kind can have
@@ -193,7 +196,7 @@ func checkOutcome(o *op, f *final, iv *invariant, frozen bool) {
 		return // its reading failed: counted under the first invariant
 	}
 	allowed := map[string][]string{
-		kindSync: {"success"}, kindBatch: {""}, kindAsync: {"success"}, kindAsyncWait: {"success"},
+		kindSync: {"success"}, kindBatch: {""}, kindAsync: {"success"}, kindAsyncWait: {"success"}, kindAsyncQuick: {"success"},
 		kindBatchAsync: {"success"}, kindMark: {"success", "interrupted"}, kindIdemSync: {"success"},
 		kindIdemAsync: {"success", "interrupted"}, kindApproval: {"success", "interrupted", "error"}, kindAnswer: {"success"},
 	}[o.kind]

@@ -16,6 +16,7 @@ const (
 	kindSync       = "sync"        // echo, answered now: needs no store
 	kindAsync      = "async"       // sleep 300ms, Prefer: respond-async
 	kindAsyncWait  = "async_wait"  // sleep 50ms, Prefer: respond-async, wait=5
+	kindAsyncQuick = "async_quick" // echo, Prefer: respond-async: runs where accepted once echo is known quick there
 	kindMark       = "mark"        // the non-idempotent command, async, 1.5s
 	kindIdemSync   = "idem_sync"   // mark under an Idempotency-Key, sync, retried
 	kindIdemAsync  = "idem_async"  // mark under an Idempotency-Key, async, retried
@@ -29,7 +30,7 @@ const (
 var mix = []struct {
 	kind   string
 	weight int
-}{{kindSync, 6}, {kindAsync, 4}, {kindAsyncWait, 3}, {kindMark, 2}, {kindIdemSync, 2}, {kindIdemAsync, 2},
+}{{kindSync, 6}, {kindAsync, 4}, {kindAsyncWait, 3}, {kindAsyncQuick, 2}, {kindMark, 2}, {kindIdemSync, 2}, {kindIdemAsync, 2},
 	{kindBatch, 2}, {kindBatchAsync, 1}, {kindApproval, 2}, {kindAnswer, 2}}
 
 // needsStore reports whether a kind of call cannot be answered without
@@ -149,8 +150,12 @@ func (l *load) call(kind string, rng *rand.Rand) *op {
 	switch kind {
 	case kindSync:
 		o.a = l.agent.do("POST", r.url+"/tools/echo/execute", fmt.Sprintf(`{"message":"m%d"}`, n))
-	case kindAsync:
-		o.a = l.agent.do("POST", r.url+"/tools/sleep/execute", `{"ms":300}`, "Prefer", "respond-async")
+	case kindAsync, kindAsyncQuick:
+		if kind == kindAsync {
+			o.a = l.agent.do("POST", r.url+"/tools/sleep/execute", `{"ms":300}`, "Prefer", "respond-async")
+		} else {
+			o.a = l.agent.do("POST", r.url+"/tools/echo/execute", fmt.Sprintf(`{"message":"q%d"}`, n), "Prefer", "respond-async")
+		}
 		if p := l.h.pick(rng); p != nil && o.a.status == 202 {
 			t0 := time.Now()
 			o.poll = l.agent.do("GET", p.url+o.a.location+"?wait=15s", "")
