@@ -47,8 +47,7 @@ func (s *Service) ResumeAcross(ctx context.Context, caller, id string, answer js
 
 // RetryStore is retryStore, each attempt bounded by attempt.
 func (s *Service) RetryStore(ctx context.Context, budget, attempt time.Duration, op func(context.Context) error) error {
-	s.attempt = attempt
-	return s.retryStore(ctx, budget, op)
+	return s.retryAttempts(ctx, budget, attempt, op)
 }
 
 // QueueAhead publishes a work message for caller's execution id as if its

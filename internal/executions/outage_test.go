@@ -307,9 +307,9 @@ func TestRetryStoreBoundsEachAttempt(t *testing.T) {
 // its work message (the record's revision older than the one the message
 // was written at: a stream leader answering from before it caught up)
 // does not decide on it — the message comes back later rather than being
-// acknowledged as a step that is over. The first full chaos run of this
-// stop found an answered execution left pending after a NATS node's kill,
-// its resumed step's message gone.
+// acknowledged as a step that is over. (nats-server does not promise
+// read-after-write from a stream's leader; a guard — the chaos finding it
+// was first taken for is TestConflictUnreadIsNotAnAnswer's.)
 func TestStaleReadKeepsTheMessage(t *testing.T) {
 	st := statetest.Open(t, nil, "a")
 	r := newReplica(t, st, await.Tools(await.Options{})...)

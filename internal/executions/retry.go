@@ -46,11 +46,16 @@ func unavailable(err error) bool { return errors.Is(err, state.ErrUnavailable) }
 // from 50ms to 1s between attempts. Each attempt gets attemptTimeout, or
 // what is left of the budget if that is less, as its deadline.
 func (s *Service) retryStore(ctx context.Context, budget time.Duration, op func(context.Context) error) error {
+	return s.retryAttempts(ctx, budget, attemptTimeout, op)
+}
+
+// retryAttempts is retryStore with each attempt bounded by attempt.
+func (s *Service) retryAttempts(ctx context.Context, budget, attempt time.Duration, op func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	for {
-		actx, acancel := context.WithTimeout(ctx, s.attempt)
+		actx, acancel := context.WithTimeout(ctx, attempt)
 		err := op(actx)
 		acancel()
 		if err == nil || !unavailable(err) || s.st.Conn().IsClosed() {

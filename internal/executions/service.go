@@ -110,8 +110,6 @@ type Service struct {
 	recent recentEnds // final records written here a moment ago
 	times  runTimes   // how long each tool's calls run here
 
-	attempt time.Duration // bound of one store attempt (attemptTimeout)
-
 	mu       sync.Mutex
 	running  map[string]*run // executions running on this replica, by id
 	draining bool
@@ -149,7 +147,7 @@ func New(o Options) (*Service, error) {
 	}
 	s := &Service{opts: o, st: o.Store, disp: o.Dispatcher, rec: o.Recorder, log: o.Logger, m: newMetrics(o.Registerer),
 		running: map[string]*run{}, idle: make(chan struct{}), slots: make(chan struct{}, max(o.InlineSlots, 0)), waiters: map[string][]chan *Record{}, orphans: map[string]uint64{},
-		recovering: map[string]bool{}, attempt: attemptTimeout}
+		recovering: map[string]bool{}}
 	if o.Store != nil {
 		s.name = o.Store.Name()
 	}
