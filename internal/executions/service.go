@@ -51,7 +51,7 @@ type Options struct {
 	// through the queue.
 	InlineSlots int
 	// SubmitWindow is how long the answer to a call nobody waits for may
-	// wait for its end when its tool is quick here (default 1ms; see
+	// wait for its end when its tool is quick here (default 5ms; see
 	// inline.go).
 	SubmitWindow time.Duration
 	// Heartbeat is how often a running execution's lease is renewed
