@@ -375,3 +375,27 @@ func TestConflictUnreadIsNotAnAnswer(t *testing.T) {
 		t.Fatalf("with the store away: %v; want it unavailable, not the conflict", err)
 	}
 }
+
+// TestUnsettledStepIsQueued: a resumption whose write landed after its
+// writer gave up on the store (a quorum lost for longer than the step's
+// budget) is queued by that replica once the store answers, and the
+// execution ends with its answer, instead of staying pending with no
+// message to run it.
+func TestUnsettledStepIsQueued(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := newReplica(t, st, await.Tools(await.Options{})...)
+	r.start(t)
+	ctx := context.Background()
+	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "request_user_input", Body: []byte(`{"prompt":"go on?"}`), Caller: "k", RequestID: "r"})
+	if err != nil || refusal != nil {
+		t.Fatal(err, refusal)
+	}
+	waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
+	if err := r.svc.ResumeLost(ctx, "k", rec.ID, json.RawMessage(`"yes"`)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.svc.WaitFinal(ctx, "k", rec.ID, 10*time.Second)
+	if err != nil || got.Status != dispatch.StatusSuccess || !strings.Contains(string(got.Envelope), `"answer":"yes"`) {
+		t.Fatalf("the execution: %v %+v", err, got)
+	}
+}

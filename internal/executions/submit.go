@@ -250,10 +250,12 @@ func (s *Service) deleteAt(ctx context.Context, key string, rev uint64) error {
 // a full store would not let go of stays until the retention.
 const maxOrphans = 10_000
 
-// sweepOrphans removes the orphans every interval until ctx ends.
+// sweepOrphans removes the orphans every interval until ctx ends, and
+// settles the steps written with their outcome unknown (unsettled.go).
 func (s *Service) sweepOrphans(ctx context.Context, interval time.Duration) {
 	defer s.wg.Done()
 	every(ctx, interval, func() {
+		s.sweepUnsettled(ctx)
 		s.mu.Lock()
 		orphans := maps.Clone(s.orphans)
 		s.mu.Unlock()

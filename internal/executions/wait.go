@@ -413,6 +413,9 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 		return err
 	}
 	if err != nil {
+		if unavailable(err) {
+			s.rememberUnsettled(prev, next, body) // an attempt may land yet
+		}
 		return StoreError(err)
 	}
 	// The resumed event is recorded before the step is queued: a worker of
@@ -427,8 +430,9 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 		Caller: next.Caller, Principal: next.Principal, Status: string(dispatch.StatusPending)})
 	if err := s.queue(ctx, next, body, nrev, budget); err != nil {
 		if _, rerr := s.st.Executions.Update(ctx, prev.key(), prev.encode(), nrev); rerr != nil {
-			s.log.Error("executions: a resumed execution could not be queued nor put back; it ends at its retention",
+			s.log.Error("executions: a resumed execution could not be queued nor put back; it is queued once the store answers",
 				zap.String("execution_id", prev.ID), zap.Error(rerr))
+			s.rememberUnsettled(prev, next, body)
 		}
 		return err
 	}
