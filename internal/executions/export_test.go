@@ -71,19 +71,17 @@ func (s *Service) Landed(ctx context.Context, key string, body []byte, err error
 // Key is the store key of caller's execution id.
 func Key(caller, id string) string { return recordKey(caller, id) }
 
-// ResumeLost writes the resumption of caller's waiting execution id as
-// advance does, as a write that landed while advance gave up on the store
-// (its answer lost), and leaves the rest to the replica.
-func (s *Service) ResumeLost(ctx context.Context, caller, id string, answer json.RawMessage) error {
+// ResumeDying is advance on a replica killed between the step's write and
+// its message: the guard set, the step written, nothing after.
+func (s *Service) ResumeDying(ctx context.Context, caller, id string, answer json.RawMessage) error {
 	r, rev, err := s.get(ctx, caller, id)
 	if err != nil {
 		return err
 	}
 	next := resumed(r, answer)
-	body := next.encode()
-	if _, err := s.st.Executions.Update(ctx, next.key(), body, rev); err != nil {
+	if _, err := s.armGuard(ctx, next, s.settleBudget(next)); err != nil {
 		return err
 	}
-	s.rememberUnsettled(r, next, body)
-	return nil
+	_, err = s.st.Executions.Update(ctx, next.key(), next.encode(), rev)
+	return err
 }

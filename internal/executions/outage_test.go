@@ -376,26 +376,64 @@ func TestConflictUnreadIsNotAnAnswer(t *testing.T) {
 	}
 }
 
-// TestUnsettledStepIsQueued: a resumption whose write landed after its
-// writer gave up on the store (a quorum lost for longer than the step's
-// budget) is queued by that replica once the store answers, and the
-// execution ends with its answer, instead of staying pending with no
-// message to run it.
-func TestUnsettledStepIsQueued(t *testing.T) {
+// TestGuardQueuesAStepItsWriterLeft: a replica killed between a
+// resumption's write and its queue message (the chaos harness's replica
+// kill, 0.3 ms after a step's write) leaves the step to its guard, which
+// fires on another replica and queues it; the execution ends with its
+// answer. A resumption that went through runs once: its guard finds
+// nothing to publish (or a duplicate the stream drops).
+func TestGuardQueuesAStepItsWriterLeft(t *testing.T) {
 	st := statetest.Open(t, nil, "a")
-	r := newReplica(t, st, await.Tools(await.Options{})...)
-	r.start(t)
+	runs := &atomic.Int64{}
+	counted := countingAsk{runs: runs}
+	dying := newReplica(t, st, counted) // never started: it dies after the write
+	other := newReplica(t, st, counted)
+	other.start(t)
 	ctx := context.Background()
-	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "request_user_input", Body: []byte(`{"prompt":"go on?"}`), Caller: "k", RequestID: "r"})
-	if err != nil || refusal != nil {
-		t.Fatal(err, refusal)
+	for _, tt := range []struct {
+		name   string
+		resume func(id string) error
+	}{
+		{"its writer died", func(id string) error { return dying.svc.ResumeDying(ctx, "k", id, json.RawMessage(`"yes"`)) }},
+		{"it went through", func(id string) error {
+			_, err := other.svc.Resume(ctx, "k", id, "input", json.RawMessage(`"yes"`))
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			runs.Store(0)
+			rec, refusal, err := other.svc.Submit(ctx, executions.Call{Tool: "ask", Body: []byte(`{"prompt":"go on?"}`), Caller: "k", RequestID: "r"})
+			if err != nil || refusal != nil {
+				t.Fatal(err, refusal)
+			}
+			waitStatus(t, other, rec.ID, dispatch.StatusWaiting)
+			if err := tt.resume(rec.ID); err != nil {
+				t.Fatal(err)
+			}
+			got, err := other.svc.WaitFinal(ctx, "k", rec.ID, 10*time.Second)
+			if err != nil || got.Status != dispatch.StatusSuccess || !strings.Contains(string(got.Envelope), `"yes"`) {
+				t.Fatalf("the execution: %v %+v", err, got)
+			}
+			time.Sleep(2 * time.Second) // past the guard's due time (three 100ms heartbeats, in whole seconds)
+			if n := runs.Load(); n != 2 {
+				t.Fatalf("the tool ran %d times; want 2 (the ask, then its resumption)", n)
+			}
+		})
 	}
-	waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
-	if err := r.svc.ResumeLost(ctx, "k", rec.ID, json.RawMessage(`"yes"`)); err != nil {
-		t.Fatal(err)
+}
+
+// countingAsk pauses for an answer, then returns it, counting each run.
+type countingAsk struct{ runs *atomic.Int64 }
+
+func (a countingAsk) Spec() tools.Spec {
+	return tools.Spec{Name: "ask", Description: "Asks.", Category: tools.Direct,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}}}`)}
+}
+
+func (a countingAsk) Execute(ctx context.Context, c *tools.Call) (any, error) {
+	a.runs.Add(1)
+	if c.Resume != nil {
+		return map[string]json.RawMessage{"answer": c.Resume.Answer}, nil
 	}
-	got, err := r.svc.WaitFinal(ctx, "k", rec.ID, 10*time.Second)
-	if err != nil || got.Status != dispatch.StatusSuccess || !strings.Contains(string(got.Envelope), `"answer":"yes"`) {
-		t.Fatalf("the execution: %v %+v", err, got)
-	}
+	return nil, &tools.Pause{Input: &tools.InputRequest{Prompt: "go on?"}}
 }

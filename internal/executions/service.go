@@ -121,8 +121,6 @@ type Service struct {
 	// removal the store refused too (it was full): hidden from List here,
 	// and removed by the sweeper once the store takes writes again.
 	orphans map[string]uint64 // key -> the revision written
-	// unsettled are steps whose write's fate is unknown (unsettled.go).
-	unsettled map[string]unsettledStep
 
 	wmu     sync.Mutex
 	waiters map[string][]chan *Record // clients waiting here for an execution's end
@@ -148,7 +146,7 @@ func New(o Options) (*Service, error) {
 		o.Logger = zap.NewNop()
 	}
 	s := &Service{opts: o, st: o.Store, disp: o.Dispatcher, rec: o.Recorder, log: o.Logger, m: newMetrics(o.Registerer),
-		running: map[string]*run{}, idle: make(chan struct{}), slots: make(chan struct{}, max(o.InlineSlots, 0)), waiters: map[string][]chan *Record{}, orphans: map[string]uint64{}, unsettled: map[string]unsettledStep{},
+		running: map[string]*run{}, idle: make(chan struct{}), slots: make(chan struct{}, max(o.InlineSlots, 0)), waiters: map[string][]chan *Record{}, orphans: map[string]uint64{},
 		recovering: map[string]bool{}}
 	if o.Store != nil {
 		s.name = o.Store.Name()

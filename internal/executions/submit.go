@@ -142,6 +142,8 @@ type work struct {
 	// Audit is, instead of the rest, a replica's audit lease (a timer;
 	// recovery.go).
 	Audit *auditLease `json:"audit,omitempty"`
+	// Guard marks a step's guard (a timer; guard.go).
+	Guard bool `json:"guard,omitempty"`
 }
 
 // accept writes the record and, for a pending execution, queues its run
@@ -250,12 +252,10 @@ func (s *Service) deleteAt(ctx context.Context, key string, rev uint64) error {
 // a full store would not let go of stays until the retention.
 const maxOrphans = 10_000
 
-// sweepOrphans removes the orphans every interval until ctx ends, and
-// settles the steps written with their outcome unknown (unsettled.go).
+// sweepOrphans removes the orphans every interval until ctx ends.
 func (s *Service) sweepOrphans(ctx context.Context, interval time.Duration) {
 	defer s.wg.Done()
 	every(ctx, interval, func() {
-		s.sweepUnsettled(ctx)
 		s.mu.Lock()
 		orphans := maps.Clone(s.orphans)
 		s.mu.Unlock()

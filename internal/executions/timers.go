@@ -71,8 +71,9 @@ func (s *Service) startTimers(ctx, wctx context.Context) error {
 // (timeout, wait_expired); the lease of a run taken on where it was
 // accepted means its replica stopped setting it: the run is handed to the
 // queue, whose worker finds it running on a lost replica (or adopts it,
-// here). A timer of a step that is over, of an ended execution or of one
-// gone is dropped.
+// here). A step's guard queues a step its writer did not (guard.go). A
+// timer of a step that is over, of an ended execution or of one gone is
+// dropped.
 func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
 	w, ok := s.workOf(msg)
 	if !ok {
@@ -80,6 +81,10 @@ func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
 	}
 	if w.Audit != nil {
 		s.recoverAudit(ctx, msg, w.Audit)
+		return
+	}
+	if w.Guard {
+		s.guarded(ctx, msg, w)
 		return
 	}
 	r, rev, err := s.read(ctx, w.Key)

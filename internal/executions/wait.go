@@ -402,20 +402,27 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	// (a stream leader's kill left two answered executions pending).
 	ctx = context.WithoutCancel(ctx)
 	budget := s.settleBudget(next)
+	// Its guard first (guard.go): should this replica die between the
+	// write and the message, the guard publishes the message.
+	guard, err := s.armGuard(ctx, next, budget)
+	if err != nil {
+		return StoreError(err)
+	}
 	key, body := next.key(), next.encode()
 	var nrev uint64
-	err := s.retryStore(ctx, budget, func(ctx context.Context) (err error) {
+	err = s.retryStore(ctx, budget, func(ctx context.Context) (err error) {
 		nrev, err = s.st.Executions.Update(ctx, key, body, rev)
 		nrev, err = s.landed(ctx, key, body, nrev, err)
 		return err
 	})
 	if errors.Is(err, state.ErrConflict) {
+		s.dropGuard(ctx, next.ID, guard)
 		return err
 	}
 	if err != nil {
-		if unavailable(err) {
-			s.rememberUnsettled(prev, next, body) // an attempt may land yet
-		}
+		if !unavailable(err) {
+			s.dropGuard(ctx, next.ID, guard)
+		} // else an attempt may land yet, however late (a quorum lost for longer): the guard sees to it
 		return StoreError(err)
 	}
 	// The resumed event is recorded before the step is queued: a worker of
@@ -430,12 +437,14 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 		Caller: next.Caller, Principal: next.Principal, Status: string(dispatch.StatusPending)})
 	if err := s.queue(ctx, next, body, nrev, budget); err != nil {
 		if _, rerr := s.st.Executions.Update(ctx, prev.key(), prev.encode(), nrev); rerr != nil {
-			s.log.Error("executions: a resumed execution could not be queued nor put back; it is queued once the store answers",
+			s.log.Error("executions: a resumed execution could not be queued nor put back; its guard queues it once the store answers",
 				zap.String("execution_id", prev.ID), zap.Error(rerr))
-			s.rememberUnsettled(prev, next, body)
+		} else {
+			s.dropGuard(ctx, next.ID, guard)
 		}
 		return err
 	}
+	s.dropGuard(ctx, next.ID, guard)
 	s.unindex(ctx, prev)
 	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
 	return nil
