@@ -115,6 +115,9 @@ type Limiter interface {
 	TryAdmit(e *registry.Entry) (release func(), ok bool, err error)
 	Full(e *registry.Entry) error
 	Stuck(e *registry.Entry) (detach bool, done func())
+	// ServiceTime is the mean time the tool's calls run here (zero before
+	// the first ended).
+	ServiceTime(e *registry.Entry) time.Duration
 }
 
 // PrincipalLimiter bounds each principal on its own (limits.Principals):
@@ -223,6 +226,17 @@ func New(opts Options) (*Dispatcher, error) {
 // Registry returns the tools the dispatcher serves now: an immutable
 // snapshot, replaced (not changed) when the set of tools changes.
 func (d *Dispatcher) Registry() *registry.Registry { return d.opts.Registry.Load() }
+
+// ServiceTime is the mean time the named tool's calls run on this replica,
+// as its bulkhead measures them (zero for a tool unknown, or none of whose
+// calls ended yet).
+func (d *Dispatcher) ServiceTime(tool string) time.Duration {
+	e, ok := d.Registry().Lookup(tool)
+	if !ok {
+		return 0
+	}
+	return d.opts.Limiter.ServiceTime(e)
+}
 
 // MaxDepth is how deep arguments may nest. A body that carries arguments
 // inside a wrapper (a batch, POST /executions) allows its own levels more.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -34,8 +33,8 @@ import (
 //     worker's is.
 //
 // A call nobody waits for (a submit without Prefer: wait) runs here too
-// when its tool is quick here (runTimes: its runs take a fraction of
-// submitWindow): its answer (202) waits up to submitWindow for its end, so
+// when its tool is quick here (its calls' mean run time on this replica,
+// as its bulkhead keeps it, is a fraction of submitWindow): its answer (202) waits up to submitWindow for its end, so
 // such a call that ends by then is kept with one write and its GET is
 // answered from what this replica wrote (recent.go). Any other goes through
 // the queue, whose record and message cost less than a record and a lease
@@ -76,7 +75,7 @@ func (s *Service) submitInline(ctx context.Context, r *Record, wait time.Duratio
 	if wait <= 0 {
 		window = s.opts.SubmitWindow
 	}
-	if s.opts.InlineSlots < 0 || (wait <= 0 && !s.times.quick(r.Tool, window/4)) || !s.st.Writable() {
+	if s.opts.InlineSlots < 0 || (wait <= 0 && !s.quick(r.Tool, window/4)) || !s.st.Writable() {
 		// Nobody waits for a call of a tool that is not quick here: the
 		// queue. Nor while the store refuses writes: a call run here
 		// first could not be kept after, and new calls are to be
@@ -279,33 +278,9 @@ func (s *Service) disarmLease(rn *run, r *Record) {
 	}
 }
 
-// runTimes follows how long each tool's calls take to run here (a moving
-// average of the recent ones, every step this replica runs: inline or from
-// the queue), so that a call nobody waits for runs here only when it will
-// most likely end within submitWindow.
-type runTimes struct {
-	m sync.Map // tool name -> *atomic.Int64, nanoseconds
-}
-
-// observe adds one run of tool: an eighth of the way from the average to
-// it. Two at once may lose one of them, which an average can spare.
-func (t *runTimes) observe(tool string, d time.Duration) {
-	v, ok := t.m.Load(tool)
-	if !ok {
-		v, ok = t.m.LoadOrStore(tool, new(atomic.Int64))
-		if !ok {
-			v.(*atomic.Int64).Store(int64(d))
-			return
-		}
-	}
-	avg := v.(*atomic.Int64)
-	old := avg.Load()
-	avg.Store(old + (int64(d)-old)/8)
-}
-
-// quick reports whether tool's calls take less than limit here; a tool
-// not run here yet is not.
-func (t *runTimes) quick(tool string, limit time.Duration) bool {
-	v, ok := t.m.Load(tool)
-	return ok && time.Duration(v.(*atomic.Int64).Load()) < limit
+// quick reports whether tool's calls run in less than limit here; a tool
+// none of whose calls ended here yet is not.
+func (s *Service) quick(tool string, limit time.Duration) bool {
+	mean := s.disp.ServiceTime(tool)
+	return mean > 0 && mean < limit
 }

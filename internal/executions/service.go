@@ -108,7 +108,6 @@ type Service struct {
 	slots chan struct{}
 
 	recent recentEnds // final records written here a moment ago
-	times  runTimes   // how long each tool's calls run here
 
 	mu       sync.Mutex
 	running  map[string]*run // executions running on this replica, by id

@@ -351,12 +351,10 @@ func (s *Service) runStep(ctx context.Context, r *Record) *dispatch.Envelope {
 	if r.Kind == "batch" {
 		env = s.batchEnvelope(ctx, r)
 	} else {
-		start := time.Now()
 		req := dispatch.NewRequest(r.Tool, r.Arguments, r.RequestID, dispatch.From{Name: r.Caller, Identity: r.Principal, Allowed: s.allowedFor(r)})
 		req.Unwrap, req.Timeout, req.ConfirmToken = true, time.Duration(r.TimeoutMS)*time.Millisecond, r.ConfirmToken
 		req.ExecutionID, req.Emit, req.Resume, req.Confirmed, req.Lineage = r.ID, s.emitter(r), r.Resume, r.Confirmed, s.LineageFor(r.Caller)
 		env = s.disp.Execute(ctx, req)
-		s.times.observe(r.Tool, time.Since(start))
 	}
 	endRun(span, env)
 	return env

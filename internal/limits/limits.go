@@ -177,6 +177,11 @@ func (l *Limiter) Full(e *registry.Entry) error {
 	return b.full()
 }
 
+// ServiceTime is the mean time e's calls held their slot on this replica
+// (weighted 1/8 to the latest, as Retry-After estimates read it); zero
+// before its first call ended.
+func (l *Limiter) ServiceTime(e *registry.Entry) time.Duration { return l.bulkhead(e).service.mean() }
+
 // Stuck accounts a call of e that keeps running after its context was
 // cancelled (the dispatcher calls it once the call outlives its deadline by
 // StuckAfter). When detach is true the caller may free the call's slot now,
