@@ -197,14 +197,7 @@ func (s *Server) recordReply(r *http.Request, rec *executions.Record, wait time.
 		}
 	}
 	env := rec.View()
-	status := executionStatus(env, op)
-	if op == opSubmit && wait <= 0 {
-		// A submit without wait is always answered 202 with Location,
-		// as its client expects; a quick call may have ended by then
-		// (executions' submitWindow), and the body says so.
-		status = http.StatusAccepted
-	}
-	rp := s.envelopeReply(env, status)
+	rp := s.envelopeReply(env, executionStatus(env, op, wait))
 	rp.location = rec.Location()
 	if op == opSubmit {
 		rp.applied = "respond-async"

@@ -632,13 +632,15 @@ func TestStatusTableForExecutions(t *testing.T) {
 	for _, tt := range []struct {
 		status dispatch.Status
 		op     int
+		wait   time.Duration
 		want   int
 	}{
-		{dispatch.StatusPending, opSubmit, 202}, {dispatch.StatusSuccess, opSubmit, 200}, {dispatch.StatusRunning, opRead, 200},
-		{dispatch.StatusRunning, opCancel, 202}, {dispatch.StatusCancelled, opCancel, 200}, {dispatch.StatusInterrupted, opRead, 200},
+		{dispatch.StatusPending, opSubmit, 0, 202}, {dispatch.StatusSuccess, opSubmit, 0, 202}, {dispatch.StatusPending, opSubmit, time.Second, 202},
+		{dispatch.StatusSuccess, opSubmit, time.Second, 200}, {dispatch.StatusRunning, opRead, 0, 200},
+		{dispatch.StatusRunning, opCancel, 0, 202}, {dispatch.StatusCancelled, opCancel, 0, 200}, {dispatch.StatusInterrupted, opRead, 0, 200},
 	} {
-		if got := executionStatus(&dispatch.Envelope{Status: tt.status}, tt.op); got != tt.want {
-			t.Errorf("%s op %d: %d, want %d", tt.status, tt.op, got, tt.want)
+		if got := executionStatus(&dispatch.Envelope{Status: tt.status}, tt.op, tt.wait); got != tt.want {
+			t.Errorf("%s op %d wait %v: %d, want %d", tt.status, tt.op, tt.wait, got, tt.want)
 		}
 	}
 }

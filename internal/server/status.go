@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/tools"
@@ -99,11 +100,14 @@ const (
 
 // executionStatus is the status of an answer about an execution resource.
 // A submit or a cancellation that has not taken effect yet is 202 Accepted
-// (a submit whose Prefer: wait saw the end is 200). Reading one that was
-// found is 200 with its envelope whatever its outcome: the outcome is the
-// envelope's status; the request itself succeeded.
-func executionStatus(env *dispatch.Envelope, op int) int {
-	if op != opRead && !env.Status.Final() {
+// (a submit whose Prefer: wait saw the end is 200). A submit nobody waits
+// for is 202 whatever its body says — a quick call may have ended before
+// the answer (executions' submit window) and its client polls Location
+// all the same. Reading one that was found is 200 with its envelope
+// whatever its outcome: the outcome is the envelope's status; the request
+// itself succeeded.
+func executionStatus(env *dispatch.Envelope, op int, wait time.Duration) int {
+	if op != opRead && (!env.Status.Final() || op == opSubmit && wait <= 0) {
 		return http.StatusAccepted
 	}
 	return http.StatusOK
