@@ -1,26 +1,23 @@
 package executions
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/dispatch"
-	"github.com/toold/toold/internal/state"
 )
 
 // A resumed or approved step is written pending, then its work message
 // is published. A replica killed between the two would leave the step
 // pending with no message and nobody to remember it (the chaos harness's
 // replica kill: a step's record stamped 0.3 ms before the SIGKILL). So
-// before the write, advance sets the step's guard: a timer of its own,
-// due three heartbeats on (guardDelay), dropped once the message is out. Fired, on
-// any replica, the guard publishes the step's message if the record is
+// before the write, advance sets the step's guard: a timer of its own, due
+// three heartbeats on (guardDelay), dropped once the message is out.
+// Fired, on any replica, the guard publishes the step's message if the record is
 // pending at that step — under the message's own id, so a message its
 // writer published already (the stream drops a duplicate within two
 // minutes; the guard fires well within them) is not published twice. A
@@ -64,18 +61,13 @@ func (s *Service) dropGuard(ctx context.Context, id string, seq uint64) {
 
 // guarded handles a step's guard that fired.
 func (s *Service) guarded(ctx context.Context, msg jetstream.Msg, w work) {
-	b, rev, err := s.st.Executions.Get(ctx, w.Key)
-	if err != nil && !errors.Is(err, state.ErrNotFound) {
+	r, rev, err := s.read(ctx, w.Key)
+	switch {
+	case err != nil:
 		_ = msg.NakWithDelay(time.Second) // the store is away: again shortly
 		return
-	}
-	var r *Record
-	if err == nil {
-		r, _ = decodeRecord(b)
-	}
-	switch {
 	case r != nil && r.Step == w.Step && r.Status == dispatch.StatusPending:
-		if err := s.queue(ctx, r, bytes.Clone(b), rev, acceptBudget); err != nil {
+		if err := s.queue(ctx, r, r.encode(), rev, acceptBudget); err != nil {
 			_ = msg.NakWithDelay(time.Second)
 			return
 		}
