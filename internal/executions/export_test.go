@@ -71,9 +71,9 @@ func (s *Service) Landed(ctx context.Context, key string, body []byte, err error
 // Key is the store key of caller's execution id.
 func Key(caller, id string) string { return recordKey(caller, id) }
 
-// ResumeDying is advance on a replica killed between the step's write and
-// its message: the guard set, the step written, nothing after.
-func (s *Service) ResumeDying(ctx context.Context, caller, id string, answer json.RawMessage) error {
+// ResumeDying is advance on a replica killed after the step's write, and
+// after its message too when published: the guard set, nothing after.
+func (s *Service) ResumeDying(ctx context.Context, caller, id string, answer json.RawMessage, published bool) error {
 	r, rev, err := s.get(ctx, caller, id)
 	if err != nil {
 		return err
@@ -82,6 +82,10 @@ func (s *Service) ResumeDying(ctx context.Context, caller, id string, answer jso
 	if _, err := s.armGuard(ctx, next, s.settleBudget(next)); err != nil {
 		return err
 	}
-	_, err = s.st.Executions.Update(ctx, next.key(), next.encode(), rev)
-	return err
+	body := next.encode()
+	nrev, err := s.st.Executions.Update(ctx, next.key(), body, rev)
+	if err != nil || !published {
+		return err
+	}
+	return s.queue(ctx, next, body, nrev, acceptBudget)
 }

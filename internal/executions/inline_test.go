@@ -75,10 +75,7 @@ func TestSubmitOfAQuickToolIsOneWrite(t *testing.T) {
 	submit := func(tool, body string) (*executions.Record, map[string]uint64) {
 		t.Helper()
 		before := statetest.Ops(t, reg)
-		rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: tool, Body: []byte(body), Caller: "k", RequestID: "r"})
-		if err != nil || refusal != nil {
-			t.Fatal(err, refusal)
-		}
+		rec := submit(t, r.svc, tool, []byte(body))
 		after := statetest.Ops(t, reg)
 		for op := range after {
 			after[op] -= before[op]

@@ -315,10 +315,7 @@ func TestStaleReadKeepsTheMessage(t *testing.T) {
 	r := newReplica(t, st, await.Tools(await.Options{})...)
 	r.start(t)
 	ctx := context.Background()
-	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "request_user_input", Body: []byte(`{"prompt":"go on?"}`), Caller: "k", RequestID: "r"})
-	if err != nil || refusal != nil {
-		t.Fatal(err, refusal)
-	}
+	rec := submit(t, r.svc, "request_user_input", []byte(`{"prompt":"go on?"}`))
 	waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
 	cons, err := st.JetStream().Consumer(ctx, state.WorkStream, executions.WorkConsumer)
 	if err != nil {
@@ -351,10 +348,7 @@ func TestStaleReadKeepsTheMessage(t *testing.T) {
 func TestConflictUnreadIsNotAnAnswer(t *testing.T) {
 	ns, r := outageReplica(t, slow{name: "slow", idem: true, runs: &atomic.Int64{}})
 	ctx := context.Background()
-	rec, refusal, err := r.svc.Submit(ctx, executions.Call{Tool: "slow", Body: []byte(`{"ms":1}`), Caller: "k", RequestID: "r"})
-	if err != nil || refusal != nil {
-		t.Fatal(err, refusal)
-	}
+	rec := submit(t, r.svc, "slow", []byte(`{"ms":1}`))
 	waitStatus(t, r, rec.ID, dispatch.StatusSuccess)
 	key := executions.Key("k", rec.ID)
 	stored, _, err := r.st.Executions.Get(ctx, key)
@@ -380,34 +374,43 @@ func TestConflictUnreadIsNotAnAnswer(t *testing.T) {
 // resumption's write and its queue message (the chaos harness's replica
 // kill, 0.3 ms after a step's write) leaves the step to its guard, which
 // fires on another replica and queues it; the execution ends with its
-// answer. A resumption that went through runs once: its guard finds
-// nothing to publish (or a duplicate the stream drops).
+// answer. One killed after the message too leaves the guard to fire on a
+// step queued already (the workers busy, it waits in the queue): its
+// message, under the same id, is dropped by the stream, so the step is
+// queued once and runs once.
 func TestGuardQueuesAStepItsWriterLeft(t *testing.T) {
 	st := statetest.Open(t, nil, "a")
 	runs := &atomic.Int64{}
-	counted := countingAsk{runs: runs}
-	dying := newReplica(t, st, counted) // never started: it dies after the write
-	other := newReplica(t, st, counted)
+	counted, busy := countingAsk{runs: runs}, slow{name: "slow", runs: &atomic.Int64{}}
+	dying := newReplica(t, st, counted, busy) // never started: it dies after the write
+	other := newReplica(t, st, counted, busy)
 	other.start(t)
 	ctx := context.Background()
+	work, err := st.JetStream().Stream(ctx, state.WorkStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastSeq := func() uint64 {
+		t.Helper()
+		info, err := work.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
 	for _, tt := range []struct {
-		name   string
-		resume func(id string) error
-	}{
-		{"its writer died", func(id string) error { return dying.svc.ResumeDying(ctx, "k", id, json.RawMessage(`"yes"`)) }},
-		{"it went through", func(id string) error {
-			_, err := other.svc.Resume(ctx, "k", id, "input", json.RawMessage(`"yes"`))
-			return err
-		}},
-	} {
+		name      string
+		published bool
+	}{{"before the message", false}, {"after the message", true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			runs.Store(0)
-			rec, refusal, err := other.svc.Submit(ctx, executions.Call{Tool: "ask", Body: []byte(`{"prompt":"go on?"}`), Caller: "k", RequestID: "r"})
-			if err != nil || refusal != nil {
-				t.Fatal(err, refusal)
-			}
+			rec := submit(t, other.svc, "ask", []byte(`{"prompt":"go on?"}`))
 			waitStatus(t, other, rec.ID, dispatch.StatusWaiting)
-			if err := tt.resume(rec.ID); err != nil {
+			for range 4 { // every worker busy past the guard's due time: the step waits in the queue
+				submit(t, other.svc, "slow", []byte(`{"ms":2500}`))
+			}
+			before := lastSeq()
+			if err := dying.svc.ResumeDying(ctx, "k", rec.ID, json.RawMessage(`"yes"`), tt.published); err != nil {
 				t.Fatal(err)
 			}
 			got, err := other.svc.WaitFinal(ctx, "k", rec.ID, 10*time.Second)
@@ -415,8 +418,8 @@ func TestGuardQueuesAStepItsWriterLeft(t *testing.T) {
 				t.Fatalf("the execution: %v %+v", err, got)
 			}
 			time.Sleep(2 * time.Second) // past the guard's due time (three 100ms heartbeats, in whole seconds)
-			if n := runs.Load(); n != 2 {
-				t.Fatalf("the tool ran %d times; want 2 (the ask, then its resumption)", n)
+			if n, queued := runs.Load(), lastSeq()-before; n != 2 || queued != 1 {
+				t.Fatalf("the tool ran %d times, the step was queued %d times; want 2 runs (the ask, then its resumption) and 1 message", n, queued)
 			}
 		})
 	}

@@ -110,7 +110,9 @@ func BenchmarkThousandWaiting(b *testing.B) {
 	b.ReportMetric(gor, "goroutines-added")
 }
 
-func submit(b *testing.B, svc *executions.Service, tool string, body []byte) *executions.Record {
+// submit submits an async call of tool for caller "k", which must be
+// accepted.
+func submit(b testing.TB, svc *executions.Service, tool string, body []byte) *executions.Record {
 	b.Helper()
 	rec, refusal, err := svc.Submit(context.Background(), executions.Call{Tool: tool, Body: body, Caller: "k", RequestID: "r"})
 	if err != nil || refusal != nil {
