@@ -151,11 +151,11 @@ func (l *load) call(kind string, rng *rand.Rand) *op {
 	case kindSync:
 		o.a = l.agent.do("POST", r.url+"/tools/echo/execute", fmt.Sprintf(`{"message":"m%d"}`, n))
 	case kindAsync, kindAsyncQuick:
-		if kind == kindAsync {
-			o.a = l.agent.do("POST", r.url+"/tools/sleep/execute", `{"ms":300}`, "Prefer", "respond-async")
-		} else {
-			o.a = l.agent.do("POST", r.url+"/tools/echo/execute", fmt.Sprintf(`{"message":"q%d"}`, n), "Prefer", "respond-async")
+		tool, body := "sleep", `{"ms":300}`
+		if kind == kindAsyncQuick {
+			tool, body = "echo", fmt.Sprintf(`{"message":"q%d"}`, n)
 		}
+		o.a = l.agent.do("POST", r.url+"/tools/"+tool+"/execute", body, "Prefer", "respond-async")
 		if p := l.h.pick(rng); p != nil && o.a.status == 202 {
 			t0 := time.Now()
 			o.poll = l.agent.do("GET", p.url+o.a.location+"?wait=15s", "")
