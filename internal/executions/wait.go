@@ -404,10 +404,18 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	budget := s.settleBudget(next)
 	// Its guard first (guard.go): should this replica die between the
 	// write and the message, the guard publishes the message.
+	// It is dropped on the way out, unless the step may be pending with no
+	// message yet (keepGuard).
 	guard, err := s.armGuard(ctx, next, budget)
 	if err != nil {
 		return StoreError(err)
 	}
+	keepGuard := false
+	defer func() {
+		if !keepGuard {
+			s.dropGuard(ctx, next.ID, guard)
+		}
+	}()
 	key, body := next.key(), next.encode()
 	var nrev uint64
 	err = s.retryStore(ctx, budget, func(ctx context.Context) (err error) {
@@ -416,13 +424,12 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 		return err
 	})
 	if errors.Is(err, state.ErrConflict) {
-		s.dropGuard(ctx, next.ID, guard)
 		return err
 	}
 	if err != nil {
-		if !unavailable(err) {
-			s.dropGuard(ctx, next.ID, guard)
-		} // else an attempt may land yet, however late (a quorum lost for longer): the guard sees to it
+		// Given up with the store away, an attempt may land yet, however
+		// late (a quorum lost for longer): the guard sees to it.
+		keepGuard = unavailable(err)
 		return StoreError(err)
 	}
 	// The resumed event is recorded before the step is queued: a worker of
@@ -439,12 +446,10 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 		if _, rerr := s.st.Executions.Update(ctx, prev.key(), prev.encode(), nrev); rerr != nil {
 			s.log.Error("executions: a resumed execution could not be queued nor put back; its guard queues it once the store answers",
 				zap.String("execution_id", prev.ID), zap.Error(rerr))
-		} else {
-			s.dropGuard(ctx, next.ID, guard)
+			keepGuard = true
 		}
 		return err
 	}
-	s.dropGuard(ctx, next.ID, guard)
 	s.unindex(ctx, prev)
 	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
 	return nil
