@@ -13,6 +13,9 @@ import (
 // WorkConsumer is the name of the workers' consumer of the work queue.
 const WorkConsumer = consumerName
 
+// TimerConsumer is the name of the timer workers' consumer.
+const TimerConsumer = timerConsumer
+
 // WithoutAuditLease makes s, before Start, a replica that never sets its
 // audit lease: every end waits for its audit record.
 func (s *Service) WithoutAuditLease() { s.lease.off = true }

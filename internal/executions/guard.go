@@ -66,6 +66,9 @@ func (s *Service) guarded(ctx context.Context, msg jetstream.Msg, w work) {
 	case err != nil:
 		_ = msg.NakWithDelay(time.Second) // the store is away: again shortly
 		return
+	case r != nil && readBehind(r, w.Step-1):
+		_ = msg.NakWithDelay(time.Second)
+		return
 	case r != nil && r.Step == w.Step && r.Status == dispatch.StatusPending:
 		if err := s.queue(ctx, r, r.encode(), rev, acceptBudget); err != nil {
 			_ = msg.NakWithDelay(time.Second)

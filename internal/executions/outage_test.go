@@ -337,6 +337,48 @@ func TestStaleReadKeepsTheMessage(t *testing.T) {
 	}
 }
 
+// TestStaleReadKeepsTheTimer: a timer that fires while its record reads at
+// an earlier step (a stream leader behind its writes) is read again later,
+// not dropped: a wait's timer or a step's guard dropped on a stale read
+// would be lost for good. Each row fires a timer set for a step ahead of
+// the record, which waits at step 1.
+func TestStaleReadKeepsTheTimer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data string // the timer's data; %q is the record's key
+	}{
+		{"a wait's timer", `{"key":%q,"step":2}`},
+		{"a step's guard", `{"key":%q,"step":3,"guard":true}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := statetest.Open(t, nil, "a")
+			r := newReplica(t, st, await.Tools(await.Options{})...)
+			r.start(t)
+			ctx := context.Background()
+			rec := submit(t, r.svc, "request_user_input", []byte(`{"prompt":"go on?"}`))
+			waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
+			cons, err := st.JetStream().Consumer(ctx, state.TimersStream, executions.TimerConsumer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := fmt.Appendf(nil, tc.data, executions.Key("k", rec.ID))
+			if _, err := st.Schedule(ctx, rec.ID+"-ahead", time.Now(), data); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the timer delivered again", func() bool {
+				info, err := cons.Info(ctx)
+				return err == nil && info.NumRedelivered >= 1
+			})
+			if info, err := cons.Info(ctx); err != nil || info.NumAckPending != 1 {
+				t.Fatalf("the timer ahead of the read: %+v %v; want it kept, unacknowledged", info, err)
+			}
+			if got, err := r.svc.Get(ctx, "k", rec.ID); err != nil || got.Status != dispatch.StatusWaiting {
+				t.Fatalf("the execution: %+v %v", got, err)
+			}
+		})
+	}
+}
+
 // TestConflictUnreadIsNotAnAnswer: a retried write that conflicts is taken
 // as landed when the record reads as it wrote it, as refused when it reads
 // otherwise — and as the store being away when it cannot be read: the

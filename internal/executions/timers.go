@@ -92,6 +92,9 @@ func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
 	case err != nil:
 		_ = msg.NakWithDelay(time.Second) // the store is away: again shortly
 		return
+	case r != nil && readBehind(r, w.Step):
+		_ = msg.NakWithDelay(time.Second)
+		return
 	case r != nil && sameStep(w.Step, r.Step) && r.Status == dispatch.StatusRunning:
 		if !s.adopt(r.ID, msg) {
 			s.requeue(ctx, msg, r, rev)
@@ -107,6 +110,18 @@ func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
 	}
 	s.conclude(ctx, msg, r, rev, dispatch.StatusTimeout, expiredEnvelope(r))
 	s.unindex(ctx, r)
+}
+
+// readBehind reports whether r, not ended, reads at a step before step,
+// the step a timer was set for (a wait's, a lease's), or after which a
+// guard's step comes. Such a timer is set only once its record reached
+// that step (a wait's while its step runs; a guard's while the step
+// before waits), and steps only grow: the read is stale (a stream leader
+// that has not caught up: see handle). Dropping the timer on it would
+// lose a wait's expiry or a step's guard for good, so it is read again
+// later. An ended record is final at any step: its timers are over.
+func readBehind(r *Record, step int) bool {
+	return !r.Status.Final() && max(r.Step, 1) < max(step, 1)
 }
 
 // requeue gives the queue a run whose lease fell due, and is done with
