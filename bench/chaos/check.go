@@ -257,19 +257,29 @@ func checkRuns(o *op, f *final, runs int, idem, once *invariant) {
 	}
 }
 
-// checkDecision holds approvals and answers to one decision each.
+// checkDecision holds approvals and answers to one decision each. A
+// decision is taken when a try is answered 200, or when one is answered
+// 503 (or not at all) and a later one refused as decided: it may have
+// been taken, and must then end — a resumption whose write landed after
+// its 503 and whose step never ran is lost (all the stuck resumptions
+// the harness found were such, and only "never ended" had flagged them);
+// an answer that ended success must carry the answer sent.
 func checkDecision(o *op, f *final, runs int, iv *invariant) {
 	if o.kind != kindApproval && o.kind != kindAnswer || !o.accepted() || o.exec == "" {
 		return
 	}
 	iv.checked++
+	taken := o.applied > 0 || o.unknown > 0 && o.refused > 0
 	switch {
 	case o.unsettled:
 		iv.fail("%s %s: no decision or answer could be given (the last try: %s)", o.kind, o.exec, o.lastTry)
 	case o.applied > 1:
 		iv.fail("%s %s: %d decisions or answers were each answered 200", o.kind, o.exec, o.applied)
+	case f == nil && taken:
+		iv.fail("%s %s: taken (%d answered 200, %d unknown, %d refused as decided after) but never ended", o.kind, o.exec,
+			o.applied, o.unknown, o.refused)
 	case f == nil:
-	case o.kind == kindAnswer && o.applied == 1 && !bytes.Contains(f.env.Data, []byte(`"`+o.answered+`"`)):
+	case o.kind == kindAnswer && (o.applied == 1 || taken && f.env.Status == "success") && !bytes.Contains(f.env.Data, []byte(`"`+o.answered+`"`)):
 		iv.fail("answer %s ended %s with %s, not the answer %s", o.exec, f.env.Status, f.env.Data, o.answered)
 	case o.kind == kindApproval && f.env.Status == "success" && runs != 1:
 		iv.fail("approval %s (token %s) ended success but ran %d times", o.exec, o.token, runs)

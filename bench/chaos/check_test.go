@@ -42,3 +42,36 @@ func TestFrozenCallMayTimeOut(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionTakenMustEnd: a decision taken — answered 200, or answered
+// 503 and then refused as decided — must end its execution, an answer with
+// the answer sent; one never taken is not held to an end.
+func TestDecisionTakenMustEnd(t *testing.T) {
+	ended := func(status, data string) *final {
+		return &final{env: envelope{Status: status, Data: []byte(data)}}
+	}
+	for _, c := range []struct {
+		name                      string
+		applied, unknown, refused int
+		f                         *final
+		violations                int
+	}{
+		{"answered 200, ended with it", 1, 0, 1, ended("success", `{"answer":"a1"}`), 0},
+		{"answered 200, never ended", 1, 0, 1, nil, 1},
+		{"503 then refused: taken, never ended", 0, 1, 2, nil, 1},
+		{"503 then refused, ended with it", 0, 1, 2, ended("success", `{"answer":"a1"}`), 0},
+		{"503 then refused, ended with another answer", 0, 1, 2, ended("success", `{"answer":"a9"}`), 1},
+		{"503 then refused, its wait expired", 0, 1, 1, ended("timeout", `null`), 0},
+		{"refused only, never ended: not taken here", 0, 0, 2, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := &op{n: 1, kind: kindAnswer, exec: "x", answered: "a1", a: &answer{status: 202},
+				applied: c.applied, unknown: c.unknown, refused: c.refused}
+			iv := &invariant{}
+			checkDecision(o, c.f, 0, iv)
+			if len(iv.violations) != c.violations {
+				t.Errorf("violations %q, want %d", iv.violations, c.violations)
+			}
+		})
+	}
+}

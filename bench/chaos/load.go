@@ -55,6 +55,7 @@ type op struct {
 	answered  string // the answer a resumption carried that was taken
 	applied   int    // decisions or resumptions answered 200
 	refused   int    // those answered 409 (decided, resumed already)
+	unknown   int    // those whose outcome is unknown: 5xx, or no answer
 	unsettled bool   // its wait was never decided within the bounds
 	lastTry   string // the last refusal of a decision or resumption
 	// Replays of an idempotency key that answered differently.
@@ -259,6 +260,9 @@ func (l *load) decider() {
 			case a.status == 409 && (strings.Contains(a.code(), "decided") || a.code() == "not_waiting" || a.code() == "execution_ended"):
 				o.refused++
 			default:
+				if a.status == 0 || a.status >= 500 {
+					o.unknown++ // it may have been taken: the next try says
+				}
 				o.lastTry = fmt.Sprintf("%d %s", a.status, a.code())
 				time.Sleep(time.Duration(min(attempt+1, 5)) * 200 * time.Millisecond) // the store or the replica is away
 			}
