@@ -182,6 +182,32 @@ func (r *Recorder) Execution(ev Event) {
 	r.add(it)
 }
 
+// Quiet drops the events still buffered for an execution's own subject:
+// it ended before its id was given out, so nobody follows it, and its
+// record tells its events (internal/executions, Record.Quiet). Its
+// activity and audit entries stay. One published already (the flush fell
+// between its start and end) stays in the stream, read by no one.
+func (r *Recorder) Quiet(executionID string) {
+	r.add(item{typ: typeQuiet, execution: executionID})
+}
+
+// typeQuiet is Quiet's mark in the buffer: no event of its own.
+const typeQuiet = "quiet"
+
+// quietIn returns the executions batch marks quiet, or nil.
+func quietIn(batch []item) map[string]bool {
+	var quiet map[string]bool
+	for i := range batch {
+		if batch[i].typ == typeQuiet {
+			if quiet == nil {
+				quiet = map[string]bool{}
+			}
+			quiet[batch[i].execution] = true
+		}
+	}
+	return quiet
+}
+
 // Concluded records in the audit log the end of an execution that no call
 // of this replica's pipeline ended (so no CallEnded): one found running on
 // a lost replica and ended interrupted, or whose wait expired. args are
@@ -418,8 +444,12 @@ func (r *Recorder) publish(ctx context.Context, batch []item) (failed []item, do
 	audits := r.audits[:0]
 	defer func() { r.activity, r.audits = activity[:0], audits[:0] }()
 	r.coalesce(batch)
+	quiet := quietIn(batch)
 	for i := range batch {
 		it := &batch[i]
+		if it.subject != "" && quiet[it.execution] {
+			it.subject = ""
+		}
 		if it.activity {
 			activity = append(r.appendEvent(activity, it, false), '\n')
 		}

@@ -228,3 +228,51 @@ func TestCoalesced(t *testing.T) {
 		t.Errorf("the execution's subject: %d messages, want its start and end in one", n)
 	}
 }
+
+// TestQuiet: an execution marked quiet has none of its own events
+// published that were still buffered (its record tells them); its
+// activity events stay. A start flushed before the mark stays published.
+func TestQuiet(t *testing.T) {
+	st := statetest.Open(t, nil, "a")
+	r := NewRecorder(Options{Store: st})
+	ctx := context.Background()
+	env := &dispatch.Envelope{Status: dispatch.StatusSuccess, DurationMS: 1}
+	call := func(id string) *dispatch.CallInfo {
+		return &dispatch.CallInfo{Tool: "echo", RequestID: "r-" + id, Caller: "k", ExecutionID: id}
+	}
+	quiet, late, loud := call("quiet"), call("late"), call("loud")
+	r.CallStarted(late)
+	r.flush(ctx)
+	for _, c := range []*dispatch.CallInfo{quiet, late, loud} {
+		if c != late {
+			r.CallStarted(c)
+		}
+		r.CallEnded(c, env)
+		if c == loud {
+			r.Execution(Event{Type: TypeEnd, ExecutionID: c.ExecutionID, Tool: "echo", Status: "success"})
+		} else {
+			r.Quiet(c.ExecutionID)
+		}
+	}
+	r.flush(ctx)
+	for id, want := range map[string]uint64{"quiet": 0, "late": 1, "loud": 1} {
+		if n := messages(t, st, ExecutionSubject(id)); n != want {
+			t.Errorf("%s's subject: %d messages, want %d", id, n, want)
+		}
+	}
+	var ends []string
+	ctxT, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	Activity(ctxT, st, Position{FromStart: true}, Filter{}, func(ev Event) bool {
+		if ev.Type == TypeEnd {
+			ends = append(ends, ev.ExecutionID)
+		}
+		return len(ends) < 3
+	})
+	if want := []string{"quiet", "late", "loud"}; !slices.Equal(ends, want) {
+		t.Errorf("activity's ends: %q, want %q", ends, want)
+	}
+	if len(r.pending) != 0 {
+		t.Errorf("left buffered: %+v", r.pending)
+	}
+}

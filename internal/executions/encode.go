@@ -71,6 +71,9 @@ func (r *Record) appendPlain(dst []byte) (_ []byte, ok bool) {
 	if len(r.Envelope) > 0 {
 		dst = append(append(dst, `,"envelope":`...), r.Envelope...)
 	}
+	if r.Quiet {
+		dst = append(dst, `,"quiet":true`...)
+	}
 	if r.Replica != "" {
 		dst = appendPlainField(dst, `,"replica":`, r.Replica)
 	}

@@ -30,6 +30,7 @@ func TestEncodeIsEncodingJSON(t *testing.T) {
 		plain bool // written directly
 	}{
 		{"a quick call's end", func(*Record) {}, true},
+		{"a quick call's end, quiet", func(r *Record) { r.Quiet = true }, true},
 		{"written before its audit record", func(r *Record) { r.AuditAfter, r.ArgsSHA256 = true, "5ede4b80" }, true},
 		{"pending, with arguments", func(r *Record) {
 			r.Status, r.Envelope, r.Arguments, r.StartedAt, r.Attempt = dispatch.StatusPending, nil, json.RawMessage(`{"message":"a b","x":[1,"\""]}`), time.Time{}, 0
@@ -101,7 +102,7 @@ func TestEncodeRandomRecords(t *testing.T) {
 	for i := range 5000 {
 		r := &Record{ID: pick(), Caller: pick(), Kind: pick(), Tool: pick(), CalledAs: pick(), Arguments: raw(), AuditAfter: rng.IntN(2) == 0,
 			ArgsSHA256: pick(), TimeoutMS: int64(rng.IntN(3)) * 1000, ConfirmToken: pick(), RequestID: pick(), Status: dispatch.Status(pick()),
-			Envelope: raw(), Replica: pick(), Attempt: rng.IntN(3), CancelRequested: rng.IntN(2) == 0, Step: rng.IntN(3) - 1, Confirmed: rng.IntN(2) == 0,
+			Envelope: raw(), Quiet: rng.IntN(2) == 0, Replica: pick(), Attempt: rng.IntN(3), CancelRequested: rng.IntN(2) == 0, Step: rng.IntN(3) - 1, Confirmed: rng.IntN(2) == 0,
 			CreatedAt: time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).UTC(), UpdatedAt: time.Unix(rng.Int64N(4e9), 0)}
 		if rng.IntN(2) == 0 {
 			r.StartedAt = time.Unix(rng.Int64N(4e9), rng.Int64N(1e9))

@@ -52,6 +52,11 @@ type Record struct {
 	Status       dispatch.Status `json:"status"`
 	// Envelope is the final envelope once Status is final.
 	Envelope json.RawMessage `json:"envelope,omitempty"`
+	// Quiet marks an execution that ended, without output, before its id
+	// was given out (a quick call kept with one write, inline.go): nobody
+	// could follow it, so none of its own events were published, and its
+	// event stream is told from this record (its acceptance, its end).
+	Quiet bool `json:"quiet,omitempty"`
 	// Replica runs (or last ran) it; Attempt counts the runs started.
 	Replica string `json:"replica,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`

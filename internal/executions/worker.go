@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,6 +35,8 @@ type run struct {
 	// the last one set lease.
 	msg   jetstream.Msg
 	lease uint64
+	// emitted is set once the run emitted output (an event of its own).
+	emitted atomic.Bool
 }
 
 func (r *run) delivery() jetstream.Msg {
@@ -319,7 +322,7 @@ func (s *Service) execute(msg jetstream.Msg, r *Record, rev uint64) {
 	defer done()
 	stopBeat := s.heartbeat(ctx, rn, r)
 	defer stopBeat() // after the outcome is written: the lease holds while it is
-	s.outcome(ctx, rn, r, rev, s.runStep(ctx, r))
+	s.outcome(ctx, rn, r, rev, s.runStep(ctx, rn, r))
 }
 
 // begin registers an execution running here, under a context its
@@ -344,8 +347,8 @@ func (s *Service) begin(r *Record, msg jetstream.Msg) (context.Context, *run, fu
 	}
 }
 
-// runStep runs the execution's current step through the pipeline.
-func (s *Service) runStep(ctx context.Context, r *Record) *dispatch.Envelope {
+// runStep runs the execution's current step, rn, through the pipeline.
+func (s *Service) runStep(ctx context.Context, rn *run, r *Record) *dispatch.Envelope {
 	ctx, span := s.startRun(ctx, r)
 	var env *dispatch.Envelope
 	if r.Kind == "batch" {
@@ -353,7 +356,7 @@ func (s *Service) runStep(ctx context.Context, r *Record) *dispatch.Envelope {
 	} else {
 		req := dispatch.NewRequest(r.Tool, r.Arguments, r.RequestID, dispatch.From{Name: r.Caller, Identity: r.Principal, Allowed: s.allowedFor(r)})
 		req.Unwrap, req.Timeout, req.ConfirmToken = true, time.Duration(r.TimeoutMS)*time.Millisecond, r.ConfirmToken
-		req.ExecutionID, req.Emit, req.Resume, req.Confirmed, req.Lineage = r.ID, s.emitter(r), r.Resume, r.Confirmed, s.LineageFor(r.Caller)
+		req.ExecutionID, req.Emit, req.Resume, req.Confirmed, req.Lineage = r.ID, s.emitter(rn, r), r.Resume, r.Confirmed, s.LineageFor(r.Caller)
 		env = s.disp.Execute(ctx, req)
 	}
 	endRun(span, env)
@@ -388,8 +391,9 @@ func (s *Service) outcome(ctx context.Context, rn *run, r *Record, rev uint64, e
 }
 
 // emitter publishes a running execution's output as events.
-func (s *Service) emitter(r *Record) func(tools.Chunk) {
+func (s *Service) emitter(rn *run, r *Record) func(tools.Chunk) {
 	return func(c tools.Chunk) {
+		rn.emitted.Store(true)
 		s.rec.Execution(events.Event{Type: events.TypeOutput, ExecutionID: r.ID, RequestID: r.RequestID, Tool: r.Tool,
 			Caller: r.Caller, Principal: r.Principal, Stream: c.Stream, Chunk: c.Data})
 	}
@@ -538,6 +542,10 @@ func (s *Service) ended(r *Record) {
 func (s *Service) endedUnawaited(r *Record) {
 	s.m.executions.WithLabelValues(string(r.Status)).Inc()
 	s.recent.put(r)
+	if r.Quiet {
+		s.rec.Quiet(r.ID) // its record tells its events
+		return
+	}
 	typ := events.TypeEnd
 	if r.Status != dispatch.StatusSuccess {
 		typ = events.TypeError

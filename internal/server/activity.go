@@ -168,9 +168,14 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	if after.IsZero() {
 		// The execution's stream starts with its acceptance, told from
 		// its record (no id: a client resuming gets it again).
-		data, _ := json.Marshal(events.Event{Type: events.TypePending, Time: rec.CreatedAt, RequestID: rec.RequestID, Tool: rec.Tool,
-			Caller: rec.Caller, ExecutionID: rec.ID, Status: string(dispatch.StatusPending)})
-		_ = stream.event("", events.TypePending, data)
+		tell(stream, events.Event{Type: events.TypePending, Time: rec.CreatedAt, Status: string(dispatch.StatusPending)}, rec)
+	}
+	if rec.Quiet && rec.Status.Final() {
+		// It ended before its id was given out: none of its own events
+		// were published, and its record tells its start and end.
+		tell(stream, events.Event{Type: events.TypeStart, Time: rec.StartedAt, Replica: rec.Replica}, rec)
+		tellEnd(stream, rec)
+		return
 	}
 	s.follow(ctx, r, stream, rec.Caller, id, events.Position{After: after, FromStart: true}, cancel)
 }
@@ -210,15 +215,29 @@ func (s *Server) follow(ctx context.Context, r *http.Request, w eventWriter, cal
 		return
 	}
 	if final, gerr := s.opts.Executions.Get(context.WithoutCancel(r.Context()), caller, id); gerr == nil && final.Status.Final() {
-		env := final.View()
-		name := events.TypeEnd
-		if !env.Success {
-			name = events.TypeError
-		}
-		_ = w.event("", name, env.AppendJSON(nil))
+		tellEnd(w, final)
 	} else if err != nil && !errors.Is(err, context.Canceled) {
 		w.comment("the store failed; reconnect to GET /executions/" + id + "/events with Last-Event-ID to resume")
 	}
+}
+
+// tell writes ev, an event of rec told from rec (no id: the stream does
+// not hold it), naming rec's call.
+func tell(w eventWriter, ev events.Event, rec *executions.Record) {
+	ev.RequestID, ev.Tool, ev.Caller, ev.ExecutionID = rec.RequestID, rec.Tool, rec.Caller, rec.ID
+	data, _ := json.Marshal(ev)
+	_ = w.event("", ev.Type, data)
+}
+
+// tellEnd writes a final record's end event, told from the record (no
+// id: the stream does not hold it).
+func tellEnd(w eventWriter, final *executions.Record) {
+	env := final.View()
+	name := events.TypeEnd
+	if !env.Success {
+		name = events.TypeError
+	}
+	_ = w.event("", name, env.AppendJSON(nil))
 }
 
 func executionEventData(ev *events.Event) []byte {

@@ -158,22 +158,52 @@ func TestCancel(t *testing.T) {
 }
 
 // TestExecutionEvents: an execution's events stream from its acceptance to
-// its end; Last-Event-ID resumes after an event.
+// its end; Last-Event-ID resumes after an event. A call that ended before
+// its id was given out (quick, without output) published none of its
+// own: its record tells the same events, without ids.
 func TestExecutionEvents(t *testing.T) {
-	h, _ := storeHarness(t, harnessOpts{keys: roleKeys})
-	r := h.exec("echo", `{"message":"streamed"}`, hdr("Prefer", "respond-async, wait=5"))
-	evs := h.sse(r.header.Get("Location")+"/events", hdr(), 10)
-	var names []string
-	for _, e := range evs {
-		names = append(names, e.name)
-	}
-	if got := strings.Join(names, ","); got != "pending,start,end" {
-		t.Fatalf("events %s", got)
-	}
-	apitest.CheckSchema(t, "Envelope", []byte(evs[2].data))
-	resumed := h.sse(r.header.Get("Location")+"/events", hdr("Last-Event-ID", evs[1].id), 10)
-	if len(resumed) != 1 || resumed[0].name != "end" {
-		t.Errorf("resumed after %s: %+v", evs[1].id, resumed)
+	h := newHarness(t, harnessOpts{keys: roleKeys, store: true,
+		tools: append(testTools(), counter{&atomic.Int64{}}, streamTool{cancelled: make(chan struct{})})})
+	for _, tc := range []struct {
+		name, tool, args string
+		want             string // the events' names
+		told             bool   // told from the record
+	}{
+		{"ended before its id was out", "echo", `{"message":"streamed"}`, "pending,start,end", true},
+		{"ran past its window", "counter", `{"ms":120}`, "pending,start,end", false},
+		{"ended quickly, with output", "stream", `{"chunks":["a"]}`, "pending,start,output,end", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.exec(tc.tool, tc.args, hdr("Prefer", "respond-async, wait=5"))
+			if r.status != 200 {
+				t.Fatalf("call: %d %s", r.status, r.body)
+			}
+			evs := h.sse(r.header.Get("Location")+"/events", hdr(), 10)
+			var names []string
+			for _, e := range evs {
+				names = append(names, e.name)
+			}
+			if got := strings.Join(names, ","); got != tc.want {
+				t.Fatalf("events %s, want %s", got, tc.want)
+			}
+			end := evs[len(evs)-1]
+			apitest.CheckSchema(t, "Envelope", []byte(end.data))
+			var start events.Event
+			if err := json.Unmarshal([]byte(evs[1].data), &start); err != nil || start.ExecutionID != r.env.ExecutionID ||
+				start.Tool != tc.tool || start.Time.IsZero() {
+				t.Errorf("start: %s %v", evs[1].data, err)
+			}
+			if told := evs[1].id == "" && end.id == ""; told != tc.told {
+				t.Fatalf("events' ids %q, %q: told from the record %v, want %v", evs[1].id, end.id, told, tc.told)
+			}
+			if tc.told {
+				return
+			}
+			resumed := h.sse(r.header.Get("Location")+"/events", hdr("Last-Event-ID", evs[len(evs)-2].id), 10)
+			if len(resumed) != 1 || resumed[0].name != "end" {
+				t.Errorf("resumed after %s: %+v", evs[1].id, resumed)
+			}
+		})
 	}
 }
 
