@@ -303,52 +303,31 @@ func TestRetryStoreBoundsEachAttempt(t *testing.T) {
 	}
 }
 
-// TestStaleReadKeepsTheMessage: a worker whose read of a record is behind
-// its work message (the record's revision older than the one the message
-// was written at: a stream leader answering from before it caught up)
-// does not decide on it — the message comes back later rather than being
-// acknowledged as a step that is over. (nats-server does not promise
-// read-after-write from a stream's leader; a guard — the chaos finding it
-// was first taken for is TestConflictUnreadIsNotAnAnswer's.)
-func TestStaleReadKeepsTheMessage(t *testing.T) {
-	st := statetest.Open(t, nil, "a")
-	r := newReplica(t, st, await.Tools(await.Options{})...)
-	r.start(t)
-	ctx := context.Background()
-	rec := submit(t, r.svc, "request_user_input", []byte(`{"prompt":"go on?"}`))
-	waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
-	cons, err := st.JetStream().Consumer(ctx, state.WorkStream, executions.WorkConsumer)
-	if err != nil {
-		t.Fatal(err)
+// TestStaleReadKeepsTheDelivery: a delivery whose read of its record is
+// behind it does not decide on it — it comes back later rather than being
+// acknowledged as a step that is over. A work message knows the revision it
+// was written at; a timer (a wait's expiry, a step's guard) knows its step,
+// set only once the record reached it. (nats-server does not promise
+// read-after-write from a stream's leader: a stream leader may answer from
+// before it caught up. A guard — the chaos finding it was first taken for
+// is TestConflictUnreadIsNotAnAnswer's.) Each row sends, for a record that
+// waits at step 1, a delivery ahead of it.
+func TestStaleReadKeepsTheDelivery(t *testing.T) {
+	timer := func(data string) func(context.Context, *replica, string) error {
+		return func(ctx context.Context, r *replica, id string) error {
+			_, err := r.st.Schedule(ctx, id+"-ahead", time.Now(), fmt.Appendf(nil, data, executions.Key("k", id)))
+			return err
+		}
 	}
-	// Step 2's message, written at a revision the store has not reached.
-	if err := r.svc.QueueAhead(ctx, "k", rec.ID, 1<<40, 2); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the message delivered again", func() bool {
-		info, err := cons.Info(ctx)
-		return err == nil && info.NumRedelivered >= 1
-	})
-	if info, err := cons.Info(ctx); err != nil || info.NumAckPending != 1 {
-		t.Fatalf("the message ahead of the read: %+v %v; want it kept, unacknowledged", info, err)
-	}
-	if got, err := r.svc.Get(ctx, "k", rec.ID); err != nil || got.Status != dispatch.StatusWaiting {
-		t.Fatalf("the execution: %+v %v", got, err)
-	}
-}
-
-// TestStaleReadKeepsTheTimer: a timer that fires while its record reads at
-// an earlier step (a stream leader behind its writes) is read again later,
-// not dropped: a wait's timer or a step's guard dropped on a stale read
-// would be lost for good. Each row fires a timer set for a step ahead of
-// the record, which waits at step 1.
-func TestStaleReadKeepsTheTimer(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		data string // the timer's data; %q is the record's key
+		name             string
+		stream, consumer string
+		send             func(ctx context.Context, r *replica, id string) error
 	}{
-		{"a wait's timer", `{"key":%q,"step":2}`},
-		{"a step's guard", `{"key":%q,"step":3,"guard":true}`},
+		{"a work message written at a revision the store has not reached", state.WorkStream, executions.WorkConsumer,
+			func(ctx context.Context, r *replica, id string) error { return r.svc.QueueAhead(ctx, "k", id, 1<<40, 2) }},
+		{"a wait's timer for step 2", state.TimersStream, executions.TimerConsumer, timer(`{"key":%q,"step":2}`)},
+		{"the guard of step 3", state.TimersStream, executions.TimerConsumer, timer(`{"key":%q,"step":3,"guard":true}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := statetest.Open(t, nil, "a")
@@ -357,20 +336,19 @@ func TestStaleReadKeepsTheTimer(t *testing.T) {
 			ctx := context.Background()
 			rec := submit(t, r.svc, "request_user_input", []byte(`{"prompt":"go on?"}`))
 			waitStatus(t, r, rec.ID, dispatch.StatusWaiting)
-			cons, err := st.JetStream().Consumer(ctx, state.TimersStream, executions.TimerConsumer)
+			cons, err := st.JetStream().Consumer(ctx, tc.stream, tc.consumer)
 			if err != nil {
 				t.Fatal(err)
 			}
-			data := fmt.Appendf(nil, tc.data, executions.Key("k", rec.ID))
-			if _, err := st.Schedule(ctx, rec.ID+"-ahead", time.Now(), data); err != nil {
+			if err := tc.send(ctx, r, rec.ID); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the timer delivered again", func() bool {
+			waitFor(t, "the delivery made again", func() bool {
 				info, err := cons.Info(ctx)
 				return err == nil && info.NumRedelivered >= 1
 			})
 			if info, err := cons.Info(ctx); err != nil || info.NumAckPending != 1 {
-				t.Fatalf("the timer ahead of the read: %+v %v; want it kept, unacknowledged", info, err)
+				t.Fatalf("the delivery ahead of the read: %+v %v; want it kept, unacknowledged", info, err)
 			}
 			if got, err := r.svc.Get(ctx, "k", rec.ID); err != nil || got.Status != dispatch.StatusWaiting {
 				t.Fatalf("the execution: %+v %v", got, err)
