@@ -208,12 +208,14 @@ func storeCostTogether(o options, builds []*build) error {
 
 // asyncVersus measures the three forms on each build in turn (the order
 // swapped every round), o.rounds times, and prints each round's p50s and
-// ratios.
+// ratios, and each form's rate (calls, or submit-and-GET pairs, a second:
+// at more than one connection toold's core is busy, and the rate says
+// what each form costs it).
 func asyncVersus(o options, builds []*build, store string, conns int) error {
 	const d = 2 * time.Second
 	fmt.Printf("\n## Async against sync, %s, %d connection(s): %d rounds, %v per form, builds alternating\n\n", store, conns, o.rounds, d)
-	fmt.Println("| round | build | sync p50 | one request p50 | ratio (target <= 2x) | submit then GET p50 | ratio (target <= 3x) |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| round | build | sync p50 | one request p50 | ratio (target <= 2x) | submit then GET p50 | ratio (target <= 3x) | per second: sync, one request, submit then GET |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	ratios := map[string][2][]float64{}
 	for r := range o.rounds {
 		order := slices.Clone(builds)
@@ -230,8 +232,9 @@ func asyncVersus(o options, builds []*build, store string, conns int) error {
 				return fmt.Errorf("%s build: %w", b.name, err)
 			}
 			s, one, two := pct(f.sync.lat, .5), pct(f.oneStep.lat, .5), pct(f.twoStep.lat, .5)
-			fmt.Printf("| %d | %s | %v | %v | %.2fx | %v | %.2fx |\n", r+1, b.name, s.Round(time.Microsecond),
-				one.Round(time.Microsecond), float64(one)/float64(s), two.Round(time.Microsecond), float64(two)/float64(s))
+			fmt.Printf("| %d | %s | %v | %v | %.2fx | %v | %.2fx | %.0f, %.0f, %.0f |\n", r+1, b.name, s.Round(time.Microsecond),
+				one.Round(time.Microsecond), float64(one)/float64(s), two.Round(time.Microsecond), float64(two)/float64(s),
+				f.sync.rate(), f.oneStep.rate(), f.twoStep.rate())
 			rs := ratios[b.name]
 			rs[0], rs[1] = append(rs[0], float64(one)/float64(s)), append(rs[1], float64(two)/float64(s))
 			ratios[b.name] = rs
