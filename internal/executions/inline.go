@@ -137,8 +137,8 @@ func (s *Service) runInline(ctx context.Context, rn *run, done func(), r *Record
 // ended (or waiting, if it paused). One that ended without output is
 // quiet: its id is not out yet, so nobody follows it, and its record
 // alone tells its events (Record.Quiet) — one message a call the store
-// need not write (measured at eight connections with Prefer: wait:
-// 1.3-1.7x the calls a second).
+// need not write (profiles at eight connections with Prefer: wait: the
+// embedded server's stream work ~27µs a call before, ~13µs after).
 func (s *Service) endedQuickly(ctx context.Context, r *Record, ir *inlineRun, quiet bool) (*Record, *dispatch.Envelope, error) {
 	defer close(ir.decided)
 	env := ir.env
