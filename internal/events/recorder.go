@@ -186,7 +186,9 @@ func (r *Recorder) Execution(ev Event) {
 // it ended before its id was given out, so nobody follows it, and its
 // record tells its events (internal/executions, Record.Quiet). Its
 // activity and audit entries stay. One published already (the flush fell
-// between its start and end) stays in the stream, read by no one.
+// between its start and end) stays in the stream: an observer who found
+// the id in the activity stream that early and followed the execution
+// gets its end from the record once it is final, as for events expired.
 func (r *Recorder) Quiet(executionID string) {
 	r.add(item{typ: typeQuiet, execution: executionID})
 }

@@ -347,7 +347,8 @@ func (s *Service) begin(r *Record, msg jetstream.Msg) (context.Context, *run, fu
 	}
 }
 
-// runStep runs the execution's current step, rn, through the pipeline.
+// runStep runs the execution's current step through the pipeline, as rn
+// (its run here, which learns whether it emitted output).
 func (s *Service) runStep(ctx context.Context, rn *run, r *Record) *dispatch.Envelope {
 	ctx, span := s.startRun(ctx, r)
 	var env *dispatch.Envelope
