@@ -325,7 +325,9 @@ func TestStaleReadKeepsTheDelivery(t *testing.T) {
 		send             func(ctx context.Context, r *replica, id string) error
 	}{
 		{"a work message written at a revision the store has not reached", state.WorkStream, executions.WorkConsumer,
-			func(ctx context.Context, r *replica, id string) error { return r.svc.QueueAhead(ctx, "k", id, 1<<40, 2) }},
+			func(ctx context.Context, r *replica, id string) error {
+				return r.svc.QueueAhead(ctx, "k", id, 1<<40, 2)
+			}},
 		{"a wait's timer for step 2", state.TimersStream, executions.TimerConsumer, timer(`{"key":%q,"step":2}`)},
 		{"the guard of step 3", state.TimersStream, executions.TimerConsumer, timer(`{"key":%q,"step":3,"guard":true}`)},
 	} {
