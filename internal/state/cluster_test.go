@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/state/statetest"
@@ -48,5 +49,42 @@ func TestReplicatedReadsTheLastWrite(t *testing.T) {
 	}
 	if stale > 0 {
 		t.Errorf("%d of 600 reads through another node missed the write just made", stale)
+	}
+}
+
+// TestOpenWaitsForAClusterToForm: toold started beside a cluster whose
+// last node is not up yet (deployed together; a node restarting) cannot
+// place a three-replica bucket for a moment: the server refuses with "no
+// suitable peers for placement". Open tries again within its connect
+// timeout instead of failing start-up on the first refusal (CI saw it
+// refused right after the cluster answered a probe: a peer the meta
+// leader briefly took for offline).
+func TestOpenWaitsForAClusterToForm(t *testing.T) {
+	nodes, err := statetest.NewCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		t.Cleanup(n.Kill)
+	}
+	if err := statetest.StartAll(nodes[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := statetest.WaitForJetStream(statetest.ClusterURL(nodes[:2]), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	late := make(chan error, 1)
+	time.AfterFunc(time.Second, func() { late <- nodes[2].Start() })
+	st, err := state.Open(context.Background(), state.Options{URL: nodes[0].URL(), Name: "a", Replicas: 3,
+		EventsMaxBytes: 8 << 20, AuditMaxBytes: 8 << 20, ConnectTimeout: 20 * time.Second})
+	if err := <-late; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("Open with the third node up a second later: %v", err)
+	}
+	defer st.Close()
+	if _, err := st.Executions.Create(context.Background(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -193,7 +193,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer cancel()
 	start := time.Now()
-	err = s.provision(ctx)
+	err = s.provisionPatiently(ctx)
 	s.metrics.observe("provision", start, err)
 	if err != nil {
 		return nil, fmt.Errorf("state: creating toold's buckets and streams on %s: %w", s.where(), err)
@@ -261,6 +261,39 @@ func (s *Store) connect() (*nats.Conn, error) {
 		return nil, fmt.Errorf("state: cannot reach %s: %w (check state.nats.url, that the server runs and that its credentials are right)", s.where(), err)
 	}
 	return nc, nil
+}
+
+// provisionPatiently provisions, trying again while the cluster cannot
+// place a stream yet: a node the meta leader does not see online (toold
+// and the cluster deployed together, a node restarting, one briefly taken
+// for offline) or a cluster between leaders. Provisioning is idempotent,
+// so what the first try created stays. A store that stays so fails
+// start-up when ctx ends (ConnectTimeout), with the last refusal.
+func (s *Store) provisionPatiently(ctx context.Context) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := s.provision(ctx)
+		if err == nil || !placementPending(err) {
+			return err
+		}
+		s.log.Info("state: the cluster cannot place toold's streams yet; trying again", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (are as many nodes up as state.nats.replicas asks?)", err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// placementPending reports whether a provisioning error may pass by
+// itself: no peers to place a replica on yet, or the store away.
+func placementPending(err error) bool {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && api.ErrorCode == jetstream.ErrorCode(server.JSClusterNoPeersErrF) {
+		return true
+	}
+	return errors.Is(classify(err), ErrUnavailable)
 }
 
 // provision creates or updates the buckets and streams, so a new limit in
