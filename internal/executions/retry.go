@@ -25,15 +25,11 @@ import (
 // told to the client soon, who may retry — nothing was accepted.
 const acceptBudget = 2 * time.Second
 
-// attemptTimeout bounds one attempt within the budget. A request whose
-// answer is lost with its connection (written to a node as it died, or as
-// the connection moved) is never answered: without a bound of its own, that
-// one attempt would wait out the whole budget — up to an execution's
-// settle budget — instead of being tried again on the node that answers
-// now. Five seconds, as the nats client's own request timeout and the
-// store's reads without a deadline (state.Bucket.askLeader); an attempt cut
-// short is the store being away (its deadline), and every op is safe to
-// repeat.
+// attemptTimeout bounds one attempt within the budget (state.Retry says
+// why an attempt needs a bound of its own): five seconds, as the nats
+// client's own request timeout and the store's reads without a deadline
+// (state.Bucket.askLeader); an attempt cut short is the store being away
+// (its deadline), and every op is safe to repeat.
 const attemptTimeout = 5 * time.Second
 
 // unavailable reports whether err is the store being away (worth a retry)
@@ -53,19 +49,5 @@ func (s *Service) retryStore(ctx context.Context, budget time.Duration, op func(
 func (s *Service) retryAttempts(ctx context.Context, budget, attempt time.Duration, op func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	backoff := 50 * time.Millisecond
-	for {
-		actx, acancel := context.WithTimeout(ctx, attempt)
-		err := op(actx)
-		acancel()
-		if err == nil || !unavailable(err) || s.st.Conn().IsClosed() {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
-	}
+	return state.Retry(ctx, attempt, func(err error) bool { return unavailable(err) && !s.st.Conn().IsClosed() }, op)
 }

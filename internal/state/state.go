@@ -267,33 +267,33 @@ func (s *Store) connect() (*nats.Conn, error) {
 // place a stream yet: a node the meta leader does not see online (toold
 // and the cluster deployed together, a node restarting, one briefly taken
 // for offline) or a cluster between leaders. Provisioning is idempotent,
-// so what the first try created stays. A store that stays so fails
-// start-up when ctx ends (ConnectTimeout), with the last refusal.
+// so what a try created stays. A store that stays so fails start-up when
+// ctx ends (ConnectTimeout), with the last refusal.
 func (s *Store) provisionPatiently(ctx context.Context) error {
-	wait := 100 * time.Millisecond
-	for {
-		err := s.provision(ctx)
-		if err == nil || !placementPending(err) {
-			return err
+	err := Retry(ctx, s.opts.ConnectTimeout, func(err error) bool {
+		if !placementPending(err) {
+			return false
 		}
 		s.log.Info("state: the cluster cannot place toold's streams yet; trying again", zap.Error(err))
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (are as many nodes up as state.nats.replicas asks?)", err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
+		return true
+	}, s.provision)
+	if noPeers(err) {
+		return fmt.Errorf("%w (are as many nodes up as state.nats.replicas asks?)", err)
 	}
+	return err
 }
 
 // placementPending reports whether a provisioning error may pass by
 // itself: no peers to place a replica on yet, or the store away.
 func placementPending(err error) bool {
+	return noPeers(err) || errors.Is(classify(err), ErrUnavailable)
+}
+
+// noPeers reports whether the cluster refused to place a replica: fewer
+// nodes online than the stream's replicas.
+func noPeers(err error) bool {
 	var api *jetstream.APIError
-	if errors.As(err, &api) && api.ErrorCode == jetstream.ErrorCode(server.JSClusterNoPeersErrF) {
-		return true
-	}
-	return errors.Is(classify(err), ErrUnavailable)
+	return errors.As(err, &api) && api.ErrorCode == jetstream.ErrorCode(server.JSClusterNoPeersErrF)
 }
 
 // provision creates or updates the buckets and streams, so a new limit in
