@@ -24,6 +24,7 @@
 //
 //	go run ./bench/chaos                    # the full schedule (about 3 minutes)
 //	go run ./bench/chaos -schedule short    # one replica kill, one NATS node kill
+//	go run ./bench/chaos -schedule overlap -workers 8 -calm 2s  # a replica and a node at once, then another node (overlap.go)
 //
 // It needs root for the tmpfs (disk-full is skipped without it). Every
 // loop is bounded in count and time; every process it starts is its own.
@@ -60,7 +61,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.schedule, "schedule", "full", "faults to inject: full or short")
+	flag.StringVar(&o.schedule, "schedule", "full", "faults to inject: full, short or overlap (issue 38's: two faults at once, then a second node lost)")
 	flag.IntVar(&o.replicas, "replicas", 2, "toold replicas (2 or 3)")
 	flag.IntVar(&o.workers, "workers", 12, "concurrent callers of the load")
 	flag.DurationVar(&o.calm, "calm", 5*time.Second, "load before, between and after the faults")
@@ -91,9 +92,12 @@ func main() {
 
 // run is one whole run: setup, load and faults, checks, the tables.
 func run(o options, out io.Writer) (*results, error) {
+	if o.schedule == "overlap" {
+		return overlapRun(o, out)
+	}
 	faults, ok := schedules[o.schedule]
 	if !ok {
-		return nil, fmt.Errorf("-schedule %q: want full or short", o.schedule)
+		return nil, fmt.Errorf("-schedule %q: want full, short or overlap", o.schedule)
 	}
 	if o.replicas < 2 || o.replicas > 3 {
 		return nil, fmt.Errorf("-replicas %d: want 2 or 3", o.replicas)
