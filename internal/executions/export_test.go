@@ -48,6 +48,9 @@ func (s *Service) ResumeAcross(ctx context.Context, caller, id string, answer js
 	return s.advance(ctx, r, rev, resumed(r, answer))
 }
 
+// ReadBudget sets how long s's reads ride out the store.
+func (s *Service) ReadBudget(d time.Duration) { s.readBudget = d }
+
 // RetryStore is retryStore, each attempt bounded by attempt.
 func (s *Service) RetryStore(ctx context.Context, budget, attempt time.Duration, op func(context.Context) error) error {
 	return s.retryAttempts(ctx, budget, attempt, op)

@@ -25,6 +25,13 @@ import (
 // told to the client soon, who may retry — nothing was accepted.
 const acceptBudget = 2 * time.Second
 
+// readBudget bounds how long a read of an accepted execution (GET
+// /executions/{id}, and a wait's first read) rides out the store before it
+// is answered 503: as long as the execution's own end waits for the store
+// at least (settleBudget), which an election (4 to 9 s) and a node catching
+// up after a restart stay well within.
+const readBudget = 30 * time.Second
+
 // attemptTimeout bounds one attempt within the budget (state.Retry says
 // why an attempt needs a bound of its own): five seconds, as the nats
 // client's own request timeout and the store's reads without a deadline

@@ -109,6 +109,10 @@ type Service struct {
 
 	recent recentEnds // final records written here a moment ago
 
+	// readBudget is how long a read rides out the store (readBudget; a
+	// test shortens it).
+	readBudget time.Duration
+
 	mu       sync.Mutex
 	running  map[string]*run // executions running on this replica, by id
 	draining bool
@@ -146,7 +150,7 @@ func New(o Options) (*Service, error) {
 	}
 	s := &Service{opts: o, st: o.Store, disp: o.Dispatcher, rec: o.Recorder, log: o.Logger, m: newMetrics(o.Registerer),
 		running: map[string]*run{}, idle: make(chan struct{}), slots: make(chan struct{}, max(o.InlineSlots, 0)), waiters: map[string][]chan *Record{}, orphans: map[string]uint64{},
-		recovering: map[string]bool{}}
+		recovering: map[string]bool{}, readBudget: readBudget}
 	if o.Store != nil {
 		s.name = o.Store.Name()
 	}

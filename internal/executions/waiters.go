@@ -31,28 +31,38 @@ func (s *Service) WaitChange(ctx context.Context, seen *Record, d time.Duration)
 
 // waitUntil is told of changes by the done subject, and reads the record
 // again every second in case a notice was lost. A store that is away for
-// a while (an election, a reconnection) is waited out within d: a caller
-// waiting for an accepted execution is answered its end, or the record as
-// it last read it, not 503, unless the store never came back.
+// a while (an election, a reconnection) is waited out: a caller reading an
+// accepted execution is answered the record — its end, or the record as it
+// last read it when d passes — not 503, unless no read came through within
+// readBudget (or d, if longer). A read that does not wait (d 0) rides the
+// store out the same way: a refusal it answered at the first store
+// timeout named the execution "rejected, store_unavailable" to a client
+// that read until final, while the execution had ended success (issue 38's
+// overlapping faults: a node lost while another caught up).
 func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Duration, enough func(*Record) bool) (*Record, error) {
-	if d <= 0 || s.st == nil || !ValidID(id) {
+	if s.st == nil || !ValidID(id) {
 		return s.Get(ctx, caller, id)
+	}
+	if d <= 0 {
+		return s.readThrough(ctx, caller, id)
 	}
 	done := s.watch(id)
 	defer s.unwatch(id, done)
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
+	giveUp := time.Now().Add(max(d, s.readBudget))
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
 	var last *Record
+	timeUp := false // d passed with nothing read: the first read answers
 	for {
 		r, err := s.Get(ctx, caller, id)
 		switch {
 		case err == nil:
-			if last = r; enough(r) {
+			if last = r; enough(r) || timeUp {
 				return r, nil
 			}
-		case !unavailable(err):
+		case !unavailable(err), last == nil && !time.Now().Before(giveUp):
 			return nil, err
 		}
 		select {
@@ -64,10 +74,10 @@ func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Durat
 			}
 		case <-poll.C:
 		case <-deadline.C:
-			if last == nil {
-				return nil, err
+			if last != nil {
+				return last, nil
 			}
-			return last, nil
+			timeUp = true
 		case <-ctx.Done():
 			if last == nil {
 				return nil, err
@@ -75,6 +85,17 @@ func (s *Service) waitUntil(ctx context.Context, caller, id string, d time.Durat
 			return last, nil
 		}
 	}
+}
+
+// readThrough reads the caller's execution, riding out a store that is
+// away within readBudget (each attempt bounded: retryStore).
+func (s *Service) readThrough(ctx context.Context, caller, id string) (*Record, error) {
+	var r *Record
+	err := s.retryStore(ctx, s.readBudget, func(ctx context.Context) (err error) {
+		r, err = s.Get(ctx, caller, id)
+		return err
+	})
+	return r, err
 }
 
 // watch registers a waiter for id's done notice.
