@@ -146,10 +146,7 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, e
 		now := time.Now().UTC()
 		decision := &Approval{Approved: d.Approve, By: d.By, Approver: d.Approver, Reason: d.Reason, At: now}
 		if d.Approve {
-			next := *r
-			next.Status, next.Step, next.Wait, next.Approval, next.Confirmed, next.UpdatedAt = dispatch.StatusPending, r.Step+1, nil, decision, true, now
-			err = s.advance(ctx, r, rev, &next)
-			r = &next
+			r, err = s.advance(ctx, r, rev, approvedBy(decision, now))
 		} else {
 			r, err = s.deny(ctx, r, rev, decision)
 		}
@@ -222,16 +219,14 @@ func (s *Service) deny(ctx context.Context, r *Record, rev uint64, decision *App
 		msg += ": " + decision.Reason
 	}
 	te := tools.NewPermissionError("%s", msg).WithCode(tools.CodeDenied).WithSuggestion("do not repeat the call unless the situation changed")
-	withDecision := *r
-	withDecision.Approval = decision
-	done := s.final(&withDecision, dispatch.StatusError, dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusError, te))
-	if _, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev); err != nil {
+	w, err := s.commit(ctx, r, rev, deniedBy(decision, dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusError, te), decision.At), how{})
+	if err != nil {
 		if errors.Is(err, state.ErrConflict) {
 			return nil, err
 		}
 		return nil, StoreError(err)
 	}
 	s.unindex(ctx, r)
-	s.ended(done)
-	return done, nil
+	s.ended(w.rec)
+	return w.rec, nil
 }

@@ -45,7 +45,8 @@ func (s *Service) ResumeAcross(ctx context.Context, caller, id string, answer js
 		return err
 	}
 	between()
-	return s.advance(ctx, r, rev, resumed(r, answer))
+	_, err = s.advance(ctx, r, rev, resumedWith(answer, time.Now().UTC()))
+	return err
 }
 
 // ReadBudget sets how long s's reads ride out the store.
@@ -84,14 +85,17 @@ func (s *Service) ResumeDying(ctx context.Context, caller, id string, answer jso
 	if err != nil {
 		return err
 	}
-	next := resumed(r, answer)
+	ev := resumedWith(answer, time.Now().UTC())
+	next, err := apply(r, ev)
+	if err != nil {
+		return err
+	}
 	if _, err := s.armGuard(ctx, next, s.settleBudget(next)); err != nil {
 		return err
 	}
-	body := next.encode()
-	nrev, err := s.st.Executions.Update(ctx, next.key(), body, rev)
+	w, err := s.commit(ctx, r, rev, ev, how{})
 	if err != nil || !published {
 		return err
 	}
-	return s.queue(ctx, next, body, nrev, acceptBudget)
+	return s.queue(ctx, w.rec, w.body, w.rev, acceptBudget)
 }

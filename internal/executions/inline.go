@@ -90,8 +90,11 @@ func (s *Service) submitInline(ctx context.Context, r *Record, wait time.Duratio
 	if r.Trace == nil {
 		r.Trace = tracing.FromContext(ctx)
 	}
-	now := time.Now().UTC()
-	r.Status, r.Replica, r.Attempt, r.StartedAt, r.UpdatedAt = dispatch.StatusRunning, s.name, 1, now, now
+	r, err = apply(r, claimed(s.name, time.Now().UTC())) // runs here, before it is kept
+	if err != nil {
+		<-s.slots
+		return nil, nil, true, StoreError(err)
+	}
 	ir := &inlineRun{ended: make(chan struct{}), decided: make(chan struct{})}
 	rctx, rn, done := s.begin(r, nil)
 	// On a dispatcher worker, not a goroutine of its own: decoding and
@@ -149,24 +152,25 @@ func (s *Service) endedQuickly(ctx context.Context, r *Record, ir *inlineRun, qu
 		}
 		return w, nil, nil
 	}
-	final := s.final(r, env.Status, env)
-	final.Quiet = quiet
+	end := ended(env.Status, env, time.Now().UTC())
+	end.quiet = quiet
 	// Its audit record at the same time as its one write: the caller is
 	// answered once both are in (audited.go); or, while this replica's
 	// audit lease would recover it, later (recovery.go).
-	audited := s.auditedEnd(ctx, r, final, s.settleBudget(r))
-	err := s.retryStore(ctx, s.settleBudget(r), func(ctx context.Context) (err error) {
-		_, err = s.create(ctx, final.key(), final.encode())
-		return err
-	})
+	audited := s.auditedEnd(ctx, r, &end, s.settleBudget(r))
+	final, err := apply(r, end) // it ran here and ended: the record it is accepted with
+	var w wrote
+	if err == nil {
+		w, err = s.commit(ctx, nil, 0, accepted(final), how{budget: s.settleBudget(r)})
+	}
 	audited()
 	if err != nil {
 		s.log.Warn("executions: an async call that ended could not be kept; its caller gets its answer now", zap.String("execution_id", r.ID), zap.Error(err))
 		return nil, unkept(env), nil
 	}
 	s.accepted(r)
-	s.endedUnawaited(final) // its id is in the answer only: nobody waits for it yet
-	return final, nil, nil
+	s.endedUnawaited(w.rec) // its id is in the answer only: nobody waits for it yet
+	return w.rec, nil, nil
 }
 
 // keep makes a call running here durable: its lease and its record,
@@ -178,18 +182,11 @@ func (s *Service) keep(ctx context.Context, rn *run, r *Record, ir *inlineRun) e
 	var leaseErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { leaseErr = s.armLease(ctx, rn, r, acceptBudget) })
-	key, body := r.key(), r.encode()
-	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) (err error) {
-		ir.rev, err = s.create(ctx, key, body)
-		return err
-	})
+	w, err := s.commit(ctx, nil, 0, accepted(r), how{budget: acceptBudget})
+	ir.rev = w.rev // 0 when its outcome is unknown: taken back whatever it holds
 	wg.Wait()
 	if err != nil || leaseErr != nil {
-		rev := ir.rev
-		if err != nil {
-			rev = 0 // its outcome unknown: taken back whatever it holds
-		}
-		s.takeBack(ctx, key, rev)
+		s.takeBack(ctx, r.key(), ir.rev)
 		s.disarmLease(rn, r)
 		return StoreError(cmp.Or(err, leaseErr))
 	}

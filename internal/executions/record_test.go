@@ -56,7 +56,10 @@ func TestViewOfAFinalRecord(t *testing.T) {
 			}
 			r := &Record{ID: "0123456789abcdef01234567", Caller: "k", Kind: "call", Tool: "echo", RequestID: "req",
 				Status: dispatch.StatusRunning, Step: 1, CreatedAt: now, UpdatedAt: now}
-			done := (&Service{}).final(r, tc.status, tc.env)
+			done, err := apply(r, ended(tc.status, tc.env, now))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if done.env == nil {
 				t.Fatal("final kept no envelope in memory")
 			}

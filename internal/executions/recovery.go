@@ -91,15 +91,15 @@ func (s *Service) auditCovered() bool {
 
 // auditedEnd starts making the audit records of r's end durable, unless
 // the audit lease covers them: the wait auditing returns, or one that
-// returns at once, done (the final record, not yet written) then marked
-// for a recovery. Only a call's end is written before its record: a
-// batch's calls are audited under its request id, not its execution's,
-// which a recovery could not tell from a lost record.
-func (s *Service) auditedEnd(ctx context.Context, r, done *Record, budget time.Duration) (wait func()) {
+// returns at once, end (the event, not yet written) then marking the
+// final record for a recovery. Only a call's end is written before its
+// record: a batch's calls are audited under its request id, not its
+// execution's, which a recovery could not tell from a lost record.
+func (s *Service) auditedEnd(ctx context.Context, r *Record, end *event, budget time.Duration) (wait func()) {
 	if r.Kind != "call" || !s.auditCovered() {
 		return s.auditing(ctx, r.ID, budget)
 	}
-	done.AuditAfter, done.ArgsSHA256 = true, s.rec.ArgsHash(r.Tool, r.Arguments)
+	end.auditAfter, end.argsSHA256 = true, s.rec.ArgsHash(r.Tool, r.Arguments)
 	return func() {}
 }
 

@@ -1,7 +1,6 @@
 package executions
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,21 +155,16 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 	if r.Trace == nil {
 		r.Trace = tracing.FromContext(ctx)
 	}
-	key, body := r.key(), r.encode()
-	var rev uint64
-	err := s.retryStore(ctx, acceptBudget, func(ctx context.Context) (err error) {
-		rev, err = s.create(ctx, key, body)
-		return err
-	})
+	w, err := s.commit(ctx, nil, 0, accepted(r), how{budget: acceptBudget})
 	if err != nil {
 		// The write may have landed with its answer lost: take it back,
 		// since the caller is told nothing was accepted. No worker can
 		// have it: its message was never sent.
-		s.takeBack(ctx, key, 0)
+		s.takeBack(ctx, r.key(), 0)
 		return StoreError(err)
 	}
 	if r.Status == dispatch.StatusPending {
-		if err := s.queue(ctx, r, body, rev, acceptBudget); err != nil && s.takeBack(ctx, key, rev) {
+		if err := s.queue(ctx, r, w.body, w.rev, acceptBudget); err != nil && s.takeBack(ctx, r.key(), w.rev) {
 			return err
 		}
 	}
@@ -180,37 +174,6 @@ func (s *Service) accept(ctx context.Context, r *Record) error {
 		s.m.executions.WithLabelValues(string(r.Status)).Inc()
 	}
 	return nil
-}
-
-// create writes a new record. A retry that finds it there already (the
-// first attempt landed, its answer was lost) takes it as written: its key
-// holds a fresh random id, so nobody else's record can be there.
-func (s *Service) create(ctx context.Context, key string, body []byte) (uint64, error) {
-	rev, err := s.st.Executions.Create(ctx, key, body)
-	return s.landed(ctx, key, body, rev, err)
-}
-
-// landed takes a write's conflict as its success when the key holds body
-// already: a retry of a write whose first attempt landed with its answer
-// lost. A record's body is its own (a fresh id, a step, a time), so no
-// other writer's record reads the same. A conflict that cannot be read is
-// the store being away, not an answer: it may be the first attempt itself,
-// proposed to a stream leader that lost its quorum — it conflicts with the
-// retry at once and is committed once the quorum is back (the chaos
-// harness's quorum loss: a resumption answered 503 whose write landed 20 s
-// later, its step left pending with no message).
-func (s *Service) landed(ctx context.Context, key string, body []byte, rev uint64, err error) (uint64, error) {
-	if !errors.Is(err, state.ErrConflict) {
-		return rev, err
-	}
-	b, cur, gerr := s.st.Executions.Get(ctx, key)
-	switch {
-	case gerr == nil && bytes.Equal(b, body):
-		return cur, nil
-	case unavailable(gerr):
-		return 0, gerr
-	}
-	return 0, err
 }
 
 // takeBack removes a record the caller is to be told was not accepted,
@@ -332,8 +295,8 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (*Record, error
 			if r.Status == dispatch.StatusWaiting {
 				when = "while it waited for " + waitNoun(r.Wait.For)
 			}
-			done := s.final(r, dispatch.StatusCancelled, cancelledEnvelope(r, when))
-			if _, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev); errors.Is(err, state.ErrConflict) {
+			w, err := s.commit(ctx, r, rev, ended(dispatch.StatusCancelled, cancelledEnvelope(r, when), time.Now().UTC()), how{})
+			if errors.Is(err, state.ErrConflict) {
 				continue // it started meanwhile
 			} else if err != nil {
 				return nil, StoreError(err)
@@ -341,12 +304,11 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (*Record, error
 			if r.Status == dispatch.StatusWaiting {
 				s.unindex(ctx, r)
 			}
-			s.ended(done)
-			return done, nil
+			s.ended(w.rec)
+			return w.rec, nil
 		}
 		if !r.CancelRequested {
-			r.CancelRequested, r.UpdatedAt = true, time.Now().UTC()
-			if _, err := s.st.Executions.Update(ctx, r.key(), r.encode(), rev); errors.Is(err, state.ErrConflict) {
+			if _, err := s.commit(ctx, r, rev, cancelAsked(time.Now().UTC()), how{}); errors.Is(err, state.ErrConflict) {
 				continue
 			} else if err != nil {
 				return nil, StoreError(err)

@@ -76,27 +76,6 @@ func (s *Service) waitOf(env *dispatch.Envelope, now time.Time) *Wait {
 	return w
 }
 
-// waiting turns r into the record of an execution that paused with env.
-// A tool pauses only after the confirmation gate let the call through, so
-// every later step runs confirmed.
-func (s *Service) waiting(r *Record, env *dispatch.Envelope) *Record {
-	next := *r
-	if env.Tool != "" && env.Tool != r.Tool {
-		// A fallback that paused: its step is the one to resume, and the
-		// call is still the one the caller made.
-		next.CalledAs, next.Tool = r.Called(), env.Tool
-	}
-	now := time.Now().UTC()
-	next.Status, next.Wait, next.Resume, next.UpdatedAt = dispatch.StatusWaiting, s.waitOf(env, now), nil, now
-	if env.Waiting.For != tools.WaitApproval {
-		next.Confirmed, next.ConfirmToken = true, "" // the token was spent on this step
-	}
-	if env.Pause != nil && env.Pause.Lineage != nil {
-		next.Lineage = env.Pause.Lineage
-	}
-	return &next
-}
-
 // errNoStoreToWait answers a synchronous call that paused, or waits for
 // an approval, where no store can keep the wait.
 func errNoStoreToWait(env *dispatch.Envelope) *tools.Error {
@@ -123,7 +102,7 @@ func (s *Service) Park(ctx context.Context, req *dispatch.Request, env *dispatch
 	now := time.Now().UTC()
 	r := &Record{ID: newID(now), Caller: req.Caller, Principal: req.Principal, Kind: "call", Tool: req.Tool, Arguments: req.Body,
 		TimeoutMS: req.Timeout.Milliseconds(),
-		RequestID: req.RequestID, Step: 1, Attempt: 1, Replica: s.name, CreatedAt: now, StartedAt: env.StartedAt}
+		RequestID: req.RequestID, Status: dispatch.StatusRunning, Step: 1, Attempt: 1, Replica: s.name, CreatedAt: now, StartedAt: env.StartedAt}
 	return s.parkRecord(ctx, r, env)
 }
 
@@ -131,7 +110,11 @@ func (s *Service) Park(ctx context.Context, req *dispatch.Request, env *dispatch
 // waiting execution: listed if it waits for approval, its timer set, its
 // record written; nothing of it is left if one of them fails.
 func (s *Service) parkRecord(ctx context.Context, r *Record, env *dispatch.Envelope) (*Record, error) {
-	r = s.waiting(r, env)
+	now := time.Now().UTC()
+	r, err := apply(r, paused(env, s.waitOf(env, now), now))
+	if err != nil {
+		return nil, err
+	}
 	audited := s.auditing(ctx, r.ID, acceptBudget) // before the record (audited.go)
 	defer audited()
 	// Listed before it is accepted: an approval no approver can find
@@ -226,7 +209,16 @@ func (s *Service) announceWait(ctx context.Context, r *Record, env *dispatch.Env
 // approval is listed first (see Park). The store is retried until the
 // wait would have expired.
 func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, env *dispatch.Envelope) {
-	next := s.waiting(r, env)
+	now := time.Now().UTC()
+	ev := paused(env, s.waitOf(env, now), now)
+	next, err := apply(r, ev) // the wait as its index and timer need it
+	if errors.Is(err, errCancelAsked) {
+		s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, "while it ran"))
+		return
+	} else if err != nil {
+		s.log.Error("executions: a pause the lifecycle refuses; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
+		return
+	}
 	budget := time.Until(next.Wait.ExpiresAt)
 	audited := s.auditing(ctx, r.ID, budget) // before the record (audited.go)
 	defer audited()
@@ -240,31 +232,28 @@ func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 		return
 	}
 	audited()
-	err := s.retryStore(ctx, budget, func(ctx context.Context) error {
-		_, err := s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
-		if !errors.Is(err, state.ErrConflict) {
-			return err
-		}
-		b, nrev, err := s.st.Executions.Get(ctx, r.key())
-		if err != nil {
-			return err
-		}
-		if cur, derr := decodeRecord(b); derr == nil && cur.CancelRequested {
-			return errCancelled
-		}
-		rev = nrev // changed under the run otherwise: the pause stands
-		return fmt.Errorf("%w: the record changed", state.ErrUnavailable)
-	})
+	ev.wait = next.Wait // with its timer
+	// A record changed under the run otherwise than ended or asked to
+	// cancel: the pause stands, written over the new revision.
+	w, err := s.commit(ctx, r, rev, ev, how{budget: budget, overwrite: true})
 	switch {
 	case err == nil:
 		if msg != nil {
 			_ = msg.Ack()
 		}
 		s.m.executions.WithLabelValues(string(dispatch.StatusWaiting)).Inc()
-		s.announceWait(ctx, next, env)
-	case errors.Is(err, errCancelled):
+		s.announceWait(ctx, w.rec, env)
+	case errors.Is(err, errCancelAsked):
 		s.unindex(ctx, next)
 		s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, "while it ran"))
+	case errors.Is(err, errFinal):
+		// Ended meanwhile by another replica (it took this one for lost):
+		// that end stands, and the wait is not kept.
+		s.unindex(ctx, next)
+		if msg != nil {
+			_ = msg.Ack()
+		}
+		s.log.Warn("executions: another replica ended this execution first; its pause is dropped", zap.String("execution_id", r.ID))
 	default:
 		s.disarm(ctx, next)
 		s.log.Error("executions: could not record that an execution waits; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
@@ -279,11 +268,9 @@ func (s *Service) pause(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 func (s *Service) waited(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64) {
 	if left := time.Until(r.Wait.ExpiresAt); left > 0 {
 		if meta, err := msg.Metadata(); err == nil && r.Wait.Timer != meta.Sequence.Stream {
-			next, wait := *r, *r.Wait
-			wait.Timer, next.Wait = meta.Sequence.Stream, &wait
 			// A conflict means the wait ended meanwhile: this message is
 			// then stale, and acknowledged when it comes back.
-			_, _ = s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
+			_, _ = s.commit(ctx, r, rev, timerNoted(meta.Sequence.Stream), how{})
 		}
 		_ = msg.NakWithDelay(left)
 		return
@@ -367,8 +354,8 @@ func (s *Service) Resume(ctx context.Context, caller, id, kind string, answer js
 		if err := checkAnswer(r, kind, answer); err != nil {
 			return nil, err
 		}
-		next := resumed(r, answer)
-		if err := s.advance(ctx, r, rev, next); errors.Is(err, state.ErrConflict) {
+		next, err := s.advance(ctx, r, rev, resumedWith(answer, time.Now().UTC()))
+		if errors.Is(err, state.ErrConflict) {
 			continue // resumed, cancelled or expired meanwhile: look again
 		} else if err != nil {
 			return nil, err
@@ -378,18 +365,11 @@ func (s *Service) Resume(ctx context.Context, caller, id, kind string, answer js
 	return nil, StoreError(state.ErrUnavailable)
 }
 
-// resumed is r's next step, given the answer it waits for.
-func resumed(r *Record, answer json.RawMessage) *Record {
-	next := *r
-	next.Status, next.Step, next.Wait, next.UpdatedAt = dispatch.StatusPending, r.Step+1, nil, time.Now().UTC()
-	next.Resume = &tools.Resumption{For: r.Wait.For, State: r.Wait.State, Answer: answer, Step: r.Step}
-	return &next
-}
-
-// advance writes the next step of a waiting execution and queues it; if
-// the queue refuses, the record is put back as it was, so nothing is
-// stuck pending without a message.
-func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *Record) error {
+// advance writes the next step of a waiting execution — ev, a
+// resumption or an approval — and queues it; if the queue refuses, the
+// step is withdrawn (the record put back as it was), so nothing is stuck
+// pending without a message.
+func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, ev event) (*Record, error) {
 	// The write rides out a lost answer (a node killed, the connection
 	// moving): it is retried, and a retry that conflicts because its first
 	// attempt landed finds the record as this step wrote it. Given up,
@@ -401,6 +381,10 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	// attempt that may have landed, "nothing was accepted" cannot be told
 	// (a stream leader's kill left two answered executions pending).
 	ctx = context.WithoutCancel(ctx)
+	next, err := apply(prev, ev) // the step, as its guard names it
+	if err != nil {
+		return nil, err
+	}
 	budget := s.settleBudget(next)
 	// Its guard first (guard.go): should this replica die between the
 	// write and the message, the guard publishes the message.
@@ -408,7 +392,7 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 	// message yet (keepGuard).
 	guard, err := s.armGuard(ctx, next, budget)
 	if err != nil {
-		return StoreError(err)
+		return nil, StoreError(err)
 	}
 	keepGuard := false
 	defer func() {
@@ -416,43 +400,38 @@ func (s *Service) advance(ctx context.Context, prev *Record, rev uint64, next *R
 			s.dropGuard(ctx, next.ID, guard)
 		}
 	}()
-	key, body := next.key(), next.encode()
-	var nrev uint64
-	err = s.retryStore(ctx, budget, func(ctx context.Context) (err error) {
-		nrev, err = s.st.Executions.Update(ctx, key, body, rev)
-		nrev, err = s.landed(ctx, key, body, nrev, err)
-		return err
-	})
+	w, err := s.commit(ctx, prev, rev, ev, how{budget: budget})
 	if errors.Is(err, state.ErrConflict) {
-		return err
+		return nil, err
 	}
 	if err != nil {
 		// Given up with the store away, an attempt may land yet, however
 		// late (a quorum lost for longer): the guard sees to it.
 		keepGuard = unavailable(err)
-		return StoreError(err)
+		return nil, StoreError(err)
 	}
+	next = w.rec
 	// The resumed event is recorded before the step is queued: a worker of
 	// this replica could otherwise run the step and record its start and
 	// end first, and a follower stops reading at the end. (A step run on
 	// another replica records through that replica's recorder; there the
 	// order of the two replicas' events is not guaranteed. If the queue
-	// refuses, the record is put back and the resumer told: the event then
+	// refuses, the step is withdrawn and the resumer told: the event then
 	// said too much, and the execution's next waiting or timeout event
 	// corrects it.)
 	s.rec.Execution(events.Event{Type: events.TypeResumed, ExecutionID: next.ID, RequestID: next.RequestID, Tool: next.Tool,
 		Caller: next.Caller, Principal: next.Principal, Status: string(dispatch.StatusPending)})
-	if err := s.queue(ctx, next, body, nrev, budget); err != nil {
-		if _, rerr := s.st.Executions.Update(ctx, prev.key(), prev.encode(), nrev); rerr != nil {
+	if err := s.queue(ctx, next, w.body, w.rev, budget); err != nil {
+		if _, werr := s.commit(ctx, next, w.rev, withdrawn(prev), how{}); werr != nil {
 			s.log.Error("executions: a resumed execution could not be queued nor put back; its guard queues it once the store answers",
-				zap.String("execution_id", prev.ID), zap.Error(rerr))
+				zap.String("execution_id", prev.ID), zap.Error(werr))
 			keepGuard = true
 		}
-		return err
+		return nil, err
 	}
 	s.unindex(ctx, prev)
 	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
-	return nil
+	return next, nil
 }
 
 // unindex deletes the timer of an execution that no longer waits and, for
@@ -485,10 +464,9 @@ func (s *Service) unindex(ctx context.Context, r *Record) {
 // endExpired ends an execution whose wait expired, now (a resumption or
 // an approval that came too late), rather than when its timer comes back.
 func (s *Service) endExpired(ctx context.Context, r *Record, rev uint64) {
-	done := s.final(r, dispatch.StatusTimeout, expiredEnvelope(r))
-	if _, err := s.st.Executions.Update(ctx, r.key(), done.encode(), rev); err == nil {
+	if w, err := s.commit(ctx, r, rev, ended(dispatch.StatusTimeout, expiredEnvelope(r), time.Now().UTC()), how{}); err == nil {
 		s.unindex(ctx, r)
-		s.ended(done)
+		s.ended(w.rec)
 	}
 }
 

@@ -1,7 +1,6 @@
 package executions
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -228,14 +227,13 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 }
 
 // claim marks the record running here, if it is still at rev, and runs
-// it; false means it changed meanwhile (cancelled, taken) or the store
-// failed (the message then comes back later).
+// it; false means it changed meanwhile (cancelled, taken) or the move is
+// not the table's any more (the message then is looked at again), true
+// that it runs here, or that the store failed (the message then comes
+// back later).
 func (s *Service) claim(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64) bool {
-	next := *r
-	now := time.Now().UTC()
-	next.Status, next.Replica, next.Attempt, next.StartedAt, next.UpdatedAt = dispatch.StatusRunning, s.name, r.Attempt+1, now, now
-	nrev, err := s.st.Executions.Update(ctx, r.key(), next.encode(), rev)
-	if errors.Is(err, state.ErrConflict) {
+	w, err := s.commit(ctx, r, rev, claimed(s.name, time.Now().UTC()), how{})
+	if errors.Is(err, state.ErrConflict) || errors.Is(err, errMove) {
 		return false
 	}
 	if err != nil {
@@ -243,7 +241,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, r *Record, rev u
 		return true
 	}
 	s.m.executions.WithLabelValues(string(dispatch.StatusRunning)).Inc()
-	s.execute(msg, &next, nrev)
+	s.execute(msg, w.rec, w.rev)
 	return true
 }
 
@@ -431,69 +429,35 @@ func (s *Service) cancelLocal(id string) {
 	}
 }
 
-// final is the record of an execution that ended with env.
-func (s *Service) final(r *Record, status dispatch.Status, env *dispatch.Envelope) *Record {
-	done := *r
-	env.ExecutionID = r.ID
-	env.Status, env.Success = status, status == dispatch.StatusSuccess
-	done.Status, done.Envelope, done.Arguments, done.ConfirmToken, done.UpdatedAt = status, env.AppendJSON(nil), nil, "", time.Now().UTC()
-	done.env = env
-	done.Resume = nil
-	if done.Wait != nil {
-		w := *done.Wait
-		w.State = nil // the tool's own: no longer needed
-		done.Wait = &w
-	}
-	return &done
-}
-
-// settle writes the final record, unless another replica ended the
-// execution first (then this outcome is dropped: one final state), and
-// acknowledges the delivery. The store is retried through an outage for
-// settleBudget (the outcome exists only here); one that stays away longer
-// leaves the message unacknowledged: the queue brings it back, and the
-// record says what to do.
+// settle writes the end of an execution, unless another replica ended it
+// first (then this outcome is dropped: one final state), and acknowledges
+// the delivery. The store is retried through an outage for settleBudget
+// (the outcome exists only here); one that stays away longer leaves the
+// message unacknowledged: the queue brings it back, and the record says
+// what to do. The record changed under the run (a cancellation asked) does
+// not change the outcome: it is written over the new revision (a run the
+// request stopped already ended cancelled: see outcome).
 func (s *Service) settle(ctx context.Context, msg jetstream.Msg, r *Record, rev uint64, status dispatch.Status, env *dispatch.Envelope) bool {
-	done := s.final(r, status, env)
-	dropped := false
+	ev := ended(status, env, time.Now().UTC())
 	deadline := time.Now().Add(s.settleBudget(r))
-	s.auditedEnd(ctx, r, done, time.Until(deadline))() // before the end it audits (audited.go), unless the lease covers it (recovery.go)
-	body := done.encode()
-	err := s.retryStore(ctx, max(time.Until(deadline), acceptBudget), func(ctx context.Context) error {
-		_, err := s.st.Executions.Update(ctx, r.key(), body, rev)
-		if !errors.Is(err, state.ErrConflict) {
-			return err
+	s.auditedEnd(ctx, r, &ev, time.Until(deadline))() // before the end it audits (audited.go), unless the lease covers it (recovery.go)
+	w, err := s.commit(ctx, r, rev, ev, how{budget: max(time.Until(deadline), acceptBudget), overwrite: true})
+	switch {
+	case errors.Is(err, errFinal):
+		if msg != nil {
+			_ = msg.Ack()
 		}
-		b, nrev, err := s.st.Executions.Get(ctx, r.key())
-		if err != nil {
-			return err
-		}
-		if bytes.Equal(b, body) {
-			return nil // an earlier attempt's, its answer lost: this end, written
-		}
-		if cur, derr := decodeRecord(b); derr != nil || cur.Status.Final() {
-			dropped = true
-			return nil
-		}
-		// The record changed under the run (a cancellation request): the
-		// outcome stands, written over the new revision. A run the
-		// request stopped already ended cancelled (see execute).
-		rev = nrev
-		return fmt.Errorf("%w: the record changed", state.ErrUnavailable)
-	})
-	if err != nil {
+		s.log.Warn("executions: another replica ended this execution first; this outcome is dropped",
+			zap.String("execution_id", r.ID), zap.String("dropped", string(status)))
+		return false
+	case err != nil:
 		s.log.Error("executions: could not record an execution's end; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
 		return false
 	}
 	if msg != nil {
 		_ = msg.Ack()
 	}
-	if dropped {
-		s.log.Warn("executions: another replica ended this execution first; this outcome is dropped",
-			zap.String("execution_id", r.ID), zap.String("dropped", string(status)))
-		return false
-	}
-	s.ended(done)
+	s.ended(w.rec)
 	return true
 }
 
