@@ -16,6 +16,7 @@ import (
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/tools"
 )
@@ -271,22 +272,39 @@ func (s *Service) LineageFor(caller string) func(context.Context, string) (*tool
 }
 
 // rerunnable: an execution found running on a lost replica runs again
-// only when its tool says a second run does no harm (read-only or
-// idempotent: tools.Effects.Rerunnable), and not forever.
+// only when every tool it calls may run again (MayRunAgain), and not
+// forever.
 func (s *Service) rerunnable(r *Record) bool {
 	if r.Attempt >= s.opts.MaxAttempts {
 		return false
 	}
 	if r.Kind == "batch" {
-		for _, c := range r.Batch.Calls {
-			if e, ok := s.disp.Registry().Lookup(c.Tool); !ok || !e.Spec.Effects.Rerunnable() {
-				return false
-			}
+		names := make([]string, len(r.Batch.Calls))
+		for i, c := range r.Batch.Calls {
+			names[i] = c.Tool
 		}
-		return true
+		return MayRunAgain(s.disp.Registry(), names...)
 	}
-	e, ok := s.disp.Registry().Lookup(r.Tool)
-	return ok && e.Spec.Effects.Rerunnable()
+	return MayRunAgain(s.disp.Registry(), r.Tool)
+}
+
+// MayRunAgain is the one rule of whether a call whose outcome was lost
+// (its replica died while it ran, or its answer could not be kept) may
+// run again: when each of its tools is read-only (MCP's readOnlyHint: it
+// changes nothing) or idempotent (a second run adds nothing) —
+// tools.Effects.Rerunnable. The worker asks it of an execution found
+// running on a lost replica, and an Idempotency-Key's retry of a request
+// lost with its replica; a tool the registry does not know may not.
+func MayRunAgain(reg *registry.Registry, toolNames ...string) bool {
+	if reg == nil || len(toolNames) == 0 {
+		return false
+	}
+	for _, name := range toolNames {
+		if e, ok := reg.Lookup(name); !ok || !e.Spec.Effects.Rerunnable() {
+			return false
+		}
+	}
+	return true
 }
 
 func interruptedEnvelope(r *Record) *dispatch.Envelope {

@@ -59,9 +59,10 @@ func (s *Server) executeWith(w http.ResponseWriter, r *http.Request, req *dispat
 	if o.pref.async {
 		mode = "async"
 	}
-	readOnly, rerunnable := false, false
-	if e, ok := s.opts.Dispatcher.Registry().Lookup(req.Tool); ok {
-		readOnly, rerunnable = e.Spec.Effects.ReadOnly, e.Spec.Effects.Rerunnable()
+	reg := s.opts.Dispatcher.Registry()
+	readOnly, rerunnable := false, executions.MayRunAgain(reg, req.Tool)
+	if e, ok := reg.Lookup(req.Tool); ok {
+		readOnly = e.Spec.Effects.ReadOnly
 	}
 	do := func() *reply {
 		if o.pref.async {
@@ -86,8 +87,9 @@ func (s *Server) lease(toolNames ...string) time.Duration {
 
 // once applies the idempotency key and then the turn around do. A key
 // whose earlier request was lost with its replica does not run again
-// unless its tools are idempotent (rerunnable): it is answered that the
-// outcome is unknown, and that answer is kept for the key.
+// unless its tools may (rerunnable: executions.MayRunAgain, the rule the
+// worker follows too): it is answered that the outcome is unknown, and
+// that answer is kept for the key.
 func (s *Server) once(r *http.Request, o callOptions, mode string, req *dispatch.Request, lease time.Duration, readOnly, rerunnable bool, do func() *reply) *reply {
 	ctx, ex := r.Context(), s.opts.Executions
 	ri := info(r)
@@ -442,7 +444,7 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	for i, c := range b.Calls {
 		names[i] = c.Tool
 	}
-	s.send(w, r, s.once(r, o, mode, req, s.lease(names...), false, false, func() *reply {
+	s.send(w, r, s.once(r, o, mode, req, s.lease(names...), false, executions.MayRunAgain(reg, names...), func() *reply {
 		if !o.pref.async {
 			res := s.opts.Executions.Batch(auth.WithIdentity(r.Context(), p.Who()), b, p.Name, info(r).id, p.Allows)
 			data, _ := json.Marshal(res)
