@@ -24,7 +24,9 @@ func (e effected) Spec() tools.Spec {
 		Parameters: json.RawMessage(`{"type":"object"}`)}
 }
 
-func (e effected) Execute(context.Context, *tools.Call) (any, error) { return map[string]int64{"run": e.runs.Add(1)}, nil }
+func (e effected) Execute(context.Context, *tools.Call) (any, error) {
+	return map[string]int64{"run": e.runs.Add(1)}, nil
+}
 
 // TestLostKeyRunsAgainOnlyWhenItMay: a retry under an Idempotency-Key
 // whose first request was lost with its replica runs the call again only
