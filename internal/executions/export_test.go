@@ -52,6 +52,10 @@ func (s *Service) ResumeAcross(ctx context.Context, caller, id string, answer js
 // ReadBudget sets how long s's reads ride out the store.
 func (s *Service) ReadBudget(d time.Duration) { s.readBudget = d }
 
+// YieldFor sets how long after its acceptance s gives a refused run back
+// to the queue before ending it.
+func (s *Service) YieldFor(d time.Duration) { s.yieldFor = d }
+
 // RetryStore is retryStore, each attempt bounded by attempt.
 func (s *Service) RetryStore(ctx context.Context, budget, attempt time.Duration, op func(context.Context) error) error {
 	return s.retryAttempts(ctx, budget, attempt, op)

@@ -145,6 +145,20 @@ func (s *Service) runInline(ctx context.Context, rn *run, done func(), r *Record
 func (s *Service) endedQuickly(ctx context.Context, r *Record, ir *inlineRun, quiet bool) (*Record, *dispatch.Envelope, error) {
 	defer close(ir.decided)
 	env := ir.env
+	if env.Status == dispatch.StatusRejected && passes(env.Error) {
+		// Refused for a moment (its tool full here, a capacity, a rate):
+		// it did not run, so it goes through the queue as a call run
+		// elsewhere would, and runs when it can — an accepted execution is
+		// not refused after the fact (issue 38; worker.go's yield).
+		pending, err := apply(r, yielded(time.Now().UTC()))
+		if err == nil {
+			err = s.accept(ctx, pending)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return pending, nil, nil
+	}
 	if env.Status == dispatch.StatusWaiting {
 		w, err := s.parkRecord(ctx, r, env)
 		if err != nil {

@@ -29,6 +29,8 @@ import (
 //	withdraw     pending at the step a resume or approve just wrote  waiting as before (its message could not be queued)
 //	note timer   waiting                                             waiting (a wait an older toold began: its timer)
 //	ask cancel   running, not asked yet                              running, cancellation asked
+//	yield        running, refused before it ran for a reason that    pending at its step, the attempt not counted
+//	             passes (overload), no cancellation asked            (the queue brings it back)
 //	end          pending: cancelled only                             ended: the status, its envelope;
 //	             running: any end                                    the arguments, the token, a wait's state dropped
 //	             waiting: cancelled, timeout (expired), error (denied)
@@ -49,11 +51,12 @@ const (
 	moveWithdraw
 	moveNoteTimer
 	moveAskCancel
+	moveYield
 	moveEnd
 )
 
 var moveNames = [...]string{moveAccept: "accept", moveClaim: "claim", movePause: "pause", moveResume: "resume", moveApprove: "approve",
-	moveWithdraw: "withdraw", moveNoteTimer: "note timer", moveAskCancel: "ask cancel", moveEnd: "end"}
+	moveWithdraw: "withdraw", moveNoteTimer: "note timer", moveAskCancel: "ask cancel", moveYield: "yield", moveEnd: "end"}
 
 func (m move) String() string {
 	if int(m) < len(moveNames) && moveNames[m] != "" {
@@ -118,6 +121,8 @@ func timerNoted(seq uint64) event { return event{move: moveNoteTimer, timer: seq
 
 func cancelAsked(at time.Time) event { return event{move: moveAskCancel, at: at} }
 
+func yielded(at time.Time) event { return event{move: moveYield, at: at} }
+
 func ended(status dispatch.Status, env *dispatch.Envelope, at time.Time) event {
 	return event{move: moveEnd, status: status, env: env, at: at}
 }
@@ -135,9 +140,9 @@ var errMove = errors.New("executions: a move the lifecycle does not have")
 // errFinal refuses any event of an ended execution: one final state.
 var errFinal = fmt.Errorf("%w: the execution has ended, and its record never changes", errMove)
 
-// errCancelAsked refuses to pause a run whose cancellation was asked: it
-// ends cancelled instead.
-var errCancelAsked = fmt.Errorf("%w: the execution's cancellation was asked, and it does not pause", errMove)
+// errCancelAsked refuses to pause or yield a run whose cancellation was
+// asked: it ends cancelled instead.
+var errCancelAsked = fmt.Errorf("%w: the execution's cancellation was asked, and it does not pause or yield", errMove)
 
 // illegal is a move the table does not have from the record's state.
 func illegal(ev event, r *Record, why string) error {
@@ -198,6 +203,14 @@ func apply(r *Record, ev event) (*Record, error) {
 			return nil, illegal(ev, r, "a cancellation is asked of a running execution, once (any other ends cancelled)")
 		}
 		next.CancelRequested, next.UpdatedAt = true, ev.at
+	case moveYield:
+		switch {
+		case r.Status != dispatch.StatusRunning:
+			return nil, illegal(ev, r, "only a run refused before it ran yields")
+		case r.CancelRequested:
+			return nil, errCancelAsked
+		}
+		next.Status, next.Attempt, next.UpdatedAt = dispatch.StatusPending, max(r.Attempt-1, 0), ev.at
 	case moveEnd:
 		if !slices.Contains(endsFrom[r.Status], ev.status) || ev.env == nil {
 			return nil, illegal(ev, r, fmt.Sprintf("it cannot end %s from there", ev.status))

@@ -44,7 +44,7 @@ func allowed(r *Record, ev event) bool {
 		return st == dispatch.StatusPending && p != nil && p.ID == r.ID && p.Status == dispatch.StatusWaiting && r.Step == p.Step+1
 	case moveNoteTimer:
 		return st == dispatch.StatusWaiting && r.Wait != nil
-	case moveAskCancel:
+	case moveAskCancel, moveYield:
 		return st == dispatch.StatusRunning && !r.CancelRequested
 	case moveEnd:
 		if ev.env == nil || !ev.status.Final() {
@@ -77,7 +77,9 @@ func (g *happenings) draw(prev *Record) event {
 	g.at = g.at.Add(time.Duration(1+g.pick(1000)) * time.Millisecond)
 	at := g.at
 	statuses := dispatch.ExecutionStatuses
-	switch g.pick(9) {
+	switch g.pick(10) {
+	case 9:
+		return yielded(at)
 	case 0:
 		return claimed(fmt.Sprintf("r%d", g.pick(3)), at)
 	case 1:
@@ -213,6 +215,11 @@ func checkMove(t *testing.T, i int, cur, next *Record, ev event) {
 		if ev.move == moveApprove && (!next.Confirmed || next.Approval == nil) {
 			t.Fatalf("event %d: approved but not confirmed", i)
 		}
+	case moveYield:
+		if next.Status != dispatch.StatusPending || next.Attempt != max(cur.Attempt-1, 0) || next.Step != cur.Step {
+			t.Fatalf("event %d: yielded into %s attempt %d step %d", i, next.Status, next.Attempt, next.Step)
+		}
+		return
 	case moveClaim:
 		if next.Attempt != cur.Attempt+1 || next.Replica != ev.replica || next.Status != dispatch.StatusRunning {
 			t.Fatalf("event %d: claimed as attempt %d on %q (%s)", i, next.Attempt, next.Replica, next.Status)
@@ -310,6 +317,9 @@ func TestLifecycleTable(t *testing.T) {
 		{"an answer does not resume an approval", rec(dispatch.StatusWaiting, tools.WaitApproval), resumedWith(nil, at), errMove},
 		{"an approval is approved", rec(dispatch.StatusWaiting, tools.WaitApproval), approvedBy(&Approval{}, at), nil},
 		{"a question is not approved", rec(dispatch.StatusWaiting, tools.WaitInput), approvedBy(&Approval{}, at), errMove},
+		{"a run refused before it ran yields", rec(dispatch.StatusRunning, ""), yielded(at), nil},
+		{"a run asked to cancel does not yield", cancelAskedRun, yielded(at), errCancelAsked},
+		{"a wait does not yield", rec(dispatch.StatusWaiting, tools.WaitInput), yielded(at), errMove},
 		{"a run is asked to cancel", rec(dispatch.StatusRunning, ""), cancelAsked(at), nil},
 		{"twice", cancelAskedRun, cancelAsked(at), errMove},
 		{"a pending execution ends cancelled", rec(dispatch.StatusPending, ""), ended(dispatch.StatusCancelled, env(""), at), nil},

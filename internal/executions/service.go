@@ -112,6 +112,10 @@ type Service struct {
 	// readBudget is how long a read rides out the store (readBudget; a
 	// test shortens it).
 	readBudget time.Duration
+	// yieldFor, when set, is how long after its acceptance a run refused
+	// for a reason that passes goes back to the queue, instead of its
+	// settleBudget (a test shortens it).
+	yieldFor time.Duration
 
 	mu       sync.Mutex
 	running  map[string]*run // executions running on this replica, by id

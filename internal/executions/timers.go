@@ -71,7 +71,8 @@ func (s *Service) startTimers(ctx, wctx context.Context) error {
 // (timeout, wait_expired); the lease of a run taken on where it was
 // accepted means its replica stopped setting it: the run is handed to the
 // queue, whose worker finds it running on a lost replica (or adopts it,
-// here). A step's guard queues a step its writer did not (guard.go). A
+// here); one it finds pending at its step was put back and not queued
+// (yield), and is queued. A step's guard queues a step its writer did not (guard.go). A
 // timer of a step that is over, of an ended execution or of one gone is
 // dropped.
 func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
@@ -99,6 +100,17 @@ func (s *Service) due(ctx context.Context, msg jetstream.Msg) {
 		if !s.adopt(r.ID, msg) {
 			s.requeue(ctx, msg, r, rev)
 		}
+		return
+	case r != nil && sameStep(w.Step, r.Step) && r.Status == dispatch.StatusPending:
+		// A run taken on where it was accepted, refused before it ran, put
+		// back and not queued then (worker.go's yield): its lease queues
+		// it, under the step's own message id (one queued meanwhile is not
+		// queued twice).
+		if err := s.queue(ctx, r, r.encode(), rev, acceptBudget); err != nil {
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+		_ = msg.Ack()
 		return
 	case r == nil || !sameStep(w.Step, r.Step) || r.Status != dispatch.StatusWaiting:
 		_ = msg.Ack()

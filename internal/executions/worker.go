@@ -1,6 +1,7 @@
 package executions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -388,6 +389,10 @@ func (s *Service) outcome(ctx context.Context, rn *run, r *Record, rev uint64, e
 		s.pause(context.Background(), rn.delivery(), r, rev, env)
 		return
 	}
+	if env.Status == dispatch.StatusRejected && ctx.Err() == nil && passes(env.Error) {
+		s.yield(rn, r, rev, env)
+		return
+	}
 	status := env.Status
 	if te, ok := tools.AsError(context.Cause(ctx)); ok && env.Error != nil && env.Error.Code == te.Code {
 		switch te.Code {
@@ -405,6 +410,71 @@ func (s *Service) outcome(ctx context.Context, rn *run, r *Record, rev uint64, e
 	if rn.delivery() == nil {
 		s.disarmLease(rn, r)
 	}
+}
+
+// passes reports whether the pipeline refused a call for a reason that
+// passes by itself: an overload (its tool's bulkhead full or its queue
+// wait over, a capacity, a caller's rate or share, an open circuit, an
+// upstream away) — not a drain, which the drain's own cause handles.
+func passes(e *dispatch.ErrorBody) bool {
+	return e != nil && e.Type == tools.OverloadError && e.Code != tools.CodeDraining
+}
+
+// yield gives back a run the pipeline refused before it ran, for a reason
+// that passes: an accepted execution is never refused (issue 38). Its
+// record goes back to pending at its step and its delivery back to the
+// queue, taken again after the refusal's Retry-After (a second at least,
+// a heartbeat at most); a run taken on where it was accepted is queued
+// now. Past its own deadline — its timeout, and at least settleBudget,
+// from its acceptance — it ends timeout, saying what kept it from
+// running. A cancellation asked meanwhile ends it cancelled.
+func (s *Service) yield(rn *run, r *Record, rev uint64, env *dispatch.Envelope) {
+	ctx, msg := context.Background(), rn.delivery()
+	keepLease := false // a run taken on here: its lease brings it back if nothing else will
+	defer func() {
+		if msg == nil && !keepLease {
+			s.disarmLease(rn, r)
+		}
+	}()
+	if time.Since(r.CreatedAt) >= cmp.Or(s.yieldFor, s.settleBudget(r)) {
+		s.settle(ctx, msg, r, rev, dispatch.StatusTimeout, notRunEnvelope(r, env))
+		return
+	}
+	w, err := s.commit(ctx, r, rev, yielded(time.Now().UTC()), how{budget: s.settleBudget(r), overwrite: true})
+	switch {
+	case errors.Is(err, errCancelAsked):
+		s.settle(ctx, msg, r, rev, dispatch.StatusCancelled, cancelledEnvelope(r, "before it could run"))
+		return
+	case errors.Is(err, errFinal):
+		if msg != nil {
+			_ = msg.Ack()
+		}
+		return
+	case err != nil:
+		s.log.Error("executions: a run refused for a moment could not be put back; the queue will bring it back", zap.String("execution_id", r.ID), zap.Error(err))
+		keepLease = true
+		return
+	}
+	s.m.executions.WithLabelValues(string(dispatch.StatusPending)).Inc()
+	if msg != nil {
+		delay := min(max(time.Duration(env.Error.RetryAfterMS)*time.Millisecond, time.Second), s.opts.Heartbeat)
+		_ = msg.NakWithDelay(delay)
+		return
+	}
+	if err := s.queue(ctx, w.rec, w.body, w.rev, acceptBudget); err != nil {
+		// Its lease is kept: fired, it finds the step pending and queues
+		// it (timers.go).
+		s.log.Warn("executions: a run refused for a moment could not be queued; its lease queues it", zap.String("execution_id", r.ID), zap.Error(err))
+		keepLease = true
+	}
+}
+
+// notRunEnvelope ends an accepted execution the pipeline kept refusing,
+// for reasons that pass, until its deadline.
+func notRunEnvelope(r *Record, env *dispatch.Envelope) *dispatch.Envelope {
+	te := tools.Errorf(tools.TimeoutError, "the execution could not run within %v of its acceptance: %s", time.Since(r.CreatedAt).Round(time.Second),
+		env.Error.Message).WithCode(env.Error.Code).WithSuggestion("submit it again when the tool is less busy")
+	return dispatch.Failure(r.RequestID, r.Tool, dispatch.StatusTimeout, te)
 }
 
 // emitter publishes a running execution's output as events.
