@@ -93,7 +93,7 @@ func (s *Service) submitInline(ctx context.Context, r *Record, wait time.Duratio
 	r, err = apply(r, claimed(s.name, time.Now().UTC())) // runs here, before it is kept
 	if err != nil {
 		<-s.slots
-		return nil, nil, true, StoreError(err)
+		return nil, nil, false, nil // not run here: the queue takes it
 	}
 	ir := &inlineRun{ended: make(chan struct{}), decided: make(chan struct{})}
 	rctx, rn, done := s.begin(r, nil)

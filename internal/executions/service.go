@@ -9,10 +9,16 @@
 // every Heartbeat (JetStream's in-progress acknowledgement). A replica that
 // dies stops renewing: after 3 heartbeats the queue hands the message to
 // another replica, which finds the record still "running" on the lost one
-// and either runs it again (when the tool is declared idempotent) or ends it
-// "interrupted". The lease is the queue's own ack-wait, not a second
+// and either runs it again (when it may: MayRunAgain, each tool read-only or
+// idempotent) or ends it "interrupted". The lease is the queue's own
+// ack-wait, not a second
 // mechanism: no clock comparisons between replicas, and a message cannot be
 // lost between two of them.
+//
+// What an execution's record may become is one table (lifecycle.go): the
+// code says what happened — an event such as claimed, paused, resumedWith
+// or ended — and apply says what the record becomes, refusing a move the
+// table does not have; commit is the record's one writer.
 package executions
 
 import (
