@@ -9,7 +9,7 @@ IMAGE    ?= toold:$(VERSION)
 
 .DEFAULT_GOAL := build
 
-.PHONY: help build run deps test test-race test-all lint fuzz bench search-eval load image release release-tools ci
+.PHONY: help build run deps test test-race test-all lint fuzz bench search-eval load image release release-tools helm chart ci
 
 help: ## this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -63,8 +63,22 @@ RELEASE_FLAGS ?= --snapshot
 release-tools: ## GoReleaser and cyclonedx-gomod at the versions tools/release/go.mod pins, in bin/release
 	GOBIN=$(RELEASE_BIN) go -C tools/release install tool
 
-release: release-tools ## archives for every target, an SBOM per binary and checksums.txt in dist/ (a snapshot; RELEASE_FLAGS= on a tag)
+release: release-tools ## archives for every target, an SBOM per binary, and checksums.txt in dist/ (a snapshot; RELEASE_FLAGS= on a tag)
 	PATH="$(RELEASE_BIN):$$PATH" TOOLD_REVISION=$(REVISION) goreleaser release --clean $(RELEASE_FLAGS)
+
+# Helm, pinned in test/helm/go.mod (a module of its own), built into bin/helm.
+HELM := $(CURDIR)/bin/helm
+CHART := deploy/helm/toold
+
+helm: ## Helm at the version test/helm/go.mod pins, in bin/helm
+	go -C test/helm build -trimpath -o $(HELM) helm.sh/helm/v4/cmd/helm
+
+chart: helm ## lint the Helm chart strictly and render it with its defaults and each ci/ values file, as CI does
+	@for values in "" $(CHART)/ci/*.yaml; do \
+	  echo "-- $${values:-defaults}"; \
+	  $(HELM) lint --strict $(CHART) $${values:+-f "$$values"} && \
+	  $(HELM) template toold $(CHART) $${values:+-f "$$values"} >/dev/null || exit 1; \
+	done
 
 ci: ## what CI runs
 	.ci/run

@@ -42,6 +42,7 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	toolBin = filepath.Join(dir, "toold")
+	helmHome = filepath.Join(dir, "helm")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", toolBin, "./cmd/toold")

@@ -128,7 +128,10 @@ func mapSelector(sel map[string]string) *metav1.LabelSelector {
 }
 
 func TestSelectorsMatchLabels(t *testing.T) {
-	m := renderBase(t)
+	forEachRendering(t, func(t *testing.T, r *rendering) { selectorsMatchLabels(t, r.m) })
+}
+
+func selectorsMatchLabels(t *testing.T, m *manifests) {
 	d := m.deployment
 	pod := d.Spec.Template.Labels
 	c := m.container(t)
@@ -146,26 +149,39 @@ func TestSelectorsMatchLabels(t *testing.T) {
 			t.Errorf("Service port %q: targetPort %s is no port of the container", p.Name, p.TargetPort.String())
 		}
 	}
-	selects(t, "PodDisruptionBudget .spec.selector", m.pdb.Spec.Selector, pod)
-	selects(t, "NetworkPolicy .spec.podSelector", &m.netpol.Spec.PodSelector, pod)
-	for _, rule := range m.netpol.Spec.Ingress {
-		for _, p := range rule.Ports {
-			if p.Port == nil {
-				t.Error("NetworkPolicy: an ingress rule opens every port")
-			} else if _, ok := containerPort(c, *p.Port); !ok {
-				t.Errorf("NetworkPolicy: ingress port %s is no port of the container", p.Port.String())
+	if m.pdb != nil {
+		selects(t, "PodDisruptionBudget .spec.selector", m.pdb.Spec.Selector, pod)
+	}
+	if m.netpol != nil {
+		selects(t, "NetworkPolicy .spec.podSelector", &m.netpol.Spec.PodSelector, pod)
+		for _, rule := range m.netpol.Spec.Ingress {
+			for _, p := range rule.Ports {
+				if p.Port == nil {
+					t.Error("NetworkPolicy: an ingress rule opens every port")
+				} else if _, ok := containerPort(c, *p.Port); !ok {
+					t.Errorf("NetworkPolicy: ingress port %s is no port of the container", p.Port.String())
+				}
 			}
 		}
 	}
-	checkScaleTarget(t, "HorizontalPodAutoscaler", m.hpa, d)
+	if m.hpa != nil {
+		checkScaleTarget(t, "HorizontalPodAutoscaler", m.hpa, d)
+		if d.Spec.Replicas != nil {
+			t.Error("the Deployment sets replicas beside its HorizontalPodAutoscaler: every apply would reset the count")
+		}
+	} else if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
+		t.Error("without a HorizontalPodAutoscaler the Deployment needs replicas of 2 or more")
+	}
 	if sa := d.Spec.Template.Spec.ServiceAccountName; sa != m.serviceAccount.Name {
 		t.Errorf("Deployment serviceAccountName %q, the base's ServiceAccount is %q", sa, m.serviceAccount.Name)
 	}
 
-	selects(t, "ServiceMonitor .spec.selector", &m.serviceMonitor.Spec.Selector, m.service.Labels)
-	for _, ep := range m.serviceMonitor.Spec.Endpoints {
-		if ep.Port == "" || !slices.ContainsFunc(m.service.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) {
-			t.Errorf("ServiceMonitor endpoint port %q: the Service has no port of that name", ep.Port)
+	if sm := m.serviceMonitor; sm != nil {
+		selects(t, "ServiceMonitor .spec.selector", &sm.Spec.Selector, m.service.Labels)
+		for _, ep := range sm.Spec.Endpoints {
+			if ep.Port == "" || !slices.ContainsFunc(m.service.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) {
+				t.Errorf("ServiceMonitor endpoint port %q: the Service has no port of that name", ep.Port)
+			}
 		}
 	}
 
@@ -207,7 +223,10 @@ func checkScaleTarget(t testing.TB, what string, hpa *autoscalingv2.HorizontalPo
 }
 
 func TestSecurityContext(t *testing.T) {
-	m := renderBase(t)
+	forEachRendering(t, func(t *testing.T, r *rendering) { securityContext(t, r.m) })
+}
+
+func securityContext(t *testing.T, m *manifests) {
 	spec := m.deployment.Spec.Template.Spec
 	c := m.container(t)
 	psc, csc := spec.SecurityContext, c.SecurityContext
@@ -279,7 +298,10 @@ func seccomp(c, p *corev1.SeccompProfile) bool {
 // cmd/toold's drain keeps after it (5s for cancelled calls to answer, 5s
 // for Shutdown).
 func TestTerminationGraceOutlastsDrain(t *testing.T) {
-	m := renderBase(t)
+	forEachRendering(t, func(t *testing.T, r *rendering) { terminationGraceOutlastsDrain(t, r.m) })
+}
+
+func terminationGraceOutlastsDrain(t *testing.T, m *manifests) {
 	cfg, _ := loadDeployedConfig(t, m)
 	drain := cfg.Server.DrainGrace
 	if drain == 0 {

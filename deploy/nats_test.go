@@ -25,12 +25,6 @@ import (
 	"github.com/toold/toold/internal/state/statetest"
 )
 
-// The Secret (deploy/examples/nats-secret.yaml) both sides read.
-const (
-	natsSecret    = "toold-nats"
-	natsSecretKey = "password"
-)
-
 // natsManifests are the objects `kubectl apply -k deploy/nats` creates.
 type natsManifests struct {
 	sts     *appsv1.StatefulSet
@@ -43,25 +37,8 @@ type natsManifests struct {
 
 func renderNATS(t testing.TB) *natsManifests {
 	t.Helper()
-	m := &natsManifests{}
-	for _, obj := range render(t, "deploy", "nats") {
-		m.objects++
-		switch o := obj.(type) {
-		case *appsv1.StatefulSet:
-			m.sts = o
-		case *corev1.Service:
-			m.svc = o
-		case *policyv1.PodDisruptionBudget:
-			m.pdb = o
-		case *networkingv1.NetworkPolicy:
-			m.netpol = o
-		case *corev1.ConfigMap:
-			m.config = o
-		default:
-			t.Fatalf("deploy/nats renders a %T; the checks know none", o)
-		}
-	}
-	if m.sts == nil || m.svc == nil || m.pdb == nil || m.netpol == nil || m.config == nil || m.objects != 5 {
+	m := collectNATS(t, render(t, "deploy", "nats"), true)
+	if m.objects != 5 {
 		t.Fatalf("deploy/nats renders %d objects, not one StatefulSet, Service, PDB, NetworkPolicy and ConfigMap", m.objects)
 	}
 	return m
@@ -72,11 +49,21 @@ func renderNATS(t testing.TB) *natsManifests {
 // the nats-server release toold embeds, the store on the volume, and the
 // base's state.nats settings pointing at this Service and Secret.
 func TestNATSManifests(t *testing.T) {
-	m := renderNATS(t)
+	forEachRendering(t, func(t *testing.T, r *rendering) {
+		if r.nats == nil {
+			return // an external NATS: nothing of it is rendered
+		}
+		checkNATS(t, r.nats, r.m)
+	})
+}
+
+func checkNATS(t *testing.T, m *natsManifests, base *manifests) {
 	pod := m.sts.Spec.Template.Labels
 	selects(t, "StatefulSet .spec.selector", m.sts.Spec.Selector, pod)
 	selects(t, "PodDisruptionBudget", m.pdb.Spec.Selector, pod)
-	selects(t, "NetworkPolicy podSelector", &m.netpol.Spec.PodSelector, pod)
+	if m.netpol != nil {
+		selects(t, "NetworkPolicy podSelector", &m.netpol.Spec.PodSelector, pod)
+	}
 	for _, tsc := range m.sts.Spec.Template.Spec.TopologySpreadConstraints {
 		selects(t, "topologySpreadConstraints", tsc.LabelSelector, pod)
 	}
@@ -84,20 +71,21 @@ func TestNATSManifests(t *testing.T) {
 	if m.sts.Spec.ServiceName != m.svc.Name || m.svc.Spec.ClusterIP != "None" {
 		t.Errorf("the StatefulSet's serviceName %q must be the headless Service %q", m.sts.Spec.ServiceName, m.svc.Name)
 	}
-	base := renderBase(t)
 	toold := base.deployment.Spec.Template.Labels
 	if selectorMatches(mapSelector(base.service.Spec.Selector), pod) == nil {
 		t.Error("the toold Service selects the NATS pods")
 	}
-	selects(t, "NATS NetworkPolicy client ingress from toold", m.netpol.Spec.Ingress[0].From[0].PodSelector, toold)
-	if !egressTo(base.netpol, pod, 4222) {
+	if m.netpol != nil {
+		selects(t, "NATS NetworkPolicy client ingress from toold", m.netpol.Spec.Ingress[0].From[0].PodSelector, toold)
+	}
+	if base.netpol != nil && !egressTo(base.netpol, pod, 4222) {
 		t.Error("the toold NetworkPolicy lets toold reach no NATS pod on 4222")
 	}
 
 	c := m.sts.Spec.Template.Spec.Containers[0]
 	gomod := string(readRepoFile(t, "go.mod"))
 	v := regexp.MustCompile(`github.com/nats-io/nats-server/v2 v(\S+)`).FindStringSubmatch(gomod)
-	if v == nil || c.Image != "nats:"+v[1] {
+	if v == nil || !strings.HasSuffix(c.Image, "nats:"+v[1]) {
 		t.Errorf("image %q; want the release toold embeds (go.mod: %v)", c.Image, v)
 	}
 	csc, psc := c.SecurityContext, m.sts.Spec.Template.Spec.SecurityContext
@@ -112,6 +100,11 @@ func TestNATSManifests(t *testing.T) {
 	}) {
 		t.Errorf("JetStream's store_dir %v is not a volume of the claim template", storeDir)
 	}
+	// Both sides read the password from the same Secret key.
+	if nref, tref := envSecret(&c, "TOOLD_NATS_PASSWORD"), envSecret(base.container(t), "TOOLD_NATS_PASSWORD"); nref == nil || tref == nil ||
+		nref.Name != tref.Name || nref.Key != tref.Key {
+		t.Errorf("TOOLD_NATS_PASSWORD: NATS reads %v, toold reads %v; want the same Secret key", nref, tref)
+	}
 
 	cfg, _ := loadDeployedConfig(t, base)
 	u := strings.TrimPrefix(cfg.State.NATS.URL, "nats://")
@@ -119,9 +112,31 @@ func TestNATSManifests(t *testing.T) {
 	if host != m.svc.Name || !slices.ContainsFunc(m.svc.Spec.Ports, func(p corev1.ServicePort) bool { return strconv.Itoa(int(p.Port)) == port }) {
 		t.Errorf("state.nats.url %q does not name the Service %s and one of its ports", cfg.State.NATS.URL, m.svc.Name)
 	}
-	if cfg.State.NATS.Replicas > int(*m.sts.Spec.Replicas) || !strings.Contains(conf, "user: "+cfg.State.NATS.User) {
+	if cfg.State.NATS.Replicas > int(*m.sts.Spec.Replicas) || !strings.Contains(conf, "user: "+cfg.State.NATS.User+",") {
 		t.Errorf("state.nats: replicas %d for %d servers, user %q not in nats.conf", cfg.State.NATS.Replicas, *m.sts.Spec.Replicas, cfg.State.NATS.User)
 	}
+	// The routes name every pod of the StatefulSet through its Service.
+	routes := regexp.MustCompile(`nats://(\S+):6222`).FindAllStringSubmatch(m.config.Data["cluster.conf"], -1)
+	var want, got []string
+	for i := range int(*m.sts.Spec.Replicas) {
+		want = append(want, fmt.Sprintf("%s-%d.%s", m.sts.Name, i, m.svc.Name))
+	}
+	for _, r := range routes {
+		got = append(got, r[1])
+	}
+	if *m.sts.Spec.Replicas > 1 && !slices.Equal(got, want) {
+		t.Errorf("cluster.conf routes %v, want every pod %v", got, want)
+	}
+}
+
+// envSecret is the Secret key an env variable of c reads, or nil.
+func envSecret(c *corev1.Container, name string) *corev1.SecretKeySelector {
+	for _, e := range c.Env {
+		if e.Name == name && e.ValueFrom != nil {
+			return e.ValueFrom.SecretKeyRef
+		}
+	}
+	return nil
 }
 
 // egressTo reports whether some egress rule of np lets its pods reach pods
@@ -178,7 +193,14 @@ func natsEnv(password string) []string {
 // TestNATSConfigPassesServerCheck: the rendered configuration, cluster
 // routes included, passes the real nats-server's own check.
 func TestNATSConfigPassesServerCheck(t *testing.T) {
-	m := renderNATS(t)
+	forEachRendering(t, func(t *testing.T, r *rendering) {
+		if r.nats != nil {
+			natsServerCheck(t, r.nats)
+		}
+	})
+}
+
+func natsServerCheck(t *testing.T, m *natsManifests) {
 	bin, err := statetest.ServerBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -190,13 +212,16 @@ func TestNATSConfigPassesServerCheck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-t", "-c", filepath.Join(dir, "nats.conf"))
-	cmd.Env = natsEnv(exampleSecrets(t)[natsSecret][natsSecretKey])
+	cmd.Env = natsEnv(testNATSPassword)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("nats-server -t: %v\n%s", err, out)
 	}
 }
 
-// liveNATS is a nats-server run from deploy/nats's configuration.
+// testNATSPassword is the password the tests give both sides.
+const testNATSPassword = "nats-test-password-0123456789abcdef"
+
+// liveNATS is a nats-server run from a rendered NATS configuration.
 type liveNATS struct {
 	url      string
 	password string
@@ -204,11 +229,10 @@ type liveNATS struct {
 
 // startNATS runs the real nats-server on the rendered nats.conf, as one
 // node (cluster.conf empty), its listeners on loopback, its store in a
-// temporary directory, with the example Secret's password; and checks the
-// StatefulSet's readiness probe against it.
-func startNATS(t *testing.T) *liveNATS {
+// temporary directory, with testNATSPassword; and checks the StatefulSet's
+// readiness probe against it.
+func startNATS(t *testing.T, m *natsManifests) *liveNATS {
 	t.Helper()
-	m := renderNATS(t)
 	bin, err := statetest.ServerBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +252,7 @@ func startNATS(t *testing.T) *liveNATS {
 	}
 	os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(conf), 0o600)
 	os.WriteFile(filepath.Join(dir, "cluster.conf"), nil, 0o600)
-	password := exampleSecrets(t)[natsSecret][natsSecretKey]
+	password := testNATSPassword
 	cmd := exec.Command(bin, "-c", filepath.Join(dir, "nats.conf"))
 	cmd.Env = natsEnv(password)
 	t.Cleanup(func() {
@@ -238,7 +262,7 @@ func startNATS(t *testing.T) *liveNATS {
 		}
 	})
 	if err := statetest.StartReady(cmd); err != nil {
-		t.Fatalf("deploy/nats's configuration: %v", err)
+		t.Fatalf("the rendered NATS configuration: %v", err)
 	}
 	probe := m.sts.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Path
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", monitor, probe))
@@ -252,7 +276,7 @@ func startNATS(t *testing.T) *liveNATS {
 // TestTooldRefusedWithoutTheNATSPassword: the NATS side really enforces
 // its user: toold with a wrong password cannot start, and says why.
 func TestTooldRefusedWithoutTheNATSPassword(t *testing.T) {
-	nats := startNATS(t)
+	nats := startNATS(t, renderNATS(t))
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "c.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("state: {nats: {url: %q, user: toold, password: wrong-password}}\n", nats.url)), 0o600)

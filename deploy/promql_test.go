@@ -40,7 +40,7 @@ type exported struct {
 
 func scrape(t *testing.T) *exported {
 	t.Helper()
-	lt := startToold(t, renderBase(t))
+	lt := startToold(t, renderBase(t), renderNATS(t))
 	lt.exercise(t)
 	ex := &exported{fams: lt.families(t), labels: map[string]map[string]map[string]bool{}}
 	for name, f := range ex.fams {
