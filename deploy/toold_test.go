@@ -242,25 +242,42 @@ const testKey = "toold_deploy_test_key_0123456789abcdef"
 // the NATS configuration nm renders.
 func startToold(t *testing.T, m *manifests, nm *natsManifests) *liveToold {
 	t.Helper()
+	return startTooldWith(t, m, nm, func(dir string, data []byte) string {
+		local := filepath.Join(dir, "toold.yaml")
+		if err := os.WriteFile(local, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return local
+	})
+}
+
+// singleNodeConfig rewrites a deployed config for the tests' one-node
+// NATS, where streams cannot have the cluster's replicas.
+func singleNodeConfig(t testing.TB, data []byte) []byte {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^(\s+replicas:) \d+$`)
+	if !re.Match(data) {
+		t.Fatal("the deployed config's state.nats.replicas line is not where the test rewrites it")
+	}
+	return re.ReplaceAll(data, []byte("$1 1"))
+}
+
+// startTooldWith is startToold with the config put in place by place,
+// which returns the file toold is given.
+func startTooldWith(t *testing.T, m *manifests, nm *natsManifests, place func(dir string, data []byte) string) *liveToold {
+	t.Helper()
 	cfg, _ := loadDeployedConfig(t, m)
 	data, file, err := deployedConfig(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	local := filepath.Join(dir, "toold.yaml")
 	// The test's NATS is one node: streams cannot have the cluster's 3
 	// replicas there.
 	if cfg.State.NATS.Replicas > 1 {
-		re := regexp.MustCompile(`(?m)^(\s+replicas:) \d+$`)
-		if !re.Match(data) {
-			t.Fatal("the deployed config's state.nats.replicas line is not where the test rewrites it")
-		}
-		data = re.ReplaceAll(data, []byte("$1 1"))
+		data = singleNodeConfig(t, data)
 	}
-	if err := os.WriteFile(local, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	local := place(dir, data)
 	ws := filepath.Join(dir, "workspace")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
