@@ -119,7 +119,38 @@ func TestChartLint(t *testing.T) {
 			if !bytes.Contains(out, []byte("0 chart(s) failed")) {
 				t.Errorf("helm lint --strict printed no verdict:\n%s", out)
 			}
+			checkNotes(t, f)
 		})
+	}
+}
+
+// checkNotes: what `helm install` prints (NOTES.txt) renders, and names
+// every Secret key the pods need before they can start: each the
+// Deployment reads and does not mark optional, and the audit key, which
+// toold on a shared store refuses to start without.
+func checkNotes(t *testing.T, valuesFile string) {
+	t.Helper()
+	args := []string{"install", chartRelease, ".", "--dry-run=client", "--namespace", "tools"}
+	if valuesFile != "" {
+		args = append(args, "-f", valuesFile)
+	}
+	out, err := runHelm(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, notes, ok := bytes.Cut(out, []byte("\nNOTES:\n"))
+	if !ok {
+		t.Fatalf("helm install --dry-run printed no NOTES:\n%.2000s", out)
+	}
+	r := renderChart(t, valuesFile)
+	for _, e := range r.m.container(t).Env {
+		ref := envSecret(r.m.container(t), e.Name)
+		if ref == nil || (derefOr(ref.Optional, false) && e.Name != "TOOLD_AUDIT_SIGNING_KEY") {
+			continue
+		}
+		if want := ref.Name + ": " + ref.Key; !bytes.Contains(notes, []byte(want)) {
+			t.Errorf("NOTES do not name the Secret key %q (%s):\n%s", want, e.Name, notes)
+		}
 	}
 }
 
