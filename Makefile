@@ -63,7 +63,7 @@ RELEASE_FLAGS ?= --snapshot
 release-tools: ## GoReleaser and cyclonedx-gomod at the versions tools/release/go.mod pins, in bin/release
 	GOBIN=$(RELEASE_BIN) go -C tools/release install tool
 
-release: release-tools ## archives for every target, an SBOM per binary, and checksums.txt in dist/ (a snapshot; RELEASE_FLAGS= on a tag)
+release: release-tools ## archives for every target, an SBOM per binary, checksums.txt and the Homebrew formula in dist/ (a snapshot; RELEASE_FLAGS= on a tag)
 	PATH="$(RELEASE_BIN):$$PATH" TOOLD_REVISION=$(REVISION) goreleaser release --clean $(RELEASE_FLAGS)
 
 # Helm, pinned in test/helm/go.mod (a module of its own), built into bin/helm.
