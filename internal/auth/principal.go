@@ -39,6 +39,10 @@ type Identity struct {
 	// Actor is the subject of the token's act claim (RFC 8693): who
 	// called on the subject's behalf, by delegation.
 	Actor string `json:"actor,omitempty"`
+	// Groups are the groups a token's claims put its subject in
+	// (auth.oauth.groups_claim), for policies (principal.groups). An
+	// execution keeps them, so a step run later is decided alike.
+	Groups []string `json:"groups,omitempty"`
 	// Narrowed says a token's claims narrowed its issuer's tools
 	// (auth.oauth.tool_claims) to Narrow, possibly to none. An execution
 	// keeps both, so a step run later is held to them (AllowsWithin).
@@ -133,8 +137,8 @@ func IdentityFrom(ctx context.Context) *Identity {
 
 // AppendJSON appends the identity as encoding/json writes it, without
 // reflection (envelopes, events and audit records carry it on every call
-// of a principal); withNarrow false leaves out the tool narrowing, which
-// only the caller and its executions need.
+// of a principal); withNarrow false leaves out the tool narrowing and the
+// groups, which only the caller and its executions need.
 func (id *Identity) AppendJSON(dst []byte, withNarrow bool) []byte {
 	dst = append(dst, `{"kind":`...)
 	dst = strictjson.AppendString(dst, id.Kind)
@@ -154,6 +158,11 @@ func (id *Identity) AppendJSON(dst []byte, withNarrow bool) []byte {
 	if withNarrow && len(id.Narrow) > 0 {
 		b, _ := json.Marshal(id.Narrow) // tool patterns: rare, short
 		dst = append(dst, `,"narrow":`...)
+		dst = append(dst, b...)
+	}
+	if withNarrow && len(id.Groups) > 0 {
+		b, _ := json.Marshal(id.Groups) // a token's groups: few, short
+		dst = append(dst, `,"groups":`...)
 		dst = append(dst, b...)
 	}
 	return append(dst, '}')

@@ -37,7 +37,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", TraceSampled: true},
 		{RequestID: "p", Tool: "echo", Status: StatusSuccess, Success: true, StartedAt: started,
 			Principal: &auth.Identity{Kind: auth.KindToken, Name: "u-1@https://idp.test/", Issuer: "https://idp.test/", Subject: "u-1",
-				Client: "agent \"<x>\"", Actor: "backend", Narrowed: true, Narrow: []string{"read_*"}}},
+				Client: "agent \"<x>\"", Actor: "backend", Narrowed: true, Narrow: []string{"read_*"}, Groups: []string{"ops", "on-call \"<x>\""}}},
 		{RequestID: "k", Principal: &auth.Identity{Kind: auth.KindKey, Name: "ops"}},
 		{},
 	}

@@ -56,7 +56,7 @@ func (is *issuer) checkClaims(c claimSet, now time.Time) (time.Time, error) {
 // RolesClaim values grant, and its tools.
 func (is *issuer) principal(c claimSet) *auth.Principal {
 	id := auth.Identity{Issuer: is.cfg.Issuer, Subject: c.str("sub"),
-		Client: printable(cmp.Or(c.str("client_id"), c.str("azp"))), Actor: printable(c.actor())}
+		Client: printable(cmp.Or(c.str("client_id"), c.str("azp"))), Actor: printable(c.actor()), Groups: is.groups(c)}
 	values := c.scopes()
 	if is.cfg.RolesClaim != "" {
 		values = append(values, c.values(is.cfg.RolesClaim, false)...)
@@ -92,6 +92,26 @@ func (is *issuer) narrow(c claimSet) []string {
 	for _, tc := range is.cfg.ToolClaims {
 		if slices.Contains(c.values(tc.Claim, tc.Claim == "scope" || tc.Claim == "scp"), tc.Value) {
 			out = append(out, tc.Tools...)
+		}
+	}
+	return out
+}
+
+// maxGroups bounds the groups a token brings: they ride with its
+// executions and every policy decision reads them.
+const maxGroups = 256
+
+// groups are the subject's groups (GroupsClaim, default "groups"): the
+// claim's printable values, at most maxGroups of them.
+func (is *issuer) groups(c claimSet) []string {
+	claim := cmp.Or(is.cfg.GroupsClaim, "groups")
+	if claim == "-" {
+		return nil
+	}
+	var out []string
+	for _, g := range c.values(claim, false) {
+		if printable(g) != "" && len(out) < maxGroups {
+			out = append(out, g)
 		}
 	}
 	return out

@@ -45,6 +45,10 @@ type Config struct {
 	// RolesClaim is a claim whose values grant roles through Roles too,
 	// such as "groups", "roles" or "realm_access.roles" (a dotted path).
 	RolesClaim string `yaml:"roles_claim"`
+	// GroupsClaim is the claim (a name or a dotted path) whose values are
+	// the subject's groups, which policies read as principal.groups
+	// (default "groups"; "-" reads none).
+	GroupsClaim string `yaml:"groups_claim"`
 	// ToolClaims narrow Tools by claims: when any entry is configured, a
 	// subject may use only the tools of the entries its token matches
 	// (and none if it matches none).
