@@ -122,11 +122,10 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		return nil, err
 	}
 	a.reg = registry.NewLive(first, regOpts)
-	if a.upstream, err = upstream.New(cfg.MCP.Servers, upstream.Options{SetTools: a.reg.SetSource, Launcher: a.launcher,
-		Logger: log.Named("upstream"), Registerer: a.metrics, Version: versionString()}); err != nil {
-		return nil, &config.Error{Problems: []config.Problem{{Path: "mcp.servers", Message: err.Error()}}}
+	eng, err := loadPolicy(cfg)
+	if err != nil {
+		return nil, err
 	}
-	a.closers = append(a.closers, a.upstream.Close)
 	sets, err := toolsets(cfg)
 	if err != nil {
 		return nil, err
@@ -160,10 +159,16 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		gate = confirm.Shared([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL, a.store.SpentTokens())
 		observers = append(observers, rec)
 	}
+	// After the store: the pins of hosted tools are kept there.
+	keeper, err := a.startUpstream()
+	if err != nil {
+		return nil, err
+	}
 	do := dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
 		Confirm:   gate,
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
-		Observers: observers, Tracer: a.tracing.Tracer(), TracePayloads: tracePayloads(cfg)}
+		Observers: observers, Tracer: a.tracing.Tracer(), TracePayloads: tracePayloads(cfg),
+		Policy: eng, Toolsets: sets}
 	if p := limits.NewPrincipals(cfg.Auth.Limits, a.metrics); p != nil {
 		do.Principals = p
 		log.Info("each principal is bounded on its own", zap.Stringer("limits", p))
@@ -205,7 +210,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		// only by credentials, so the anonymous caller decides only when
 		// the operator says so.
 		SelfApproval: cfg.Approvals.SelfApproval, Tracer: a.tracing.Tracer(),
-		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), AlwaysLoaded: cfg.Search.AlwaysLoaded})
+		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), AlwaysLoaded: cfg.Search.AlwaysLoaded, Pins: keeper})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toold/toold/internal/limits"
 	"github.com/toold/toold/internal/oauth"
+	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tools/command"
@@ -71,6 +72,10 @@ type Config struct {
 	// default); the standard OTEL_* variables override it (see
 	// internal/tracing).
 	Tracing tracing.Config `yaml:"tracing"`
+	// Policy is the Cedar policies that decide who may list, call,
+	// approve and observe which tool with which arguments (see
+	// docs/policy.md); none: the keys' and tokens' tools decide alone.
+	Policy policy.Config `yaml:"policy"`
 }
 
 // DelegateConfig bounds delegate.

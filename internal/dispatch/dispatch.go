@@ -22,6 +22,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/confirm"
+	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/strictjson"
@@ -70,6 +71,9 @@ type Request struct {
 	Confirmed bool
 	// Lineage lets a tool look up a parent execution (see tools.Call).
 	Lineage func(ctx context.Context, executionID string) (*tools.Lineage, error)
+	// Via is the way the call came in (policy.ViaREST, ViaMCP, ViaBatch,
+	// ViaExecution, ViaConsole): what policies see as context.via.
+	Via string
 	// Ticket, when set, is the slot Admit took for this call before its
 	// body was read: the call runs in it rather than entering the bulkhead
 	// again.
@@ -187,6 +191,12 @@ type Options struct {
 	// TracePayloads reports whether a tool's spans may carry its
 	// (sanitized) arguments and result; nil allows none.
 	TracePayloads func(tool string) bool
+	// Policy decides every call (and what each caller may list); nil:
+	// no policy, every call the caller's credentials allow runs.
+	Policy *policy.Engine
+	// Toolsets are the configured toolsets, which policies see as a
+	// tool's toolsets.
+	Toolsets registry.Toolsets
 }
 
 // Dispatcher runs calls through the pipeline; safe for concurrent use.
@@ -405,6 +415,9 @@ func (d *Dispatcher) check(ctx context.Context, c *call, confirm bool) (Status, 
 // identify resolves the tool into c.entry and checks the caller may use it.
 func (d *Dispatcher) identify(c *call) (Status, error) {
 	entry, err := d.resolve(c.req)
+	if te, ok := tools.AsError(err); ok && te.Code == tools.CodeToolDefinitionChanged {
+		return StatusRejected, err // a tool held back is there, and refused
+	}
 	if err != nil {
 		return StatusNotFound, err
 	}
@@ -559,6 +572,10 @@ func (d *Dispatcher) resolve(req *Request) (*registry.Entry, error) {
 	if e, ok := reg.Lookup(req.Tool); ok {
 		return e, nil
 	}
+	if why, held := reg.Held(req.Tool); held {
+		return nil, tools.Errorf(tools.SecurityError, "the tool %q is held back: %s", req.Tool, why).WithCode(tools.CodeToolDefinitionChanged).
+			WithSuggestion("an admin reviews the change at GET /tools/changes and accepts it with POST /tools/changes/%s", req.Tool)
+	}
 	err := tools.Errorf(tools.NotFound, "there is no tool named %q", req.Tool)
 	if near := nearest(req.Tool, reg, req.Allowed); near != "" {
 		return nil, err.WithSuggestion("did you mean %q? GET /tools lists every tool", near)
@@ -604,7 +621,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
 		}
 	}
 	c.args, c.tree = body, clean
-	return nil
+	return d.decide(c)
 }
 
 // unwrap returns the inner object of {"arguments": {...}}.

@@ -46,7 +46,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 	}
 	tc := tools.NewCall(c.args, c.req.RequestID, c.req.Caller, emit).WithTree(c.tree)
 	tc.Resume, tc.ExecutionID, tc.Lineage = c.req.Resume, c.req.ExecutionID, c.req.Lineage
-	tc.Allowed = c.req.Allowed
+	tc.Allowed = d.listed(c)
 	if c.req.OnStart != nil {
 		c.req.OnStart()
 	}

@@ -87,6 +87,10 @@ type Decision struct {
 	// own calls, and without credentials the anonymous caller may decide
 	// at all.
 	SelfApproval bool
+	// Gate, when set, is the policy's word on whether the approver may
+	// decide on a call of tool with args (the approve action): nil, or
+	// the refusal.
+	Gate func(tool string, args json.RawMessage) *tools.Error
 }
 
 // MayDecide is the one rule of who may decide on a call waiting for a
@@ -142,6 +146,11 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*Record, e
 		}
 		if te := MayDecide(d, r.Caller); te != nil {
 			return nil, te
+		}
+		if d.Gate != nil {
+			if te := d.Gate(r.Tool, r.Arguments); te != nil {
+				return nil, te
+			}
 		}
 		now := time.Now().UTC()
 		decision := &Approval{Approved: d.Approve, By: d.By, Approver: d.Approver, Reason: d.Reason, At: now}

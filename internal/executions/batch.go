@@ -12,6 +12,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
 )
@@ -136,8 +137,10 @@ func (s *Service) Batch(ctx context.Context, b *BatchRequest, caller, requestID 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			env := s.disp.Execute(ctx, dispatch.NewRequest(c.Tool, c.Arguments, requestID+"."+c.ID,
-				dispatch.From{Name: caller, Identity: auth.IdentityFrom(ctx), Allowed: allowed}))
+			req := dispatch.NewRequest(c.Tool, c.Arguments, requestID+"."+c.ID,
+				dispatch.From{Name: caller, Identity: auth.IdentityFrom(ctx), Allowed: allowed})
+			req.Via = policy.ViaBatch
+			env := s.disp.Execute(ctx, req)
 			if env.Status == dispatch.StatusWaiting {
 				env = cannotWait(env)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
@@ -55,6 +56,7 @@ func (s *Service) Submit(ctx context.Context, c Call) (*Record, *dispatch.Envelo
 	}
 	req := dispatch.NewRequest(c.Tool, c.Body, c.RequestID, dispatch.From{Name: c.Caller, Identity: c.Principal, Allowed: c.Allowed})
 	req.Unwrap, req.Timeout, req.ConfirmToken = !c.Raw, c.Timeout, c.ConfirmToken
+	req.Via = policy.ViaExecution // as the worker will run it
 	if env := s.disp.Check(ctx, req); env != nil {
 		return nil, env, nil
 	}
@@ -84,6 +86,7 @@ func (s *Service) SubmitBatch(ctx context.Context, b *BatchRequest, caller, requ
 	for i, c := range b.Calls {
 		req := dispatch.NewRequest(c.Tool, c.Arguments, requestID+"."+c.ID,
 			dispatch.From{Name: caller, Identity: auth.IdentityFrom(ctx), Allowed: allowed})
+		req.Via = policy.ViaBatch
 		if env := s.disp.Validate(ctx, req); env != nil {
 			return nil, inBatch(env, requestID, i), nil
 		}

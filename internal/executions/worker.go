@@ -16,6 +16,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/state"
@@ -375,6 +376,7 @@ func (s *Service) runStep(ctx context.Context, rn *run, r *Record) *dispatch.Env
 		req := dispatch.NewRequest(r.Tool, r.Arguments, r.RequestID, dispatch.From{Name: r.Caller, Identity: r.Principal, Allowed: s.allowedFor(r)})
 		req.Unwrap, req.Timeout, req.ConfirmToken = true, time.Duration(r.TimeoutMS)*time.Millisecond, r.ConfirmToken
 		req.ExecutionID, req.Emit, req.Resume, req.Confirmed, req.Lineage = r.ID, s.emitter(rn, r), r.Resume, r.Confirmed, s.LineageFor(r.Caller)
+		req.Via = policy.ViaExecution // a step of an execution, its first or a resumed one
 		env = s.disp.Execute(ctx, req)
 	}
 	endRun(span, env)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
@@ -210,12 +211,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// visibleTools is a tools/list result with the tools p may use, each
-// saying how it may be called.
+// visibleTools is a tools/list result with the tools p sees (those it may
+// use that the policy lets it list), each saying how it may be called.
 func (s *Server) visibleTools(p *auth.Principal, r *mcp.ListToolsResult) mcp.Result {
 	visible := make([]*mcp.Tool, 0, len(r.Tools))
+	v := s.opts.Dispatcher.View(p.Who(), p.Allows, policy.ViaMCP)
 	for _, t := range r.Tools {
-		if e := s.entry(t.Name); e != nil && p.Allows(e.Spec.Name) {
+		if e := s.entry(t.Name); e != nil && v.Shows(e) {
 			visible = append(visible, t)
 		}
 	}
@@ -244,6 +246,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		dreq := dispatch.NewRequest(name, req.Params.Arguments, requestID(ctx),
 			dispatch.From{Name: p.Name, Identity: p.Who(), Allowed: s.allowed(ctx, p)})
+		dreq.Via = policy.ViaMCP
 		if s.opts.Executions != nil {
 			dreq.Lineage = s.opts.Executions.LineageFor(p.Name)
 		}

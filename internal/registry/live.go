@@ -48,6 +48,14 @@ func (l *Live) Subscribe(fn func(*Registry)) {
 // and reported in the returned errors, each naming it; the rest are served.
 // An empty ts removes the source's tools.
 func (l *Live) SetSource(source string, ts []tools.Tool) []error {
+	return l.SetSourceHolding(source, ts, nil)
+}
+
+// SetSourceHolding is SetSource for a source that holds some of its tools
+// back: held names them (by canonical name) with the reason a call of one
+// is refused. They are not in the snapshot, so no listing shows them and
+// no call resolves them; the reason is what a call of one is told.
+func (l *Live) SetSourceHolding(source string, ts []tools.Tool, held map[string]string) []error {
 	if source == "" {
 		return []error{errors.New("registry: tools replaced at run time need a source")}
 	}
@@ -59,6 +67,14 @@ func (l *Live) SetSource(source string, ts []tools.Tool) []error {
 		if e.Spec.Source != source {
 			next.add(e)
 		}
+	}
+	for name, h := range old.held {
+		if h.source != source {
+			next.hold(name, h)
+		}
+	}
+	for name, why := range held {
+		next.hold(name, heldTool{source: source, why: why})
 	}
 	var errs []error
 	for _, t := range ts {
@@ -87,6 +103,13 @@ func (l *Live) SetSource(source string, ts []tools.Tool) []error {
 
 func newRegistry() *Registry {
 	return &Registry{byName: map[string]*Entry{}, aliases: map[string]string{}}
+}
+
+func (r *Registry) hold(name string, h heldTool) {
+	if r.held == nil {
+		r.held = map[string]heldTool{}
+	}
+	r.held[name] = h
 }
 
 func (r *Registry) add(e *Entry) {

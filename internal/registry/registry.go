@@ -46,7 +46,14 @@ type Registry struct {
 	// index is the search index of this snapshot's tools, built on the
 	// first search (see search.go).
 	index indexOnce
+	// held are the tools an upstream lists that the snapshot leaves out
+	// until a person accepts their definitions (pinning): by name, the
+	// reason a call of one is refused.
+	held map[string]heldTool
 }
+
+// heldTool is a tool a source holds back, and why.
+type heldTool struct{ source, why string }
 
 // Entry is a registered tool with its resolved spec and compiled schemas.
 type Entry struct {
@@ -61,6 +68,8 @@ type Entry struct {
 
 	docOnce sync.Once
 	doc     search.Doc // what a search finds the tool by
+
+	policy policyMemo // the tool as policies see it (view.go)
 }
 
 // New builds a registry. Every problem (duplicate or invalid name, invalid
@@ -186,6 +195,14 @@ func resolveConfirmation(spec *tools.Spec, override string) error {
 		return fmt.Errorf("confirmation %q is not one of none, token, human", spec.Confirmation)
 	}
 	return nil
+}
+
+// Held reports whether the snapshot holds a tool back (its upstream's
+// definition of it changed, or it is new, and no one accepted it yet),
+// and why.
+func (r *Registry) Held(name string) (string, bool) {
+	h, ok := r.held[name]
+	return h.why, ok
 }
 
 // Lookup finds a tool by name.

@@ -273,6 +273,7 @@ func (s *Server) pipelineRequest(r *http.Request, tool string, body []byte) (*di
 	req := dispatch.NewRequest(tool, body, info(r).id, dispatch.FromPrincipal(p))
 	req.Unwrap, req.Timeout, req.ConfirmToken = true, timeout, r.Header.Get("Toold-Confirm")
 	req.Lineage = s.opts.Executions.LineageFor(p.Name)
+	req.Via = via(r)
 	return req, nil
 }
 

@@ -55,16 +55,10 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(s.opts.OpenAPI)
 }
 
-// visible returns the tools the caller may use: a key sees only its tools.
+// visible returns the tools the caller sees: a key only its tools, and
+// with a policy only those it may list.
 func (s *Server) visible(r *http.Request) []*registry.Entry {
-	p := principal(r)
-	var out []*registry.Entry
-	for _, e := range s.opts.Dispatcher.Registry().Entries() {
-		if p.Allows(e.Spec.Name) {
-			out = append(out, e)
-		}
-	}
-	return out
+	return s.opts.Dispatcher.Registry().Visible(s.view(r, nil))
 }
 
 // entry resolves {name} for the caller; a tool the caller may not use is
@@ -73,7 +67,7 @@ func (s *Server) entry(w http.ResponseWriter, r *http.Request) (*registry.Entry,
 	name := s.toolName(r)
 	info(r).tool = name
 	e, ok := s.opts.Dispatcher.Registry().Lookup(name)
-	if !ok || !principal(r).Allows(name) {
+	if !ok || !s.view(r, nil).Shows(e) {
 		s.refuse(w, r, name, dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "there is no tool named %q", name).
 			WithSuggestion("GET /tools lists every tool"))
 		return nil, false

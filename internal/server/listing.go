@@ -101,7 +101,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 	}
 	snap := s.opts.Dispatcher.Registry()
 	p := principal(r)
-	entries := s.viewOf(snap, p.Allows, set)
+	entries := snap.Visible(s.view(r, set))
 	if deferred && !containsTool(entries, catalog.Name) {
 		s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.ValidationError,
 			"defer_loading needs the %s tool, which this caller may not use or this toold does not serve", catalog.Name).
@@ -124,6 +124,9 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		// A principal's view key stands for its view: a key's name (keys
 		// are unique by name), a token's issuer and claim narrowing.
 		key := p.ViewKey() + "\x00" + string(f) + "\x00" + q.Get("toolset") + "\x00" + strings.ToLower(q.Get("defer_loading"))
+		if s.opts.Dispatcher.Policy() != nil { // the policy decided per principal, way in and time: the tools shown are the key
+			key = namesKey(entries) + "\x00" + string(f) + "\x00" + strings.ToLower(q.Get("defer_loading"))
+		}
 		l, err = s.listings.get(snap, key, render)
 	}
 	if err != nil {
@@ -155,16 +158,15 @@ func parseDeferLoading(v string, f registry.Format) (bool, *tools.Error) {
 	return false, badParam("defer_loading", "must be true or false", "use ?format=anthropic&defer_loading=true")
 }
 
-// viewOf returns the tools of snap that allowed accepts and the toolset
-// (when set) holds.
-func (s *Server) viewOf(snap *registry.Registry, allowed func(string) bool, set *registry.Toolset) []*registry.Entry {
-	var out []*registry.Entry
-	for _, e := range snap.Entries() {
-		if allowed(e.Spec.Name) && (set == nil || set.Contains(e)) {
-			out = append(out, e)
-		}
+// namesKey names a set of tools for the listings' cache: the rendering of
+// the same tools is the same whoever asked for it.
+func namesKey(entries []*registry.Entry) string {
+	h := sha256.New()
+	for _, e := range entries {
+		h.Write([]byte(e.Spec.Name))
+		h.Write([]byte{0})
 	}
-	return out
+	return "\x00policy\x00" + string(h.Sum(nil))
 }
 
 // alwaysLoaded reports whether a deferred listing loads the tool: the

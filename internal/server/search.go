@@ -29,9 +29,9 @@ func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return
 	}
-	p := principal(r)
+	v := s.view(r, sr.set)
 	hits := s.opts.Dispatcher.Registry().Search(sr.query, sr.limit, func(e *registry.Entry) bool {
-		return e.Spec.Name != catalog.Name && p.Allows(e.Spec.Name) && (sr.set == nil || sr.set.Contains(e))
+		return e.Spec.Name != catalog.Name && v.Shows(e)
 	})
 	body, err := registry.RenderSearch(sr.format, sr.query, hits, sr.callID)
 	if err != nil {

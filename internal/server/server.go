@@ -24,6 +24,7 @@ import (
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/metrics"
 	"github.com/toold/toold/internal/oauth"
+	"github.com/toold/toold/internal/pins"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/state"
@@ -100,6 +101,9 @@ type Options struct {
 	// AlwaysLoaded are the patterns of the tools a deferred listing
 	// (?format=anthropic&defer_loading=true) still loads.
 	AlwaysLoaded []string
+	// Pins, when set, serves the changes of hosted tools that wait for
+	// an admin (GET /tools/changes, POST /tools/changes/{name}).
+	Pins *pins.Keeper
 }
 
 // Server serves the API; build it with New, serve Handler.
@@ -236,6 +240,9 @@ func (s *Server) routes() chi.Router {
 	r.Options("/audit", s.originOnly(s.preflight))
 	r.Get("/tools", s.guard(s.listTools))
 	r.Get("/tools/search", s.guard(s.searchTools))
+	// Tool integrity (changes.go): an admin's, before /tools/{name}.
+	r.Get("/tools/changes", s.role(auth.RoleAdmin, s.listChanges))
+	r.Post("/tools/changes/{name}", s.role(auth.RoleAdmin, s.decideChange))
 	r.Get("/tools/{name}", s.guard(s.getTool))
 	r.Get("/tools/{name}/schema", s.guard(s.getSchema))
 	r.Get("/latency", s.guard(s.latency))

@@ -69,7 +69,8 @@ func validationStatus(code tools.Code) int {
 		return http.StatusUnsupportedMediaType
 	case tools.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case tools.CodeNotWaiting, tools.CodeExecutionEnded, tools.CodeAlreadyDecided, tools.CodeWaitExpired, tools.CodeWaitsForApproval:
+	case tools.CodeNotWaiting, tools.CodeExecutionEnded, tools.CodeAlreadyDecided, tools.CodeWaitExpired, tools.CodeWaitsForApproval,
+		tools.CodeToolDefinitionChanged:
 		return http.StatusConflict // the execution is not in the state the request needs
 	}
 	return http.StatusBadRequest

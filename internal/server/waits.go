@@ -121,7 +121,10 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 // executions.MayDecide needs to know of them.
 func (s *Server) decider(r *http.Request) executions.Decision {
 	p := principal(r)
-	return executions.Decision{By: p.Name, Approver: p.Who(), Anonymous: p.Kind == auth.KindAnonymous, SelfApproval: s.opts.SelfApproval}
+	return executions.Decision{By: p.Name, Approver: p.Who(), Anonymous: p.Kind == auth.KindAnonymous, SelfApproval: s.opts.SelfApproval,
+		Gate: func(tool string, args json.RawMessage) *tools.Error {
+			return s.opts.Dispatcher.MayApprove(p.Who(), via(r), tool, args)
+		}}
 }
 
 // decideApproval is POST /approvals/{id}: {"approve": true|false,

@@ -206,6 +206,8 @@ func (b *Bucket) Watch(ctx context.Context, key string) (<-chan Entry, error) {
 
 // Entry is one value of a watched key.
 type Entry struct {
+	// Key is set by WatchAll.
+	Key      string
 	Value    []byte
 	Revision uint64
 }

@@ -12,6 +12,7 @@
 //	KV  toold_idempotency    Idempotency-Key and Toold-Turn claims and answers
 //	KV  toold_confirmations  confirmation tokens already used, each kept until
 //	                         it expires (per-key TTL): no replica accepts one twice
+//	KV  toold_pins           hosted MCP tools' pinned definitions (pins.go)
 //	    TOOLD_WORK           the queue of accepted async executions
 //	    TOOLD_TIMERS         each waiting execution's timer, a message the
 //	                         server schedules (nats-server 2.12 or later):
@@ -158,6 +159,8 @@ type Store struct {
 	Waits       *Bucket
 	// confirmations holds used confirmation tokens (see SpentTokens).
 	confirmations *Bucket
+	// Pins holds hosted tools' pinned definitions (pins.go).
+	Pins *Bucket
 }
 
 // Open starts the embedded server (or connects to Options.URL) and creates
@@ -327,6 +330,9 @@ func (s *Store) provision(ctx context.Context) error {
 	}
 	if s.confirmations, err = s.confirmationsBucket(ctx); err != nil {
 		return err
+	}
+	if s.Pins, err = s.pinsBucket(ctx); err != nil {
+		return fmt.Errorf("bucket %s: %w", PinsBucket, err)
 	}
 	streams := []jetstream.StreamConfig{
 		// Not a work-queue stream: there every acknowledgement deletes a

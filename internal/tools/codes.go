@@ -41,6 +41,13 @@ const (
 	CodeDeclined          Code = "declined"           // the MCP client's user declined to confirm the call
 )
 
+// Codes of policies and tool integrity.
+const (
+	CodePolicyDenied          Code = "policy_denied"           // a policy refuses the request; the message names the policies (403)
+	CodeToolDefinitionChanged Code = "tool_definition_changed" // the upstream changed the tool (or it is new) and no admin accepted it yet (403)
+	CodeNoPendingChange       Code = "no_pending_change"       // no change of this tool waits for a decision (404)
+)
+
 // Codes of admission: capacity, rates, cancellation and shutdown.
 const (
 	CodeQueueFull      Code = "queue_full"      // the tool's bulkhead queue is full (429)
@@ -162,6 +169,8 @@ var Codes = []Code{
 
 	CodeUnauthenticated, CodeForbidden, CodeMissingRole, CodeCSRF, CodeIssuerUnavailable, CodeNoIssuer,
 	CodeTokenRefused, CodeDeclined,
+
+	CodePolicyDenied, CodeToolDefinitionChanged, CodeNoPendingChange,
 
 	CodeQueueFull, CodeQueueTimeout, CodeGlobalCapacity, CodeServerCapacity, CodePrincipalRate,
 	CodePrincipalShare, CodeDraining, CodeCancelled,

@@ -70,6 +70,14 @@ type Config struct {
 	ConfirmDestructive string `yaml:"confirm_destructive" validate:"omitempty,oneof=none token human"`
 	// Required makes /readyz fail while the server is not connected.
 	Required bool `yaml:"required"`
+	// Pin pins each tool's definition the first time toold sees it
+	// (default true): a later listing with a different definition holds
+	// the tool back until an admin accepts it (GET /tools/changes).
+	Pin *bool `yaml:"pin"`
+	// PinNew is what becomes of a tool the server adds once its tools are
+	// pinned: accept (the default) pins it as it comes, review holds it
+	// back as a changed one.
+	PinNew string `yaml:"pin_new" validate:"omitempty,oneof=review accept"`
 }
 
 // Filter selects tools by upstream name: those matching an Allow pattern
@@ -141,6 +149,12 @@ func (c Config) Check() error {
 		fail("headers, allow, allow_http: only for a server reached by url")
 	}
 	c.checkSandbox(fail)
+	if c.PinNew != "" && c.PinNew != PinNewAccept && c.PinNew != PinNewReview {
+		fail("pin_new: %q is not review or accept", c.PinNew)
+	}
+	if c.PinNew != "" && !c.pinned() {
+		fail("pin_new: the server is not pinned (pin: false)")
+	}
 	for _, pats := range [][]string{c.Tools.Allow, c.Tools.Deny, c.Confirm} {
 		for _, p := range pats {
 			if _, err := path.Match(p, ""); err != nil {

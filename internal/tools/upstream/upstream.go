@@ -38,6 +38,11 @@ type Options struct {
 	// SetTools replaces every tool of a source (a server's name) with ts
 	// and reports the tools it could not serve (registry.Live.SetSource).
 	SetTools func(source string, ts []tools.Tool) []error
+	// Pins, when set, holds back the tools of pinned servers whose
+	// definitions changed (pin.go); SetToolsHolding then serves a
+	// server's tools with those held (registry.Live.SetSourceHolding).
+	Pins            Pinner
+	SetToolsHolding func(source string, ts []tools.Tool, held map[string]string) []error
 	// Launcher starts stdio servers in their sandbox.
 	Launcher   *launch.Launcher
 	Logger     *zap.Logger
@@ -80,6 +85,10 @@ func New(cfgs []Config, opts Options) (*Manager, error) {
 		}
 		if seen[c.Name] {
 			errs = append(errs, fmt.Errorf("mcp.servers[%d] (%s): the name is used twice", i, c.Name))
+			continue
+		}
+		if opts.Pins != nil && opts.SetToolsHolding == nil {
+			errs = append(errs, fmt.Errorf("mcp.servers[%d] (%s): pins without SetToolsHolding", i, c.Name))
 			continue
 		}
 		if c.Command != "" && opts.Launcher == nil {
@@ -399,7 +408,8 @@ const maxTools = 1000
 // list reads every page of the server's tools and serves them. A tool whose
 // name or schema cannot be served is skipped with a warning naming it.
 func (s *server) list(ctx context.Context, sess *mcp.ClientSession) error {
-	var ts []tools.Tool
+	var ts []*tool
+	var defs []Definition
 	n := 0
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
@@ -412,17 +422,33 @@ func (s *server) list(ctx context.Context, sess *mcp.ClientSession) error {
 			continue
 		}
 		pt, err := newTool(s, t)
+		var def Definition
+		if err == nil {
+			def, err = definition(t)
+		}
 		if err != nil {
 			s.log.Warn("skipping an upstream tool", zap.String("tool", t.Name), zap.Error(err))
 			continue
 		}
-		ts = append(ts, pt)
+		ts, defs = append(ts, pt), append(defs, def)
 	}
-	refused := s.m.opts.SetTools(s.cfg.Name, ts) // one error a tool the registry refused
+	served, held, err := s.admit(ctx, ts, defs)
+	if err != nil {
+		return err
+	}
+	var refused []error // one error a tool the registry refused
+	if held != nil {
+		refused = s.m.opts.SetToolsHolding(s.cfg.Name, served, held)
+		for name := range held {
+			s.log.Warn("holding back an upstream tool until an admin accepts it (GET /tools/changes)", zap.String("tool", name), zap.String("why", held[name]))
+		}
+	} else {
+		refused = s.m.opts.SetTools(s.cfg.Name, served)
+	}
 	for _, err := range refused {
 		s.log.Warn("skipping an upstream tool", zap.Error(err))
 	}
-	s.m.metrics.tools.WithLabelValues(s.cfg.Name).Set(float64(len(ts) - len(refused)))
+	s.m.metrics.tools.WithLabelValues(s.cfg.Name).Set(float64(len(served) - len(refused)))
 	return nil
 }
 

@@ -1,0 +1,63 @@
+package state
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// PinsBucket holds the pinned definitions of hosted MCP tools, one key
+// per tool ("<server>.<tool, hex>"), kept until changed: every replica
+// checks its upstreams' listings against the same pins, and an admin's
+// decision on one replica reaches the others by a watch.
+const PinsBucket = "toold_pins"
+
+func (s *Store) pinsBucket(ctx context.Context) (*Bucket, error) {
+	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PinsBucket,
+		Description: "toold pinned definitions of hosted MCP tools", Storage: jetstream.FileStorage,
+		Replicas: s.opts.Replicas, History: 1})
+	if err != nil {
+		return nil, err
+	}
+	bucket := &Bucket{kv: b, m: s.metrics, name: PinsBucket}
+	if s.opts.Replicas > 1 {
+		bucket.nc = s.nc
+	}
+	return bucket, nil
+}
+
+// WatchAll sends every change of the keys matching filter (NATS wildcards)
+// made after the watch began, with its key, until ctx ends; the channel
+// closes then. Deletions are not sent.
+func (b *Bucket) WatchAll(ctx context.Context, filter string) (<-chan Entry, error) {
+	start := time.Now()
+	w, err := b.kv.Watch(ctx, filter, jetstream.IgnoreDeletes(), jetstream.UpdatesOnly())
+	if err = b.done("watch", start, err); err != nil {
+		return nil, err
+	}
+	out := make(chan Entry, 16)
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue
+				}
+				select {
+				case out <- Entry{Key: e.Key(), Value: e.Value(), Revision: e.Revision()}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
