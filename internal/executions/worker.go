@@ -16,8 +16,8 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
-	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/events"
+	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/tools"

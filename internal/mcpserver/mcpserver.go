@@ -24,8 +24,8 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
-	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/tools"
