@@ -46,6 +46,11 @@ func ownFiles(cfg *config.Config, configFile string, withState bool) []ownFile {
 		}
 	}
 	add("-config", configFile)
+	// A tool that rewrote the policies would decide what it may do.
+	for i, f := range cfg.Policy.Files {
+		add(fmt.Sprintf("policy.files[%d]", i), f)
+	}
+	add("policy.schema", cfg.Policy.Schema)
 	if !withState || !cfg.State.Enabled {
 		return files
 	}
