@@ -81,8 +81,12 @@ func (d *Dispatcher) listed(c *call) func(string) bool {
 	if d.opts.Policy == nil {
 		return c.req.Allowed
 	}
-	reg, v := d.Registry(), d.View(c.req.Principal, c.req.Allowed, c.req.Via)
+	var v *registry.View // built when the tool first asks: most never do
+	reg := d.Registry()
 	return func(tool string) bool {
+		if v == nil {
+			v = d.View(c.req.Principal, c.req.Allowed, c.req.Via)
+		}
 		e, ok := reg.Lookup(tool)
 		return ok && v.Shows(e)
 	}

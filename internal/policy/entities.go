@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"slices"
-
 	"github.com/cedar-policy/cedar-go/types"
 
 	"github.com/toold/toold/internal/auth"
@@ -96,8 +94,11 @@ func (r *Resource) Name() string { return string(r.entity.UID.ID) }
 
 // Principal is who a request is for, as an entity. Build it once per
 // request with NewPrincipal (a listing decides on every tool with one).
+// Its attributes are built when a policy first reads them: most decisions
+// never do. Not for concurrent use.
 type Principal struct {
 	entity types.Entity
+	id     *auth.Identity // a user's, until its attributes are built
 }
 
 // LocalID is the id of the one local caller (toold::Local::"local").
@@ -114,32 +115,37 @@ func NewPrincipal(id *auth.Identity) *Principal {
 	case id.Kind == auth.KindKey:
 		return &Principal{entity: types.Entity{UID: types.NewEntityUID(TypeKey, types.String(id.Name))}}
 	}
-	groups := make([]types.Value, 0, len(id.Groups))
-	for _, g := range id.Groups {
-		groups = append(groups, types.String(g))
+	return &Principal{entity: types.Entity{UID: types.NewEntityUID(TypeUser, types.String(id.Issuer+"|"+id.Subject))}, id: id}
+}
+
+// resolved is the principal's entity with its attributes.
+func (p *Principal) resolved() *types.Entity {
+	if id := p.id; id != nil {
+		groups := make([]types.Value, 0, len(id.Groups))
+		for _, g := range id.Groups {
+			groups = append(groups, types.String(g))
+		}
+		p.entity.Attributes = types.NewRecord(types.RecordMap{"groups": types.NewSet(groups...), "client_id": types.String(id.Client)})
+		p.id = nil
 	}
-	return &Principal{entity: types.Entity{UID: types.NewEntityUID(TypeUser, types.String(id.Issuer+"|"+id.Subject)),
-		Attributes: types.NewRecord(types.RecordMap{"groups": types.NewSet(groups...), "client_id": types.String(id.Client)})}}
+	return &p.entity
 }
 
 // UID is the principal's entity id, as policies name it.
 func (p *Principal) UID() types.EntityUID { return p.entity.UID }
 
-// same reports whether two principals are the same entity with the same
-// attributes (a cached listing may be reused for the second).
-func (p *Principal) same(q *Principal) bool { return p.entity.Equal(q.entity) }
-
 // pair is the entities of one request: its principal and its tool. A
 // request names no other entity, and no entity has parents, so a lookup
 // is a comparison.
 type pair struct {
-	p, r *types.Entity
+	p *Principal
+	r *types.Entity
 }
 
 func (e pair) Get(uid types.EntityUID) (types.Entity, bool) {
 	switch uid {
-	case e.p.UID:
-		return *e.p, true
+	case e.p.entity.UID:
+		return *e.p.resolved(), true
 	case e.r.UID:
 		return *e.r, true
 	}
@@ -147,19 +153,3 @@ func (e pair) Get(uid types.EntityUID) (types.Entity, bool) {
 }
 
 var _ types.EntityGetter = pair{}
-
-// groupsOf lists a principal's groups (for test tables and messages).
-func groupsOf(p *Principal) []string {
-	v, ok := p.entity.Attributes.Get("groups")
-	if !ok {
-		return nil
-	}
-	var out []string
-	if s, ok := v.(types.Set); ok {
-		for e := range s.All() {
-			out = append(out, string(e.(types.String)))
-		}
-	}
-	slices.Sort(out)
-	return out
-}

@@ -83,10 +83,11 @@ type policyInfo struct {
 }
 
 // index is the policies of one action: those that may apply to any tool,
-// and those whose resource scope names one tool.
+// and, for each tool some policy names in its resource scope, those and
+// the general ones together.
 type index struct {
-	general []entry
-	byTool  map[types.String][]entry
+	general policies
+	byTool  map[types.String]policies
 	// reads says which of them read the arguments: the general ones, or
 	// those of a tool.
 	reads       bool
@@ -98,22 +99,25 @@ type entry struct {
 	p  *cedar.Policy
 }
 
-// set is the policies one request is decided by.
-type set struct{ a, b []entry }
+// policies are the policies one request is decided by.
+type policies []entry
 
-func (s set) All() iter.Seq2[types.PolicyID, *cedar.Policy] {
+func (ps *policies) All() iter.Seq2[types.PolicyID, *cedar.Policy] {
 	return func(yield func(types.PolicyID, *cedar.Policy) bool) {
-		for _, l := range [2][]entry{s.a, s.b} {
-			for _, e := range l {
-				if !yield(e.id, e.p) {
-					return
-				}
+		for _, e := range *ps {
+			if !yield(e.id, e.p) {
+				return
 			}
 		}
 	}
 }
 
-func (ix *index) of(tool types.String) set { return set{ix.general, ix.byTool[tool]} }
+func (ix *index) of(tool types.String) *policies {
+	if ps, ok := ix.byTool[tool]; ok {
+		return &ps
+	}
+	return &ix.general
+}
 
 // readsArguments reports whether a policy a request of tool is decided by
 // reads the arguments.
@@ -123,10 +127,16 @@ func (ix *index) add(e entry, tool types.String, named, reads bool) {
 	if !named {
 		ix.general = append(ix.general, e)
 		ix.reads = ix.reads || reads
+		for t, ps := range ix.byTool {
+			ix.byTool[t] = append(ps, e)
+		}
 		return
 	}
 	if ix.byTool == nil {
-		ix.byTool, ix.readsByTool = map[types.String][]entry{}, map[types.String]bool{}
+		ix.byTool, ix.readsByTool = map[types.String]policies{}, map[types.String]bool{}
+	}
+	if _, ok := ix.byTool[tool]; !ok {
+		ix.byTool[tool] = slices.Clone(ix.general)
 	}
 	ix.byTool[tool] = append(ix.byTool[tool], e)
 	ix.readsByTool[tool] = ix.readsByTool[tool] || reads
@@ -179,7 +189,7 @@ func (e *Engine) decide(ix *index, r *Request, withArgs bool) Decision {
 	}
 	req := cedar.Request{Principal: r.Principal.entity.UID, Action: r.Action.uid(), Resource: r.Resource.entity.UID,
 		Context: types.NewRecord(ctx)}
-	ok, diag := cedar.Authorize(ix.of(tool), pair{&r.Principal.entity, &r.Resource.entity}, req)
+	ok, diag := cedar.Authorize(ix.of(tool), pair{r.Principal, &r.Resource.entity}, req)
 	// A forbid that could not be evaluated refuses (fail closed): Cedar
 	// would skip it, and a condition on an argument left out would let
 	// the call through.
@@ -222,13 +232,18 @@ func (e *Engine) arguments(args any) (types.Value, error) {
 	if e.all || !ok {
 		return Arguments(args)
 	}
-	picked := make(map[string]any, len(e.names))
+	c := converter{left: MaxArgumentValues}
+	rec := make(types.RecordMap, len(e.names))
 	for name := range e.names {
-		if v, ok := m[name]; ok {
-			picked[name] = v
+		if v, ok := m[name]; ok && v != nil {
+			cv, err := c.value(v, 1)
+			if err != nil {
+				return nil, err
+			}
+			rec[types.String(name)] = cv
 		}
 	}
-	return Arguments(picked)
+	return types.NewRecord(rec), nil
 }
 
 // Lists decides whether a listing shows the tool to the principal: list is

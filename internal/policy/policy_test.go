@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cedar-policy/cedar-go/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toold/toold/internal/auth"
@@ -259,6 +260,36 @@ func BenchmarkDecide(b *testing.B) {
 			if !e.Decide(&Request{Action: Call, Principal: p, Resource: r, Arguments: a, Via: ViaREST, Time: now}).Allowed {
 				b.Fatal("refused")
 			}
+		}
+	})
+}
+
+// FuzzArguments: any JSON a caller may send converts without a panic,
+// within the bounds, and to a value of the shape the JSON had.
+func FuzzArguments(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"κλειδί":["τιμή",1.5,true,null]}`, `{"n":123456789012345678901234567890}`,
+		`{"e":1e308,"f":-1e-308,"g":0.1234,"h":0.12345}`, `[[[[[[]]]]]]`, `{"":{"":{"":""}}}`, `"x"`, `null`, `{"a":[1,1,1,"1"]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := strictjson.Decode(data, 2*MaxArgumentDepth)
+		if err != nil {
+			return
+		}
+		got, err := Arguments(v)
+		if err != nil {
+			if err != ErrArgumentsTooLarge {
+				t.Fatalf("%q: %v", data, err)
+			}
+			return
+		}
+		if _, isObject := v.(map[string]any); isObject {
+			if _, ok := got.(types.Record); !ok {
+				t.Fatalf("%q: an object became a %T", data, got)
+			}
+		}
+		if _, err := json.Marshal(got); err != nil {
+			t.Fatalf("%q: the value does not encode: %v", data, err)
 		}
 	})
 }

@@ -1,0 +1,185 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/limits"
+	"github.com/toold/toold/internal/policy"
+	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/diag"
+)
+
+func loadPolicy(tb testing.TB, text string) *policy.Engine {
+	tb.Helper()
+	file := filepath.Join(tb.TempDir(), "p.cedar")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	eng, err := policy.Load(policy.Config{Files: []string{file}}, os.ReadFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return eng
+}
+
+func policyDispatcher(tb testing.TB, eng *policy.Engine, live *registry.Live) *Dispatcher {
+	tb.Helper()
+	san, err := sanitize.New(sanitize.Config{}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d, err := New(Options{Registry: live, Sanitizer: san, Limiter: limits.New(limits.Options{}), Policy: eng})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+var ops = &auth.Identity{Kind: auth.KindToken, Name: "u@i", Issuer: "i", Subject: "u", Groups: []string{"ops"}}
+
+// TestPolicyStage: the stage decides on the arguments the tool would get
+// (after sanitization), before the tool runs; a refusal names the
+// policies; Check (an async call's acceptance) decides alike.
+func TestPolicyStage(t *testing.T) {
+	eng := loadPolicy(t, `
+@id("echo") permit (principal, action == toold::Action::"call", resource == toold::Tool::"echo");
+@id("no x") forbid (principal, action == toold::Action::"call", resource) when { context.arguments has message && context.arguments.message == "x" };
+@id("ops over mcp") permit (principal is toold::User, action == toold::Action::"call", resource == toold::Tool::"noop")
+  when { principal.groups.contains("ops") && context.via == "mcp" };
+`)
+	reg, err := registry.New(registry.Options{}, diag.Echo(), noop{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := policyDispatcher(t, eng, registry.NewLive(reg, registry.Options{}))
+	ctx := context.Background()
+	cases := []struct {
+		tool, body, via string
+		who             *auth.Identity
+		denied          string // the message's tail; "" allowed
+	}{
+		{"echo", `{"message":"hi"}`, policy.ViaREST, nil, ""},
+		{"echo", `{"message":"x"}`, policy.ViaREST, nil, `(decided by "no x")`},
+		{"noop", `{}`, policy.ViaMCP, ops, ""},
+		{"noop", `{}`, policy.ViaREST, ops, `no policy permits this call of "noop"`},
+		{"noop", `{}`, policy.ViaMCP, nil, `no policy permits this call of "noop"`},
+	}
+	for _, c := range cases {
+		for _, check := range []bool{false, true} {
+			req := &Request{Tool: c.tool, Body: []byte(c.body), RequestID: "r", Principal: c.who, Via: c.via}
+			var env *Envelope
+			if check {
+				env = d.Check(ctx, req)
+			} else {
+				env = d.Execute(ctx, req)
+			}
+			switch {
+			case c.denied == "" && env != nil && !env.Success:
+				t.Errorf("%s %s by %v (check %v): refused: %+v", c.tool, c.body, c.who, check, env.Error)
+			case c.denied != "" && (env == nil || env.Error == nil || env.Error.Code != tools.CodePolicyDenied || !strings.HasSuffix(env.Error.Message, c.denied)):
+				t.Errorf("%s %s by %v (check %v): got %+v, want a refusal ending %s", c.tool, c.body, c.who, check, env.Error, c.denied)
+			}
+		}
+	}
+}
+
+// TestHeldToolRefused: a tool its source holds back is in no snapshot,
+// and a call of it is told why (tool_definition_changed), not that it
+// does not exist.
+func TestHeldToolRefused(t *testing.T) {
+	reg, _ := registry.New(registry.Options{})
+	live := registry.NewLive(reg, registry.Options{})
+	live.SetSourceHolding("up", nil, map[string]string{"up.greet": "its server changed its definition"})
+	d := policyDispatcher(t, nil, live)
+	env := d.Execute(context.Background(), &Request{Tool: "up.greet", Body: []byte(`{}`), RequestID: "r"})
+	if env.Status != StatusRejected || env.Error.Code != tools.CodeToolDefinitionChanged || !strings.Contains(env.Error.Message, "changed its definition") {
+		t.Errorf("%+v %+v", env, env.Error)
+	}
+	live.SetSource("up", nil) // the source lists it no more
+	if env := d.Execute(context.Background(), &Request{Tool: "up.greet", Body: []byte(`{}`), RequestID: "r"}); env.Status != StatusNotFound {
+		t.Errorf("once gone: %+v", env.Error)
+	}
+}
+
+// TestSearchSeesTheListing: a tool the call runs (search_tools) sees of
+// the catalog only what the caller could list.
+func TestSearchSeesTheListing(t *testing.T) {
+	eng := loadPolicy(t, `
+@id("all") permit (principal, action, resource);
+@id("hide noop") forbid (principal, action == toold::Action::"call", resource == toold::Tool::"noop");
+`)
+	var seen func(string) bool
+	spy := tools.Typed(tools.Spec{Name: "spy", Description: "Keeps the catalog view it is given.", Category: tools.Direct},
+		func(_ context.Context, c *tools.Call, _ struct{}) (bool, error) { seen = c.Allowed; return true, nil })
+	reg, err := registry.New(registry.Options{}, spy, noop{}, diag.Echo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := policyDispatcher(t, eng, registry.NewLive(reg, registry.Options{}))
+	if env := d.Execute(context.Background(), &Request{Tool: "spy", Body: []byte(`{}`), RequestID: "r", Via: policy.ViaMCP}); !env.Success {
+		t.Fatal(env.Error)
+	}
+	var shown []string
+	for _, n := range []string{"echo", "noop", "spy"} {
+		if seen(n) {
+			shown = append(shown, n)
+		}
+	}
+	if !slices.Equal(shown, []string{"echo", "spy"}) {
+		t.Errorf("the search tool sees %v", shown)
+	}
+}
+
+// BenchmarkPolicyCall prices the call decision: the same call of echo
+// through the whole pipeline with no policy, and with 100 policies (ten of
+// them general, reading the arguments; ninety naming other tools). It
+// reports each call's median (p50-ns); the decision is the difference.
+//
+//	go test ./internal/dispatch -run '^$' -bench BenchmarkPolicyCall -benchtime 20000x -count 5
+func BenchmarkPolicyCall(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("@id(\"read-only\") permit (principal, action == toold::Action::\"call\", resource) when { resource.read_only };\n")
+	for i := range 9 {
+		fmt.Fprintf(&sb, "@id(\"secret %d\") forbid (principal, action == toold::Action::\"call\", resource) when { context.arguments has message && context.arguments.message like \"*secret-%d*\" };\n", i, i)
+	}
+	for i := range 90 {
+		fmt.Fprintf(&sb, "@id(\"tool %d\") permit (principal is toold::User, action == toold::Action::\"call\", resource == toold::Tool::\"tool%d\") when { principal.groups.contains(\"g%d\") };\n", i, i, i)
+	}
+	eng := loadPolicy(b, sb.String())
+	if eng.Len() != 100 {
+		b.Fatalf("%d policies", eng.Len())
+	}
+	body := []byte(`{"message":"hello, toold","data":{"n":1,"tags":["a","b"]}}`)
+	for _, bc := range []struct {
+		name string
+		eng  *policy.Engine
+	}{{"policies=0", nil}, {"policies=100", eng}} {
+		b.Run(bc.name, func(b *testing.B) {
+			reg, _ := registry.New(registry.Options{}, diag.Echo())
+			d := policyDispatcher(b, bc.eng, registry.NewLive(reg, registry.Options{}))
+			ctx := context.Background()
+			took := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				env := d.Execute(ctx, &Request{Tool: "echo", Body: body, RequestID: "bench", Principal: ops, Via: policy.ViaREST})
+				took = append(took, time.Since(start))
+				if !env.Success {
+					b.Fatal(env.Error)
+				}
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "p50-ns")
+		})
+	}
+}
