@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -51,6 +51,10 @@ permit (principal, action in [toold::Action::"list", toold::Action::"call"], res
 @id("questions are not resumed")
 forbid (principal, action == toold::Action::"call", resource == toold::Tool::"request_user_input")
 when { context.via == "execution" };
+
+@id("ops observe everyday tools")
+permit (principal == toold::Key::"ops", action == toold::Action::"observe", resource)
+when { resource.toolsets.contains("everyday") };
 
 @id("approvers approve")
 permit (principal is toold::User, action == toold::Action::"approve", resource)
@@ -118,7 +122,9 @@ func TestPolicyEveryWayIn(t *testing.T) {
 		},
 		"batch": func(who, tool, args string) (int, envelopeError) {
 			a := send(t, "POST", w.in.url+"/batch", `{"calls":[{"id":"c","tool":"`+tool+`","arguments":`+args+`}]}`, bearer(who)...)
-			var b struct{ Results []struct{ Envelope json.RawMessage } }
+			var b struct {
+				Results []struct{ Envelope json.RawMessage }
+			}
 			if json.Unmarshal(a.body, &b); a.status != 200 || len(b.Results) != 1 {
 				t.Fatalf("a batch: %d %s", a.status, a.body)
 			}
@@ -180,6 +186,20 @@ func TestPolicyEveryWayIn(t *testing.T) {
 	a = send(t, "POST", w.in.url+waiting.Waiting.Resume, `{"answer":"main"}`, append(bearer(alice), "Prefer", "wait=10")...)
 	if e := errorIn(t, a.body); e.Code != "policy_denied" || !slices.Equal(e.policies(), []string{"questions are not resumed"}) {
 		t.Errorf("the resumed step: %d %s", a.status, a.body)
+	}
+
+	// The activity stream shows the ops key the calls of the tools it may
+	// observe: every one of sleep's came before the last call, of grep.
+	send(t, "POST", w.in.url+"/tools/grep/execute", `{"pattern":"last","max_matches":1}`, bearer(alice)...)
+	var seen []string
+	sseEvents(t, w.in.url+"/events?last_event_id=1", func(_, data string) bool {
+		var ev struct{ Tool string }
+		json.Unmarshal([]byte(data), &ev)
+		seen = append(seen, ev.Tool)
+		return ev.Tool == "grep" && strings.Contains(data, `"type":"end"`)
+	}, oauthOpsKey)
+	if slices.Contains(seen, "sleep") || !slices.Contains(seen, "echo") {
+		t.Errorf("the ops key observes %v", seen)
 	}
 
 	// The refusals are audited: the call's record, refused.

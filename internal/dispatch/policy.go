@@ -116,3 +116,29 @@ func (d *Dispatcher) MayApprove(id *auth.Identity, via, tool string, args []byte
 	}
 	return Denied(tool, "approval", dec)
 }
+
+// Observes returns whether id may see the calls of a tool in the activity
+// stream (the observe action), deciding once per tool: for one reader of
+// the stream, not for concurrent use. Without a policy every tool is
+// observed.
+func (d *Dispatcher) Observes(id *auth.Identity, via string) func(tool string) bool {
+	eng := d.opts.Policy
+	if eng == nil {
+		return func(string) bool { return true }
+	}
+	p, seen := policy.NewPrincipal(id), map[string]bool{}
+	return func(tool string) bool {
+		if ok, done := seen[tool]; done {
+			return ok
+		}
+		res := policy.NewResource(policy.Tool{Name: tool})
+		if e, ok := d.Registry().Lookup(tool); ok {
+			res = e.PolicyResource(d.opts.Toolsets)
+		}
+		ok := eng.Decide(&policy.Request{Action: policy.Observe, Principal: p, Resource: res, Via: via, Time: time.Now()}).Allowed
+		if len(seen) < 4096 {
+			seen[tool] = ok
+		}
+		return ok
+	}
+}

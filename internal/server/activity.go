@@ -134,7 +134,11 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stream := openSSE(w)
 	defer stream.keepAlive()()
+	observes := s.opts.Dispatcher.Observes(principal(r).Who(), via(r)) // the policy's observe
 	err := events.Activity(ctx, s.opts.Store, events.Position{After: after}, f, func(ev events.Event) bool {
+		if ev.Tool != "" && !observes(ev.Tool) {
+			return true
+		}
 		data, _ := json.Marshal(ev)
 		return stream.event(ev.ID, ev.Type, data) == nil
 	})
