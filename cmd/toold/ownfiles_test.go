@@ -71,6 +71,11 @@ func TestOwnFilesOutsideTheWorkspace(t *testing.T) {
 			cfg := write(filepath.Join(out, "toold.yaml"), "state: {audit: {checkpoint_file: "+filepath.Join(ws, "checkpoints.jsonl")+"}}\n")
 			return []string{"-config", cfg, "-state-dir", filepath.Join(out, "state")}
 		}, "state.audit.checkpoint_file"},
+		{"policy file", func(ws, out string) []string {
+			pol := write(filepath.Join(ws, "policies.cedar"), "permit (principal, action, resource);\n")
+			cfg := write(filepath.Join(out, "toold.yaml"), "policy: {files: ["+pol+"]}\n")
+			return []string{"-config", cfg, "-state-dir", filepath.Join(out, "state")}
+		}, "policy.files[0]"},
 		{"configuration file", func(ws, out string) []string {
 			return []string{"-config", write(filepath.Join(ws, "examples", "toold.yaml"), "log_level: warn\n"), "-state-dir", filepath.Join(out, "state")}
 		}, "-config"},

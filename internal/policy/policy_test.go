@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -292,4 +293,52 @@ func FuzzArguments(f *testing.F) {
 			t.Fatalf("%q: the value does not encode: %v", data, err)
 		}
 	})
+}
+
+// TestCookbook: every policy of docs/policy.md loads (they are one file),
+// and its test table passes against them.
+func TestCookbook(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/policy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cedarText, table string
+	for _, part := range strings.Split(string(doc), "```")[1:] {
+		lang, body, _ := strings.Cut(part, "\n")
+		switch lang {
+		case "cedar":
+			cedarText += body
+		case "yaml":
+			if strings.HasPrefix(body, "tests:") {
+				table = body
+			}
+		}
+	}
+	if strings.Count(cedarText, "@id(") < 10 || table == "" {
+		t.Fatalf("the cookbook is not where it was: %d policies, table %q", strings.Count(cedarText, "@id("), table)
+	}
+	e := mustLoad(t, cedarText)
+	tb, err := ParseTable([]byte(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := e.Run(tb, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Problem != "" {
+			t.Errorf("%s: %s", r.Case.Name, r.Problem)
+		}
+	}
+	// The approver gate's hours.
+	night := &Request{Action: Approve, Principal: NewPrincipal(&auth.Identity{Kind: auth.KindToken, Issuer: "i", Subject: "s", Groups: []string{"approvers"}}),
+		Resource: NewResource(deploy), Arguments: map[string]any{}, Via: ViaConsole, Time: time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)}
+	if d := e.Decide(night); d.Allowed || !slices.Equal(d.Policies, []string{"destructive approvals in the day"}) {
+		t.Errorf("a destructive approval at night: %+v", d)
+	}
+	night.Time = time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	if d := e.Decide(night); !d.Allowed {
+		t.Errorf("a destructive approval in the day: %+v", d)
+	}
 }

@@ -17,8 +17,10 @@ export function setKey(k) {
 // setCSRF keeps the session's CSRF token (in memory only).
 export function setCSRF(token) { csrf = token || ''; }
 
+// Every request says it comes from the console: policies see it as
+// context.via == "console".
 function headers(extra, method) {
-  const h = { Accept: 'application/json', ...extra };
+  const h = { Accept: 'application/json', 'Toold-Via': 'console', ...extra };
   const k = key();
   if (k) h.Authorization = 'Bearer ' + k;
   else if (csrf && method && method !== 'GET') h['X-CSRF-Token'] = csrf;

@@ -1,8 +1,10 @@
 // Tools: GET /tools, each tool with its description, limits, flags and
 // schema, and a "try it" form generated from the schema that calls
 // POST /tools/{name}/execute — the same call any client makes, with the
-// same auth, confirmation and sanitization.
-import { call, problem } from './api.js';
+// same auth, confirmation, policy and sanitization. For an admin, the
+// hosted tools whose definitions changed (GET /tools/changes), each with
+// its diff, to accept or refuse (POST /tools/changes/{name}).
+import { call, code, problem } from './api.js';
 import { el, pretty, meta } from './dom.js';
 import { build } from './form.js';
 
@@ -12,6 +14,7 @@ function status(text) { document.getElementById('tools-status').textContent = te
 
 export function start() {
   if (!loaded) load();
+  loadChanges();
 }
 export function stop() {}
 
@@ -60,6 +63,7 @@ function tool(t, measured) {
     const r = await call('POST', '/tools/' + encodeURIComponent(t.name) + '/execute', args);
     if (!r.data) { err.textContent = problem(r); return; }
     if (r.data.error) err.textContent = problem(r);
+    if (code(r) === 'policy_denied') err.prepend(el('span', { class: 'policy' }, 'Refused by the policy. '));
     out.replaceChildren(el('p', {}, 'HTTP ' + r.status + ' — ' + (r.data.status || '')), pretty(r.data));
   };
   return el('details', { class: 'tool', 'data-tool': t.name },
@@ -73,4 +77,46 @@ function tool(t, measured) {
     el('h4', {}, 'Try it'),
     el('form', { novalidate: true, onsubmit: run }, form.node, el('div', { class: 'buttons' }, el('button', { type: 'submit' }, 'Run ' + t.name))),
     err, out);
+}
+
+// loadChanges shows the changed hosted tools to a caller who may decide
+// on them (the admin role); to anyone else the section stays hidden.
+async function loadChanges() {
+  const section = document.getElementById('tool-changes');
+  const r = await call('GET', '/tools/changes');
+  const changes = (r.ok && r.data && r.data.changes) || [];
+  section.hidden = changes.length === 0;
+  document.getElementById('changes-list').replaceChildren(...changes.map(change));
+}
+
+// diff shows a change's diff, its removed and added lines marked.
+function diff(text) {
+  const pre = el('pre', { class: 'diff' });
+  for (const line of (text || '').split('\n')) {
+    if (line === '') continue;
+    const kind = line[0] === '-' ? 'del' : line[0] === '+' ? 'add' : '';
+    pre.append(kind ? el('span', { class: kind }, line) : line + '\n');
+  }
+  return pre;
+}
+
+function change(c) {
+  const what = c.kind === 'new' ? 'A new tool of ' + c.server : 'Changed on ' + c.server + ': ' + (c.fields || []).join(', ');
+  const state = c.state === 'refused' ? 'Refused by ' + c.refused_by + ': it stays out while its server lists it.' : 'Waiting for a decision.';
+  const decide = async (accept) => {
+    const r = await call('POST', '/tools/changes/' + encodeURIComponent(c.name), { accept, hash: c.new_hash });
+    document.getElementById('changes-status').textContent = r.ok
+      ? (accept ? 'Accepted ' + c.name + ': it is served again.' : 'Refused ' + c.name + ': it stays out.')
+      : problem(r);
+    if (r.ok && accept) loaded = false;
+    start();
+  };
+  return el('article', { class: 'change', 'data-tool': c.name },
+    el('h4', {}, c.name),
+    el('p', {}, what), el('p', {}, state),
+    meta([['Seen', c.seen_at], ['Pinned', c.old_hash || 'never'], ['Now', c.new_hash]]),
+    diff(c.diff),
+    el('div', { class: 'buttons' },
+      el('button', { type: 'button', class: 'approve', onclick: () => decide(true) }, 'Accept ' + c.name),
+      c.state === 'refused' ? null : el('button', { type: 'button', class: 'deny', onclick: () => decide(false) }, 'Refuse ' + c.name)));
 }
