@@ -98,18 +98,23 @@ func key(server, tool string) string { return server + "." + hex.EncodeToString(
 // replica's.
 const maxAttempts = 5
 
+// firstKey is a server's record of the listing toold saw first: its
+// tools by name and hash. "first" is not hex, so no tool's key is it.
+func firstKey(server string) string { return server + ".first" }
+
 // Admit checks a server's listed tools against their pins (see
-// upstream.Pinner). A server none of whose tools is pinned yet is seen
-// for the first time: all its tools are pinned as they are.
+// upstream.Pinner). The first listing of a server is recorded as it is
+// (one create, so of replicas listing it at once one wins), and its tools
+// are pinned as they are, by whichever replica gets to each first.
 func (k *Keeper) Admit(ctx context.Context, server string, defs []upstream.Definition, reviewNew bool) (map[string]string, error) {
-	keys, err := k.b.Keys(ctx, server+".*")
-	if err != nil && !errors.Is(err, state.ErrNotFound) {
-		return nil, err
+	first, err := k.firstListing(ctx, server, defs)
+	if err != nil {
+		return nil, fmt.Errorf("the first listing of %s: %w", server, err)
 	}
-	first := len(keys) == 0
 	held := map[string]string{}
 	for _, d := range defs {
-		why, err := k.admitOne(ctx, server, d, first || !reviewNew)
+		pinNew := !reviewNew || first[d.Tool] == Hash(d.Canonical)
+		why, err := k.admitOne(ctx, server, d, pinNew)
 		if err != nil {
 			return nil, fmt.Errorf("the pin of %s.%s: %w", server, d.Tool, err)
 		}
@@ -118,6 +123,34 @@ func (k *Keeper) Admit(ctx context.Context, server string, defs []upstream.Defin
 		}
 	}
 	return held, nil
+}
+
+// firstListing is the tools of the server's first listing, by name, with
+// their hashes: defs', if this is the first.
+func (k *Keeper) firstListing(ctx context.Context, server string, defs []upstream.Definition) (map[string]string, error) {
+	raw, _, err := k.b.Get(ctx, firstKey(server))
+	if errors.Is(err, state.ErrNotFound) {
+		first := make(map[string]string, len(defs))
+		for _, d := range defs {
+			first[d.Tool] = Hash(d.Canonical)
+		}
+		b, _ := json.Marshal(first)
+		if _, err = k.b.Create(ctx, firstKey(server), b); err == nil {
+			return first, nil
+		}
+		if !errors.Is(err, state.ErrConflict) {
+			return nil, err
+		}
+		raw, _, err = k.b.Get(ctx, firstKey(server)) // another replica's, just made
+	}
+	if err != nil {
+		return nil, err
+	}
+	var first map[string]string
+	if err := json.Unmarshal(raw, &first); err != nil {
+		return nil, fmt.Errorf("an unreadable record: %w", err)
+	}
+	return first, nil
 }
 
 // admitOne checks one tool; it returns why the tool is held back, or ""
@@ -257,6 +290,9 @@ func (k *Keeper) Changes(ctx context.Context) ([]Change, error) {
 	}
 	out := []Change{}
 	for _, kk := range keys {
+		if strings.HasSuffix(kk, ".first") {
+			continue
+		}
 		raw, _, err := k.b.Get(ctx, kk)
 		if errors.Is(err, state.ErrNotFound) {
 			continue
