@@ -70,7 +70,9 @@ func TestProviderTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := auth.Identity{Kind: auth.KindToken, Name: "u-alice@" + p.Issuer, Issuer: p.Issuer, Subject: "u-alice", Client: "agent"}
+	// groups_claim's default: the groups claim, which policies read.
+	want := auth.Identity{Kind: auth.KindToken, Name: "u-alice@" + p.Issuer, Issuer: p.Issuer, Subject: "u-alice", Client: "agent",
+		Groups: alice.Groups}
 	if !reflect.DeepEqual(pr.Identity, want) {
 		t.Errorf("identity %+v, want %+v", pr.Identity, want)
 	}
