@@ -326,3 +326,53 @@ func statusOf(e envelopeError) int {
 	}
 	return 400
 }
+
+// TestPolicyCommands: toold policy schema prints the schema; check
+// reports a bad policy at its place and exits 1; test runs a table and
+// exits 1 when a decision is not the one expected.
+func TestPolicyCommands(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.cedar", `@id("read-only") permit (principal, action == toold::Action::"call", resource) when { resource.read_only };`)
+	bad := write("bad.cedar", "\n\npermit (principal, action, resource) when { resource.kidn == 1 };")
+	table := write("table.yaml", `tests:
+  - name: a key reads
+    principal: {key: ci}
+    tool: {name: read_file, kind: direct, read_only: true}
+    expect: allow
+  - name: a key writes
+    principal: {key: ci}
+    tool: {name: write_file, kind: direct}
+    expect: allow
+`)
+	env := func(string) (string, bool) { return "", false }
+	for _, c := range []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{[]string{"policy", "schema"}, 0, `action "call" appliesTo`, ""},
+		{[]string{"policy", "check", good}, 0, "1 policies in 1 files: ok", ""},
+		{[]string{"policy", "check", good, bad}, 1, "", bad + ":3:1"},
+		{[]string{"policy", "test", "-policy", good, table}, 1, "FAIL a key writes: deny (no policy applies), want allow", ""},
+		{[]string{"policy", "frobnicate"}, 2, "", "usage: toold policy"},
+	} {
+		var stdout, stderr strings.Builder
+		err := run(context.Background(), c.args, env, strings.NewReader(""), &stdout, &stderr)
+		code := 0
+		if ec, ok := err.(exitCode); ok {
+			code = int(ec)
+		} else if err != nil {
+			code = -1
+		}
+		if code != c.code || !strings.Contains(stdout.String(), c.out) || !strings.Contains(stderr.String(), c.err) {
+			t.Errorf("toold %v: exit %d (want %d)\nstdout: %s\nstderr: %s", c.args, code, c.code, stdout.String(), stderr.String())
+		}
+	}
+}
