@@ -41,7 +41,8 @@ func TestPrincipalOnEveryRecord(t *testing.T) {
 		Principal   auth.Identity
 	}
 	json.Unmarshal(body, &env)
-	wantAlice := auth.Identity{Kind: auth.KindToken, Name: "u-alice@" + w.idp.Issuer, Issuer: w.idp.Issuer, Subject: "u-alice", Client: "agent"}
+	wantAlice := auth.Identity{Kind: auth.KindToken, Name: "u-alice@" + w.idp.Issuer, Issuer: w.idp.Issuer, Subject: "u-alice", Client: "agent",
+		Groups: idAlice.Groups} // the groups claim, which policies read
 	if resp.StatusCode != 200 || !reflect.DeepEqual(env.Principal, wantAlice) {
 		t.Fatalf("the envelope's principal: %d %s", resp.StatusCode, body)
 	}
@@ -82,7 +83,7 @@ func TestPrincipalOnEveryRecord(t *testing.T) {
 		t.Fatalf("a call waiting for approval: %d %s", resp.StatusCode, body)
 	}
 	_, body = w.do(t, "GET", "/approvals", bob, "")
-	if !strings.Contains(string(body), `"principal":{"kind":"token","name":"u-alice@`+w.idp.Issuer+`","issuer":"`+w.idp.Issuer+`","subject":"u-alice","client":"agent"}`) {
+	if !strings.Contains(string(body), `"principal":{"kind":"token","name":"u-alice@`+w.idp.Issuer+`","issuer":"`+w.idp.Issuer+`","subject":"u-alice","client":"agent","groups":["approvers"]}`) {
 		t.Errorf("GET /approvals does not name the caller's principal: %s", body)
 	}
 	aliceElsewhere := w.idp.SignIn(w.console, idAlice, "openid", "toold:approve").AccessToken // another client, same subject
