@@ -29,6 +29,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if len(args) > 0 && args[0] == "policy" {
 		return runPolicy(args[1:], lookupEnv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "sandbox" {
+		return runSandbox(ctx, args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, lookupEnv, stderr)
 	if err != nil {
 		return exitCode(2)

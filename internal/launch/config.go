@@ -102,6 +102,14 @@ type Sandbox struct {
 	// ~/.local/share/cursor-agent): bound read-only under namespaces and
 	// bwrap. Containment none sees the host's file system anyway.
 	ReadOnlyPaths []string `yaml:"read_only_paths" validate:"dive,required"`
+	// UnixSockets are absolute paths of unix sockets the program may
+	// connect to (an ssh agent, a database's socket). No other socket
+	// outside the run's own temporary directory is reachable: macOS's
+	// profile allows connecting to these only; Linux binds each into the
+	// run (namespaces, bwrap); Windows grants the sandbox's capability an
+	// ACE on each. A socket of the host's services (docker.sock, the
+	// user's agents) is otherwise out of reach, network or not.
+	UnixSockets []string `yaml:"unix_sockets" validate:"dive,required"`
 	// EnvAllow names variables copied from toold's environment; nothing
 	// else is inherited. (An MCP server says env_allow and env on the
 	// server itself, not in its sandbox.)
@@ -124,13 +132,18 @@ type Sandbox struct {
 	Seccomp *bool `yaml:"seccomp"`
 }
 
-// Check reports what the struct tags cannot: every read_only_paths entry
-// must be absolute. The launcher checks it again when it resolves the
+// Check reports what the struct tags cannot: every read_only_paths and
+// unix_sockets entry must be absolute. The launcher checks it again when it resolves the
 // sandbox.
 func (s Sandbox) Check() error {
 	for _, p := range s.ReadOnlyPaths {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("read_only_paths: %q is not absolute", p)
+		}
+	}
+	for _, p := range s.UnixSockets {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("unix_sockets: %q is not absolute", p)
 		}
 	}
 	return nil

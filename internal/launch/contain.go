@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,10 +36,12 @@ type sandbox struct {
 	network  bool
 	writable bool
 	roPaths  []string
+	sockets  []string // unix sockets the sandbox may connect to (Sandbox.UnixSockets)
 	limits   []rlimit
 	procs    bool // the process-count limit holds
 	drop     bool // runs as uid:gid
 	userns   bool // namespaces without root: a user namespace per run
+	headroom bool // the process-count limit counts from the uid's processes at the run's start (macOS)
 	seccomp  bool // the syscall filter is wanted (seccomp_linux.go)
 	uid, gid int
 	maxOut   int
@@ -60,6 +63,7 @@ type rlimit struct {
 	name     string
 	resource int
 	cur, max uint64
+	relative bool // read by the macOS shim: add the uid's processes (encodeShimRlimits)
 }
 
 // callLimits are what a run's cgroups enforce; 0 or less: not limited.
@@ -87,15 +91,11 @@ func (sb *sandbox) short() string {
 		return notIsolated
 	case sb.userns:
 		return "namespaces (unprivileged user namespace)"
-	case sb.mode == ModeJob && !sb.network:
-		return jobNoNetwork
+	case sb.mode == ModeJob:
+		return "job (AppContainer)"
 	}
 	return string(sb.mode)
 }
-
-// jobNoNetwork is how every result of a Windows job without the network
-// says that the network was not taken away.
-const jobNoNetwork = "job (network NOT isolated: a Job Object cannot take it away)"
 
 // describe is the sandbox in one phrase, for discovery and the start-up log.
 func (sb *sandbox) describe() string {
@@ -108,11 +108,11 @@ func (sb *sandbox) describe() string {
 	}
 	switch {
 	case sb.network && sb.mode == ModeSeatbelt:
-		parts = append(parts, "network allowed but the host's loopback")
+		parts = append(parts, "network allowed but toold's own ports (on every address) and the host's unix sockets")
+	case sb.network && sb.mode == ModeJob:
+		parts = append(parts, "network allowed but no address of this machine (AppContainer)")
 	case sb.network:
 		parts = append(parts, "network allowed")
-	case sb.mode == ModeJob:
-		parts = append(parts, "network NOT isolated (a Job Object cannot take it away)")
 	case sb.mode == ModeNone:
 		parts = append(parts, "network NOT isolated (containment none)")
 	default:
@@ -240,11 +240,12 @@ func (sb *sandbox) enforcement(r Rlimits) map[string]string {
 }
 
 // runPaths are the host paths a run sees in the minimal root, and which
-// are read-only: the workspace, the read-only paths and the program when
-// it is elsewhere.
+// are read-only: the workspace, the read-only paths, the unix sockets it
+// lists (connect needs no writable mount) and the program when it is
+// elsewhere.
 func (sb *sandbox) runPaths(program, workspace string) ([]string, []bool) {
 	paths, ro := []string{workspace}, []bool{!sb.writable}
-	for _, p := range sb.roPaths {
+	for _, p := range append(append([]string(nil), sb.roPaths...), sb.sockets...) {
 		paths, ro = append(paths, p), append(ro, true)
 	}
 	if !underAny(program, append(append([]string{workspace}, sb.roPaths...), systemDirs...)) {
@@ -279,7 +280,7 @@ func (sb *sandbox) bwrapArgs(program, dir, workspace, tmp string) []string {
 		a = append(a, "--size", strconv.FormatInt(sb.tmpSize, 10))
 	}
 	a = append(a, "--tmpfs", "/tmp")
-	for _, p := range sb.roPaths {
+	for _, p := range append(append([]string(nil), sb.roPaths...), sb.sockets...) {
 		a = append(a, "--ro-bind-try", p, p)
 	}
 	if !underAny(program, systemDirs) {
@@ -317,10 +318,48 @@ type host struct {
 	nsErr     error // why namespaces cannot be used; nil when they can
 	bwrapErr  error
 	launchers map[Mode]*launcher
+	rl        rlimitTable // this OS's rlimits (hostRlimits)
 	cg        *cgroupHost
 	cgOnce    sync.Once
 	ports     *portGuard   // ProtectPorts' ruleset (Linux); nil before
 	plat      platformHost // what the OS's own modes learned (platform.go)
+	seen      map[exposure]bool
+}
+
+// exposure is what decides whether a sandbox's runs can reach toold's own
+// listeners: its mode and its network.
+type exposure struct {
+	mode    Mode
+	network bool
+}
+
+// saw records a resolved sandbox's exposure for Exposed.
+func (h *host) saw(sb *sandbox) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.seen == nil {
+		h.seen = map[exposure]bool{}
+	}
+	h.seen[exposure{sb.mode, sb.network}] = true
+}
+
+// Exposed lists, one phrase each, the kinds of sandbox resolved so far
+// whose programs can reach toold's own listeners on this machine: those
+// the platform's port guard does not cover (portsGuarded). Empty when
+// every program toold started or will start the same way is kept from
+// them. cmd/toold narrows the anonymous caller when it is not empty.
+func (l *Launcher) Exposed() []string {
+	h := l.host
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for e := range h.seen {
+		if !h.portsGuarded(e.mode, e.network) {
+			out = append(out, fmt.Sprintf("containment %s with network %v", e.mode, e.network))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // cgroups finds the host's cgroups on first use.

@@ -93,7 +93,7 @@ func (sb *sandbox) runMounts(program, workspace string) (*callMounts, error) {
 // first instruction. release closes what was opened for that (the caller
 // calls it once the run started or failed); cg, when not nil, is the
 // caller's to remove when the run ends.
-func (l *Launcher) prepareRun(sb *sandbox, program string) (rs runSetup, cg *runCgroup, release func(), err error) {
+func (l *Launcher) prepareRun(sb *sandbox, program, _, _ string) (rs runSetup, cg *runCgroup, release func(), err error) {
 	var closers []func()
 	release = func() {
 		for _, c := range closers {

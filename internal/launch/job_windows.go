@@ -2,14 +2,14 @@ package launch
 
 import (
 	"fmt"
-	"os"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
 
-// The calls behind a Windows job run (job.go says what they make). Not run
+// The Job Object of a Windows job run (job.go says what it holds;
+// appcontainer_windows.go creates the run's process inside it). Not run
 // where this was written (no Windows machine): compiled and vetted by CI's
 // GOOS=windows go vet.
 
@@ -96,51 +96,6 @@ func (j *runCgroup) limit(plan jobPlan) error {
 	return nil
 }
 
-// adopt puts the suspended process pid in the job, then resumes its one
-// thread: nothing of the program runs outside the job.
-func (j *runCgroup) adopt(pid uint32) error {
-	p, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, pid)
-	if err != nil {
-		return fmt.Errorf("opening the run's process: %w", err)
-	}
-	defer windows.CloseHandle(p)
-	if err := windows.AssignProcessToJobObject(j.h, p); err != nil {
-		return fmt.Errorf("putting the run in its Job Object: %w", err)
-	}
-	return resumeThreads(pid)
-}
-
-// resumeThreads resumes the threads of pid (a process created suspended
-// has one): os/exec closes the thread handle CreateProcess returned.
-func resumeThreads(pid uint32) error {
-	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
-	if err != nil {
-		return fmt.Errorf("listing the run's threads: %w", err)
-	}
-	defer windows.CloseHandle(snap)
-	te := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
-	resumed := 0
-	for err = windows.Thread32First(snap, &te); err == nil; err = windows.Thread32Next(snap, &te) {
-		if te.OwnerProcessID != pid {
-			continue
-		}
-		t, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, te.ThreadID)
-		if err != nil {
-			return fmt.Errorf("opening the run's thread: %w", err)
-		}
-		_, rerr := windows.ResumeThread(t)
-		windows.CloseHandle(t)
-		if rerr != nil {
-			return fmt.Errorf("resuming the run: %w", rerr)
-		}
-		resumed++
-	}
-	if resumed == 0 {
-		return fmt.Errorf("resuming the run: no thread of process %d found", pid)
-	}
-	return nil
-}
-
 // kill ends every process of the run.
 func (j *runCgroup) kill() bool {
 	if j == nil {
@@ -155,69 +110,4 @@ func (j *runCgroup) remove() {
 		_ = windows.CloseHandle(j.h)
 		j.h = 0
 	}
-}
-
-// createRestrictedToken is advapi32's CreateRestrictedToken (x/sys has no
-// wrapper).
-var createRestrictedToken = windows.NewLazySystemDLL("advapi32.dll").NewProc("CreateRestrictedToken")
-
-// Flags of CreateRestrictedToken.
-const (
-	disableMaxPrivilege = 0x1
-	luaToken            = 0x4
-)
-
-// jobDenyOnlySIDs are jobDenyOnly's well-known SIDs.
-var jobDenyOnlySIDs = []windows.WELL_KNOWN_SID_TYPE{windows.WinBuiltinAdministratorsSid,
-	windows.WinBuiltinPowerUsersSid, windows.WinBuiltinBackupOperatorsSid, windows.WinLocalAccountAndAdministratorSid}
-
-// restrictedToken is toold's token with every privilege removed but
-// SeChangeNotifyPrivilege, the privileged groups for denial only, and low
-// integrity: the token every job run starts with.
-func restrictedToken() (windows.Token, error) {
-	var own windows.Token
-	if err := windows.OpenProcessToken(windows.CurrentProcess(),
-		windows.TOKEN_DUPLICATE|windows.TOKEN_QUERY|windows.TOKEN_ASSIGN_PRIMARY|windows.TOKEN_ADJUST_DEFAULT, &own); err != nil {
-		return 0, fmt.Errorf("job: opening toold's token: %w", err)
-	}
-	defer own.Close()
-	var disable []windows.SIDAndAttributes
-	for _, t := range jobDenyOnlySIDs {
-		if sid, err := windows.CreateWellKnownSid(t); err == nil {
-			disable = append(disable, windows.SIDAndAttributes{Sid: sid})
-		}
-	}
-	var tok windows.Token
-	r, _, err := createRestrictedToken.Call(uintptr(own), disableMaxPrivilege|luaToken,
-		uintptr(len(disable)), uintptr(unsafe.Pointer(unsafe.SliceData(disable))), 0, 0, 0, 0, uintptr(unsafe.Pointer(&tok)))
-	if r == 0 {
-		return 0, fmt.Errorf("job: CreateRestrictedToken: %w", err)
-	}
-	low, err := windows.CreateWellKnownSid(windows.WinLowLabelSid)
-	if err != nil {
-		tok.Close()
-		return 0, fmt.Errorf("job: the low integrity SID: %w", err)
-	}
-	tml := windows.Tokenmandatorylabel{Label: windows.SIDAndAttributes{Sid: low, Attributes: windows.SE_GROUP_INTEGRITY}}
-	if err := windows.SetTokenInformation(tok, windows.TokenIntegrityLevel, (*byte)(unsafe.Pointer(&tml)), tml.Size()); err != nil {
-		tok.Close()
-		return 0, fmt.Errorf("job: lowering the token's integrity: %w", err)
-	}
-	return tok, nil
-}
-
-// setLabel sets the mandatory integrity label sddl ("S:(ML;...)") on path.
-func setLabel(path, sddl string) error {
-	sd, err := windows.SecurityDescriptorFromString(sddl)
-	if err != nil {
-		return err
-	}
-	sacl, _, err := sd.SACL()
-	if err != nil {
-		return err
-	}
-	if _, err := os.Lstat(path); err != nil {
-		return err
-	}
-	return windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.LABEL_SECURITY_INFORMATION, nil, nil, nil, sacl)
 }

@@ -44,7 +44,7 @@ func New(cfg Config, workspace string) (*Launcher, error) {
 
 func newHost(cfg Config, ws string) *host {
 	h := &host{root: os.Geteuid() == 0, uid: DefaultUID, gid: DefaultUID, workspace: ws,
-		launchers: map[Mode]*launcher{}}
+		launchers: map[Mode]*launcher{}, rl: hostRlimits}
 	if cfg.RunAs.UID != nil {
 		h.uid = *cfg.RunAs.UID
 	}
@@ -53,6 +53,18 @@ func newHost(cfg Config, ws string) *host {
 	}
 	h.bwrap, h.bwrapErr = findBwrap(cfg.Bwrap)
 	return h
+}
+
+// Modes are the containment modes this OS provides, auto aside, in the
+// order auto prefers them last (none first).
+func Modes() []Mode {
+	var out []Mode
+	for _, m := range osModes {
+		if m != ModeAuto {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Workspace is the workspace's real absolute path.
@@ -67,6 +79,7 @@ func (l *Launcher) Close() error {
 	}
 	l.host.launchers = map[Mode]*launcher{}
 	l.host.cg.close()
+	l.host.closePlatform()
 	l.host.mu.Unlock()
 	return os.RemoveAll(l.tmpBase)
 }
@@ -106,7 +119,7 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
-	if err := l.privateOutOfReach(c.ReadOnlyPaths); err != nil {
+	if err := l.privateOutOfReach(append(append([]string(nil), c.ReadOnlyPaths...), c.UnixSockets...)); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(osModes, want) {
@@ -116,12 +129,21 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	if err != nil {
 		return nil, &unavailableError{mode: want, err: err}
 	}
+	return l.build(c, mode, why, t)
+}
+
+// build is the sandbox of c in mode, once resolve has chosen the mode (why:
+// the reason auto gave) and its launcher t. It is the one place a
+// sandbox's fields are filled: the platform golden tests build theirs here
+// too, so what they pin is what toold applies.
+func (l *Launcher) build(c Sandbox, mode Mode, why string, t *launcher) (*sandbox, error) {
 	h := l.host
 	drop := h.root && h.uid != 0
 	sb := &sandbox{mode: mode, reason: why, launcher: t, bwrap: h.bwrap, network: c.networkOn(),
-		writable: c.WorkspaceWritable, roPaths: c.ReadOnlyPaths, drop: drop, uid: h.uid, gid: h.gid,
-		userns: mode == ModeNamespaces && !h.root,
-		procs:  hasRlimits && (drop || (mode == ModeBwrap && !h.root)), maxOut: firstPositive(c.MaxOutputBytes, l.cfg.MaxOutputBytes, DefaultMaxOutputBytes),
+		writable: c.WorkspaceWritable, roPaths: c.ReadOnlyPaths, sockets: c.UnixSockets, drop: drop, uid: h.uid, gid: h.gid,
+		userns:   mode == ModeNamespaces && !h.root,
+		procs:    hasRlimits && (drop || (mode == ModeBwrap && !h.root) || h.rl.headroom),
+		headroom: h.rl.headroom && !drop, maxOut: firstPositive(c.MaxOutputBytes, l.cfg.MaxOutputBytes, DefaultMaxOutputBytes),
 		grace: l.cfg.KillGrace, env: buildEnv(c.EnvAllow, c.Env), private: l.cfg.Private}
 	if sb.grace <= 0 {
 		sb.grace = DefaultKillGrace
@@ -131,7 +153,8 @@ func (l *Launcher) sandbox(c Sandbox) (*sandbox, error) {
 	if err := sb.applySeccomp(h, c.Seccomp == nil || *c.Seccomp); err != nil {
 		return nil, err
 	}
-	sb.limits = lim.list(sb.procs && !sb.pidsByCgroup())
+	sb.limits = lim.listFor(h.rl, sb.procs && !sb.pidsByCgroup())
+	h.saw(sb)
 	return sb, nil
 }
 

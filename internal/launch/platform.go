@@ -17,22 +17,32 @@ package launch
 //	    One run's exec.Cmd under sb.mode: a wrapper's argv (bwrap,
 //	    sandbox-exec), the SysProcAttr (process group, namespaces, a
 //	    uid), nothing else started.
-//	func (l *Launcher) prepareRun(sb *sandbox, program string) (runSetup, *runCgroup, func(), error)
+//	func (l *Launcher) prepareRun(sb *sandbox, program, runID, tmp string) (runSetup, *runCgroup, func(), error)
 //	    What a run needs made before its start (Linux: the minimal root's
-//	    mounts, the run's cgroups), handed to launcher.start.
+//	    mounts, the run's cgroups; Windows: the run's AppContainer, its
+//	    grants and its Job Object), handed to launcher.start.
 //	type launcher; func (l *launcher) start(cmd *exec.Cmd, rs runSetup) error; func (l *launcher) close()
 //	    Starts a run's command with rs in place (Linux: on a thread of the
 //	    mode's, with rlimits and cgroups set before the first instruction;
 //	    Windows: created suspended, put in its Job Object, then resumed).
 //	func (k *killer) terminate(); func (k *killer) killGroup(); func (k *killer) sweepMarked()
+//	func (sb *sandbox) sweeps(*runCgroup) bool; const sweepAtEnd
 //	    Ask the run's tree to end, end it at once, and find what escaped
-//	    the group (Linux: by its TOOLD_RUN_ID in /proc).
+//	    the group (Linux: by its TOOLD_RUN_ID in /proc; macOS: in
+//	    kern.procargs2, at the end of every run).
+//	func (h *host) portsGuarded(Mode, bool) bool; func (l *Launcher) ProtectPorts(...int) error
+//	    Whether a sandbox's runs are kept from toold's own listeners
+//	    (Launcher.Exposed lists those that are not), and what ProtectPorts
+//	    applies (Linux: Landlock; macOS: the profiles' port denies;
+//	    Windows: nothing, AppContainers reach no address of the machine).
+//	func (h *host) closePlatform()
+//	    What Launcher.Close undoes (Windows: the grants toold made).
 //	type cgroupHost, type runCgroup, func findCgroups() *cgroupHost
 //	    Per-run resource groups (Linux: cgroups; Windows: the run's Job
 //	    Object; macOS: none, its shim's rlimits only).
-//	func (r Rlimits) list(procs bool) []rlimit; const hasRlimits
-//	    The per-process limits this OS applies; results say "not limited
-//	    (no rlimits on OS)" where it applies none.
+//	var hostRlimits; const hasRlimits
+//	    The per-process limits this OS applies (rlimits.go's table);
+//	    results say "not limited (no rlimits on OS)" where it applies none.
 //	const groupOnly; var tmpVars; const DefaultPath; func candidates(string) []string; func executable(string) error
 //	    How descendants end without cgroups or a PID namespace, which
 //	    variables name the private temporary directory, the default PATH,

@@ -4,8 +4,7 @@ package launch
 
 // What macOS and Windows both lack of Linux's launcher, for the platform
 // seam (platform.go): no cgroups (a Windows run's Job Object is its
-// runCgroup, platform_windows.go), and no /proc to find a run's escaped
-// processes by their marker.
+// runCgroup, platform_windows.go; macOS has none).
 
 // cgroupHost stands for Linux's cgroup hierarchy, which these OSes do not
 // have.
@@ -18,4 +17,3 @@ func (*cgroupHost) usable() bool              { return false }
 func (*cgroupHost) has(string) (string, bool) { return "", false }
 func (*cgroupHost) descendants() string       { return "" }
 func (*cgroupHost) close()                    {}
-func (*killer) sweepMarked()                  {}

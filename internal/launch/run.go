@@ -133,7 +133,7 @@ func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, ext
 		}
 		undo = append(undo, func() { _ = os.RemoveAll(tmp) })
 	}
-	rs, cg, release, err := l.prepareRun(sb, argv[0])
+	rs, cg, release, err := l.prepareRun(sb, argv[0], runID, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, ext
 		tmp = ""
 	}
 	return &launched{cmd: cmd, pipes: p, tmp: tmp, cg: cg,
-		k: &killer{proc: cmd.Process, pgid: cmd.Process.Pid, sweep: sb.mode == ModeNone && cg == nil, runID: runID, cg: cg}}, nil
+		k: &killer{proc: cmd.Process, pgid: cmd.Process.Pid, sweep: sb.sweeps(cg), runID: runID, cg: cg}}, nil
 }
 
 // supervise waits for the command, its output and its deadlines.
@@ -244,7 +244,7 @@ func drain(wg *sync.WaitGroup, p *pipes, k *killer) {
 		p.closeAll()
 		<-readers
 	}
-	if k.sweep && k.signalled {
+	if k.sweep && (k.signalled || sweepAtEnd) {
 		k.sweepMarked()
 	}
 }
