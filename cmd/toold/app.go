@@ -210,7 +210,8 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		// only by credentials, so the anonymous caller decides only when
 		// the operator says so.
 		SelfApproval: cfg.Approvals.SelfApproval, Tracer: a.tracing.Tracer(),
-		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), AlwaysLoaded: cfg.Search.AlwaysLoaded, Pins: keeper})
+		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), AlwaysLoaded: cfg.Search.AlwaysLoaded, Pins: keeper,
+		AnonymousWithheld: a.anonymousWithheld})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -49,4 +50,22 @@ func (a *app) protectPorts(lns ...net.Listener) {
 	default:
 		a.log.Error("taking toold's ports from its programs failed: they can reach its listeners", zap.Ints("ports", ports), zap.Error(err))
 	}
+	if why := a.anonymousWithheld(); why != "" {
+		a.log.Warn("no caller is anonymous: a program toold starts could reach its API, and would hold every tool as the "+
+			"anonymous caller; configure auth.keys (toold -new-key)", zap.String("exposed", why))
+	}
+}
+
+// anonymousWithheld says why no request may be the anonymous caller
+// (server.Options.AnonymousWithheld), "" when one may: with no keys or
+// issuers the anonymous caller holds every tool, so while a sandbox whose
+// programs can reach toold's listeners exists (no port guard on this
+// platform, or containment none where none has no guard: launch.Exposed),
+// every request must carry a key. Asked at each anonymous request: an MCP
+// server's sandbox is resolved when it starts.
+func (a *app) anonymousWithheld() string {
+	if a.launcher == nil {
+		return ""
+	}
+	return strings.Join(a.launcher.Exposed(), "; ")
 }

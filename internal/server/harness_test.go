@@ -72,6 +72,8 @@ type harnessOpts struct {
 	tracer trace.Tracer
 	// bodies, when set, configures the body reader (budget, timeout).
 	bodies *reqbody.Options
+	// withheld is Options.AnonymousWithheld.
+	withheld func() string
 }
 
 // testTools are the tools most tests use: the diagnostics plus tools that
@@ -142,7 +144,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	bodies := reqbody.New(bo)
 	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI, Bodies: bodies,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec, Tracer: o.tracer,
-		StuckCalls: lim.StuckCalls, Toolsets: o.toolsets, AlwaysLoaded: o.alwaysLoaded})
+		StuckCalls: lim.StuckCalls, Toolsets: o.toolsets, AlwaysLoaded: o.alwaysLoaded, AnonymousWithheld: o.withheld})
 	if err != nil {
 		t.Fatal(err)
 	}

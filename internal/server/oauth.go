@@ -21,6 +21,12 @@ func (s *Server) authEnabled() bool { return s.opts.Keyring.Enabled() || s.opts.
 // A credential is never logged, nor written into an answer.
 func (s *Server) authenticate(r *http.Request) (*auth.Principal, *tools.Error) {
 	if !s.authEnabled() {
+		if w := s.opts.AnonymousWithheld; w != nil {
+			if why := w(); why != "" {
+				return nil, s.unauthenticated(r, "toold serves no anonymous caller here: a program it starts could reach its API ("+
+					why+"), and would be that caller; the operator must configure auth.keys (toold -new-key makes one)", "")
+			}
+		}
 		return auth.Anonymous, nil
 	}
 	header := r.Header.Get("Authorization")

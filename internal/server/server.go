@@ -42,6 +42,12 @@ type Options struct {
 	// OAuth verifies the bearer tokens of trusted issuers; nil accepts
 	// none.
 	OAuth *oauth.Verifier
+	// AnonymousWithheld, when set and without keys or issuers, is asked
+	// before a caller is taken as auth.Anonymous: a reason ("" for none)
+	// refuses the request as unauthenticated instead. cmd/toold says why
+	// when a program it starts could reach its API (launch.Exposed): that
+	// program would otherwise be the anonymous caller, holding every tool.
+	AnonymousWithheld func() string
 	// AllowedOrigins are the browser origins (scheme://host[:port]) that
 	// may call toold; a request carrying any other Origin is refused.
 	AllowedOrigins []string
