@@ -394,12 +394,18 @@ const sweepAtEnd = false
 func (*killer) sweepMarked() {}
 
 // terminate ends the program: a console-less process has no polite signal
-// here (a job run's tree ends with kill, through its job).
-func (k *killer) terminate() { _ = k.proc.Kill() }
+// here. A job run's whole tree ends through its job (its os.Process, found
+// by pid, holds no right to terminate it: createInContainer).
+func (k *killer) terminate() { k.killGroup() }
 
-// killGroup ends the program; a job run's descendants end with its job
-// (killer.kill ends the runCgroup too).
-func (k *killer) killGroup() { _ = k.proc.Kill() }
+// killGroup ends the program; a job run's with every process of its job.
+func (k *killer) killGroup() {
+	if k.cg != nil {
+		k.cg.kill()
+		return
+	}
+	_ = k.proc.Kill()
+}
 
 // signalName: no signal ends a Windows process.
 func signalName(s syscall.Signal) string { return s.String() }
