@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -40,11 +42,14 @@ func TestRunsCannotReachToold(t *testing.T) {
 		tools.WriteString("    - {name: dial_" + m + ", description: dial a port, argv: [bash, -c, 'exec 3<>/dev/tcp/127.0.0.1/$0', {arg: '{{.port}}'}], " +
 			"parameters: {type: object, properties: {port: {type: string, pattern: '^[0-9]+$'}}, required: [port]}, " +
 			"sandbox: {containment: " + m + ", network: true}}\n")
+		tools.WriteString("    - {name: mptcp_" + m + ", description: write_file over MPTCP, argv: [perl, -e, '" + strings.ReplaceAll(mptcpWrite, "MODE", m) + "', {arg: '{{.port}}'}], " +
+			"parameters: {type: object, properties: {port: {type: string, pattern: '^[0-9]+$'}}, required: [port]}, " +
+			"sandbox: {containment: " + m + ", network: true}}\n")
 	}
 	// The embedded store listening for replicas: its port is toold's too.
 	natsPort := statetest.FreePort(t)
 	store := fmt.Sprintf("state:\n  nats: {listen: \"127.0.0.1:%d\", token: \"${TOOLD_NATS_TOKEN}\"}\n", natsPort)
-	if err := os.WriteFile(cfg, []byte(store+"commands:\n  tools:\n"+tools.String()), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(store+"tools:\n  write_file: {enabled: true}\ncommands:\n  tools:\n"+tools.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	in := start(t, map[string]string{"TOOLD_NATS_TOKEN": statetest.Token()}, "-config", cfg, "-workspace", ws)
@@ -70,5 +75,27 @@ func TestRunsCannotReachToold(t *testing.T) {
 		if code != 200 || env["success"] != true {
 			t.Errorf("%s: a networked run could not reach another port: %d %v", m, code, env)
 		}
+		// Issue 38, finding 1: over MPTCP, which Landlock's TCP rule does
+		// not see, the run called write_file as the anonymous caller and
+		// wrote into the workspace it had read-only.
+		code, env = in.exec("mptcp_"+m, `{"port": "`+u.Port()+`"}`)
+		data, _ := env["data"].(map[string]any)
+		if stderr, _ := data["stderr"].(string); code != 200 || env["success"] == true || !strings.Contains(stderr, "socket: Operation not permitted") {
+			t.Errorf("%s: a run over MPTCP to toold's API: %d %v", m, code, env)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "planted-"+m)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: a run wrote into its read-only workspace through toold's API over MPTCP (%v)", m, err)
+		}
 	}
 }
+
+// mptcpWrite is a perl program (single quotes in YAML: none in it) that
+// opens socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP), connects to toold's
+// port ($ARGV[0]) and asks write_file for planted-MODE (the mode's name
+// in its place), printing the answer.
+const mptcpWrite = `use Socket qw(:all); my $port = shift; ` +
+	`socket(my $s, AF_INET, SOCK_STREAM, 262) or die "socket: $!\n"; ` +
+	`connect($s, pack_sockaddr_in($port, inet_aton("127.0.0.1"))) or die "connect: $!\n"; ` +
+	`my $body = q({"path":"planted-MODE","content":"over MPTCP"}); ` +
+	`syswrite($s, "POST /tools/write_file/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " . length($body) . "\r\nConnection: close\r\n\r\n$body"); ` +
+	`print while <$s>;`

@@ -127,8 +127,10 @@ type Sandbox struct {
 	MaxOutputBytes int `yaml:"max_output_bytes" validate:"gte=0,lte=268435456"`
 	// Seccomp: false runs the program without the syscall filter of
 	// namespaces and bwrap (on by default: nested user namespaces, mounts,
-	// bpf, perf_event_open, keyctl and io_uring denied; Linux). For a
-	// program that needs one of them; every result says so.
+	// bpf, perf_event_open, keyctl, io_uring and every socket but unix, TCP,
+	// UDP and netlink route denied; Linux). For a program that needs one of
+	// them; every result says so. While toold's ports are protected the
+	// port guard's socket rules (and no io_uring) hold regardless.
 	Seccomp *bool `yaml:"seccomp"`
 }
 

@@ -113,3 +113,58 @@ func procsOfUID(uid int) []string {
 	}
 	return pids
 }
+
+// socketProbe is a perl program (perl-base is essential on Debian: every
+// machine has it, and the minimal root too) that makes the sockets its
+// arguments name, each "socket F T P [HOST PORT]" (connecting when a port
+// is given) or "socketpair F T P", and prints a line per case: "ok", or
+// the call that failed and its errno.
+const socketProbe = `use Socket qw(:all);
+$| = 1;
+for (@ARGV) {
+	my ($call, $f, $t, $p, $host, $port) = split / /;
+	if ($call eq "socketpair") {
+		if (socketpair(my $a, my $b, $f, $t, $p)) { print "ok\n" } else { print "socketpair errno ", $!+0, "\n" }
+		next;
+	}
+	my $s;
+	unless (socket($s, $f, $t, $p)) { print "socket errno ", $!+0, "\n"; next }
+	unless (defined $port) { print "ok\n"; next }
+	my $sa = $f == AF_INET6 ? pack_sockaddr_in6($port, inet_pton(AF_INET6, $host)) : pack_sockaddr_in($port, inet_aton($host));
+	if (connect($s, $sa)) { print "ok\n" } else { print "connect errno ", $!+0, "\n" }
+}`
+
+// sockCase is one case of socketProbe.
+type sockCase struct {
+	call              string // socket or socketpair
+	family, typ, prot int
+	host              string
+	port              int
+}
+
+func (c sockCase) String() string {
+	s := fmt.Sprintf("%s %d %d %d", c.call, c.family, c.typ, c.prot)
+	if c.port != 0 {
+		s += fmt.Sprintf(" %s %d", c.host, c.port)
+	}
+	return s
+}
+
+// probeSockets runs socketProbe on cases in r and returns its answer to
+// each ("ok", "socket errno 1", ...).
+func probeSockets(t testing.TB, r *Runner, cases []sockCase) []string {
+	t.Helper()
+	argv := []string{"/usr/bin/perl", "-e", socketProbe}
+	for _, c := range cases {
+		argv = append(argv, c.String())
+	}
+	res, err := runFor(t, r, 30*time.Second, argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(res.Stdout, "\n"), "\n")
+	if !res.OK || len(got) != len(cases) {
+		t.Fatalf("the socket probe: ok %v, stdout %q, stderr %q", res.OK, res.Stdout, res.Stderr)
+	}
+	return got
+}

@@ -25,6 +25,27 @@ import (
 // with EACCES. A run's own servers on those ports inside a network
 // namespace of its own are refused too; a remote service on one of them
 // as well (the price of a rule by port).
+//
+// Landlock's rule sees TCP sockets only (sk_is_tcp: SOCK_STREAM and
+// IPPROTO_TCP): a run that opened socket(AF_INET, SOCK_STREAM,
+// IPPROTO_MPTCP) connected to toold's API past it (issue 38, finding 1),
+// and SCTP or SMC would have too where the kernel has them. So the guard
+// is two parts, applied together: the Landlock ruleset, and a seccomp
+// filter of the socket rules (seccomp_linux.go, portProgram) that leaves
+// a run no stream socket but TCP, and no io_uring (which makes sockets
+// without the socket syscall). The filter goes on every run while the
+// ports are protected, those of containment none and seccomp: false too;
+// a run with the full syscall filter has the same rules twice.
+//
+// UDP: no Landlock ABI handles UDP (ABI 7, Linux 6.15, has TCP bind and
+// connect only), so the ruleset cannot take a UDP port away, and this
+// code does not pretend to. What holds instead: toold listens on no UDP
+// port (its API, admin and NATS listeners are TCP: ProtectPorts takes TCP
+// ports), so a datagram to one of its ports reaches no socket of toold's;
+// and the socket rules leave a run UDP only as SOCK_DGRAM with protocol 0
+// or IPPROTO_UDP (no UDP-Lite, raw or packet sockets to forge TCP with).
+// A run that must not send datagrams to the host at all needs network:
+// false (a network namespace of its own).
 
 // portGuard is the ruleset of ProtectPorts, shared by every launcher.
 type portGuard struct {
@@ -82,14 +103,21 @@ func newPortGuard(ports []int) (*portGuard, error) {
 	return g, nil
 }
 
-// restrict applies the ruleset to the calling thread, which has
-// no_new_privs set.
+// restrict applies the ruleset and the socket rules of portProgram to
+// the calling thread, which has no_new_privs set.
 func (g *portGuard) restrict() error {
 	if g == nil {
 		return nil
 	}
 	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(g.fd), 0, 0); e != 0 {
 		return fmt.Errorf("landlock: %w", e)
+	}
+	prog, err := portProgram()
+	if err != nil {
+		return err
+	}
+	if err := install(prog); err != nil {
+		return fmt.Errorf("the port guard's socket rules: %w", err)
 	}
 	return nil
 }

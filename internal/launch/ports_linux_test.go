@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toold/toold/internal/launch/launchtest"
 )
 
@@ -17,6 +19,13 @@ import (
 // every mode (a launcher started before the call, and one started after)
 // cannot connect to them, while it still reaches
 // another port of the same host.
+//
+// Issue 38, finding 1: Landlock's rule sees TCP sockets only, and a run
+// connected to toold's port over MPTCP (socket(AF_INET, SOCK_STREAM,
+// IPPROTO_MPTCP)), in every mode. Now the port guard's socket rules
+// refuse that socket with EPERM in every mode, in runs without the
+// syscall filter too (containment none, seccomp: false: the launcher
+// started after ProtectPorts here), and a run still sends UDP.
 func TestProtectedPortsAreOutOfReach(t *testing.T) {
 	listen := func(network, addr string) int {
 		ln, err := net.Listen(network, addr)
@@ -37,6 +46,11 @@ func TestProtectedPortsAreOutOfReach(t *testing.T) {
 	}
 	toold := listen("tcp", "127.0.0.1:0")
 	other := listen("tcp", "127.0.0.1:0")
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
 	on := true
 	for _, m := range modes {
 		t.Run(string(m), func(t *testing.T) {
@@ -60,6 +74,17 @@ func TestProtectedPortsAreOutOfReach(t *testing.T) {
 					if !reach && !strings.Contains(res.Stderr, "Permission denied") {
 						t.Errorf("%s: refused for another reason: %q", name, res.Stderr)
 					}
+				}
+				got := probeSockets(t, r, []sockCase{
+					{call: "socket", family: unix.AF_INET, typ: unix.SOCK_STREAM, prot: ipprotoMPTCP, host: "127.0.0.1", port: toold},
+					{call: "socket", family: unix.AF_INET6, typ: unix.SOCK_STREAM, prot: ipprotoMPTCP, host: "::ffff:127.0.0.1", port: toold},
+					{call: "socket", family: unix.AF_INET, typ: unix.SOCK_DGRAM, host: "127.0.0.1", port: udp.LocalAddr().(*net.UDPAddr).Port},
+				})
+				if got[0] != "socket errno 1" || got[1] != "socket errno 1" {
+					t.Errorf("%s: MPTCP to toold's port: %q, want EPERM", name, got[:2])
+				}
+				if got[2] != "ok" {
+					t.Errorf("%s: UDP: %s", name, got[2])
 				}
 			}
 			if err := l.ProtectPorts(other); err == nil {

@@ -25,6 +25,9 @@ import (
 //     fsmount, fspick, open_tree, move_mount, mount_setattr);
 //   - bpf, perf_event_open, keyctl, add_key, request_key, and io_uring_setup,
 //     io_uring_enter, io_uring_register;
+//   - every socket but those a run needs: unix, TCP and UDP over IPv4 and
+//     IPv6, and netlink's route family (issue 38, finding 1: see "The
+//     socket rules" below);
 //
 // and ENOSYS to every call of another ABI (i386, x32 on amd64), whose
 // numbers differ. Everything else is allowed: the filter narrows, it
@@ -80,8 +83,192 @@ const (
 	seccompNr     = 0
 	seccompArch   = 4
 	seccompArg0Lo = 16 // the low half of args[0] (little-endian: amd64, arm64)
+	seccompArg1Lo = 24
+	seccompArg2Lo = 32
 	x32SyscallBit = 0x40000000
 )
+
+// The socket rules (issue 38, finding 1). Landlock's port rule sees TCP
+// only: a socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP) connected to
+// toold's API past it. Rather than list protocols to refuse, the filter
+// lists what a run needs and refuses the rest with EPERM:
+//
+//   - AF_UNIX, any type;
+//   - AF_INET and AF_INET6: SOCK_STREAM with protocol 0 or IPPROTO_TCP,
+//     SOCK_DGRAM with 0 or IPPROTO_UDP (SOCK_NONBLOCK and SOCK_CLOEXEC
+//     allowed). So no MPTCP, SCTP, SMC over IPPROTO_SMC, UDP-Lite, raw or
+//     ICMP (ping) sockets, no SOCK_SEQPACKET, SOCK_RAW or SOCK_PACKET;
+//   - AF_NETLINK with NETLINK_ROUTE only (getaddrinfo's AI_ADDRCONFIG and
+//     getifaddrs read it; bwrap sets up its loopback with it). What a
+//     netlink message asks cannot be seen by a filter: a change of an
+//     address or route needs CAP_NET_ADMIN over the network namespace,
+//     which no run has, so the kernel keeps it read-only;
+//   - socketpair: AF_UNIX only.
+//
+// Every other family (AF_PACKET, AF_VSOCK, AF_SMC, AF_ALG, AF_KEY,
+// AF_TIPC, AF_XDP, Bluetooth, CAN, ...) is refused. The kernel reads the
+// three arguments as int, so their low halves are what it uses.
+
+// socketProtocols lists, per socket type of AF_INET and AF_INET6, the
+// protocols allowed.
+var socketProtocols = []struct{ typ, protos []uint32 }{
+	{[]uint32{unix.SOCK_STREAM}, []uint32{0, unix.IPPROTO_TCP}},
+	{[]uint32{unix.SOCK_DGRAM}, []uint32{0, unix.IPPROTO_UDP}},
+}
+
+// socketsDenied is what results say of the socket rules.
+const socketsDenied = "sockets but unix, TCP, UDP and netlink route"
+
+// sockTypeMask keeps a socket type without SOCK_NONBLOCK and SOCK_CLOEXEC
+// (the kernel's SOCK_TYPE_MASK).
+const sockTypeMask = 0xf
+
+// Labels of the filter's programs: where a jump goes, resolved when the
+// program is assembled.
+const (
+	toAllow = iota + 1
+	toEPERM
+	toENOSYS
+	toFlags
+	toSocket
+	toSocketpair
+	toInet
+	toNetlink
+	toStream // toStream+i: the protocols of socketProtocols[i]
+)
+
+// bpf assembles a classic BPF program whose jumps go to labels.
+type bpf struct {
+	insns  []bpfInsn
+	labels map[int]int
+}
+
+type bpfInsn struct {
+	unix.SockFilter
+	jt, jf int // labels (0: the next instruction)
+}
+
+const (
+	bpfLdW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	bpfJeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	bpfJge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	bpfJset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	bpfAnd  = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+	bpfJa   = unix.BPF_JMP | unix.BPF_JA
+	bpfRet  = unix.BPF_RET | unix.BPF_K
+)
+
+func (p *bpf) op(code uint16, k uint32, jt, jf int) {
+	p.insns = append(p.insns, bpfInsn{SockFilter: unix.SockFilter{Code: code, K: k}, jt: jt, jf: jf})
+}
+
+// label marks the next instruction.
+func (p *bpf) label(l int) {
+	if p.labels == nil {
+		p.labels = map[int]int{}
+	}
+	p.labels[l] = len(p.insns)
+}
+
+// load loads the 32-bit word at off of struct seccomp_data.
+func (p *bpf) load(off uint32) { p.op(bpfLdW, off, 0, 0) }
+
+// to jumps to l unconditionally.
+func (p *bpf) to(l int) { p.op(bpfJa, 0, 0, 0); p.insns[len(p.insns)-1].jt = l }
+
+// assemble resolves the labels.
+func (p *bpf) assemble() ([]unix.SockFilter, error) {
+	out := make([]unix.SockFilter, len(p.insns))
+	for i, in := range p.insns {
+		out[i] = in.SockFilter
+		for n, label := range []int{in.jt, in.jf} {
+			if label == 0 {
+				continue
+			}
+			at, ok := p.labels[label]
+			if !ok {
+				return nil, fmt.Errorf("syscall filter: no label %d", label)
+			}
+			d := at - i - 1
+			switch {
+			case d < 0:
+				return nil, fmt.Errorf("syscall filter: a jump back, to label %d", label)
+			case in.Code == bpfJa:
+				out[i].K = uint32(d) // ja takes K, and never the labels' bytes
+			case d > 255:
+				return nil, fmt.Errorf("syscall filter: jump of %d", d)
+			case n == 0:
+				out[i].Jt = uint8(d)
+			default:
+				out[i].Jf = uint8(d)
+			}
+		}
+	}
+	return out, nil
+}
+
+// prologue refuses every other ABI with ENOSYS (i386 and x32 on amd64:
+// their numbers differ, and i386 has socketcall) and loads the syscall's
+// number.
+func (p *bpf) prologue(arch uint32) {
+	p.load(seccompArch)
+	p.op(bpfJeq, arch, 0, toENOSYS)
+	p.load(seccompNr)
+	if runtime.GOARCH == "amd64" {
+		p.op(bpfJge, x32SyscallBit, toENOSYS, 0)
+	}
+}
+
+// sockets sends socket and socketpair to their rules; anything else goes
+// on to the next instruction.
+func (p *bpf) sockets() {
+	p.op(bpfJeq, unix.SYS_SOCKET, toSocket, 0)
+	p.op(bpfJeq, unix.SYS_SOCKETPAIR, toSocketpair, 0)
+}
+
+// socketRules are the rules sockets jumps to (see the top of this
+// section).
+func (p *bpf) socketRules() {
+	p.label(toSocket)
+	p.load(seccompArg0Lo)
+	p.op(bpfJeq, unix.AF_UNIX, toAllow, 0)
+	p.op(bpfJeq, unix.AF_INET, toInet, 0)
+	p.op(bpfJeq, unix.AF_INET6, toInet, 0)
+	p.op(bpfJeq, unix.AF_NETLINK, toNetlink, toEPERM)
+	p.label(toInet)
+	p.load(seccompArg1Lo)
+	p.op(bpfAnd, sockTypeMask, 0, 0)
+	for i, sp := range socketProtocols {
+		for _, typ := range sp.typ {
+			p.op(bpfJeq, typ, toStream+i, 0)
+		}
+	}
+	p.to(toEPERM)
+	for i, sp := range socketProtocols {
+		p.label(toStream + i)
+		p.load(seccompArg2Lo)
+		for _, proto := range sp.protos {
+			p.op(bpfJeq, proto, toAllow, 0)
+		}
+		p.to(toEPERM)
+	}
+	p.label(toNetlink)
+	p.load(seccompArg2Lo)
+	p.op(bpfJeq, unix.NETLINK_ROUTE, toAllow, toEPERM)
+	p.label(toSocketpair)
+	p.load(seccompArg0Lo)
+	p.op(bpfJeq, unix.AF_UNIX, toAllow, toEPERM)
+}
+
+// epilogue is the three returns.
+func (p *bpf) epilogue() {
+	p.label(toAllow)
+	p.op(bpfRet, unix.SECCOMP_RET_ALLOW, 0, 0)
+	p.label(toEPERM)
+	p.op(bpfRet, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM), 0, 0)
+	p.label(toENOSYS)
+	p.op(bpfRet, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS), 0, 0)
+}
 
 // filterProgram is the filter's program (see the top of this file).
 func filterProgram(forThread bool) ([]unix.SockFilter, error) {
@@ -89,68 +276,46 @@ func filterProgram(forThread bool) ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	const (
-		ldW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-		ret  = unix.BPF_RET | unix.BPF_K
-	)
-	// Jumps go to labels resolved at the end: the three returns and the
-	// check of clone's and unshare's flags.
-	const (
-		toEPERM = iota + 1
-		toENOSYS
-		toFlags
-	)
-	type insn struct {
-		unix.SockFilter
-		jt, jf int // labels (0: the next instruction)
-	}
-	p := []insn{
-		{SockFilter: unix.SockFilter{Code: ldW, K: seccompArch}},
-		{SockFilter: unix.SockFilter{Code: jeq, K: arch}, jf: toENOSYS},
-		{SockFilter: unix.SockFilter{Code: ldW, K: seccompNr}},
-	}
-	if runtime.GOARCH == "amd64" {
-		p = append(p, insn{SockFilter: unix.SockFilter{Code: jge, K: x32SyscallBit}, jt: toENOSYS})
-	}
+	var p bpf
+	p.prologue(arch)
 	for _, nr := range filterDenied(forThread) {
-		p = append(p, insn{SockFilter: unix.SockFilter{Code: jeq, K: nr}, jt: toEPERM})
+		p.op(bpfJeq, nr, toEPERM, 0)
 	}
-	p = append(p,
-		insn{SockFilter: unix.SockFilter{Code: jeq, K: unix.SYS_CLONE3}, jt: toENOSYS},
-		insn{SockFilter: unix.SockFilter{Code: jeq, K: unix.SYS_UNSHARE}, jt: toFlags},
-		insn{SockFilter: unix.SockFilter{Code: jeq, K: unix.SYS_CLONE}, jt: toFlags},
-		insn{SockFilter: unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW}},
-	)
-	labels := map[int]int{toFlags: len(p)}
-	p = append(p,
-		insn{SockFilter: unix.SockFilter{Code: ldW, K: seccompArg0Lo}},
-		insn{SockFilter: unix.SockFilter{Code: jset, K: unix.CLONE_NEWUSER}, jt: toEPERM},
-		insn{SockFilter: unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW}},
-	)
-	labels[toEPERM] = len(p)
-	p = append(p, insn{SockFilter: unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)}})
-	labels[toENOSYS] = len(p)
-	p = append(p, insn{SockFilter: unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)}})
-	out := make([]unix.SockFilter, len(p))
-	for i, in := range p {
-		out[i] = in.SockFilter
-		for _, j := range []struct {
-			label int
-			off   *uint8
-		}{{in.jt, &out[i].Jt}, {in.jf, &out[i].Jf}} {
-			if j.label != 0 {
-				d := labels[j.label] - i - 1
-				if d < 0 || d > 255 {
-					return nil, fmt.Errorf("syscall filter: jump of %d", d)
-				}
-				*j.off = uint8(d)
-			}
-		}
+	p.op(bpfJeq, unix.SYS_CLONE3, toENOSYS, 0)
+	p.op(bpfJeq, unix.SYS_UNSHARE, toFlags, 0)
+	p.op(bpfJeq, unix.SYS_CLONE, toFlags, 0)
+	p.sockets()
+	p.to(toAllow)
+	// clone's and unshare's flags.
+	p.label(toFlags)
+	p.load(seccompArg0Lo)
+	p.op(bpfJset, unix.CLONE_NEWUSER, toEPERM, toAllow)
+	p.socketRules()
+	p.epilogue()
+	return p.assemble()
+}
+
+// portProgram is the filter the port guard adds (ports_linux.go) to every
+// run, the ones without the syscall filter included (containment none,
+// seccomp: false): the socket rules, so that every stream socket a run
+// can open is one Landlock's TCP rule sees, and io_uring refused, whose
+// IORING_OP_SOCKET makes a socket without the socket syscall. Other ABIs
+// get ENOSYS, as in the filter: i386's socketcall would go around it.
+func portProgram() ([]unix.SockFilter, error) {
+	arch, err := auditArch()
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	var p bpf
+	p.prologue(arch)
+	for _, nr := range []uintptr{unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER} {
+		p.op(bpfJeq, uint32(nr), toEPERM, 0)
+	}
+	p.sockets()
+	p.to(toAllow)
+	p.socketRules()
+	p.epilogue()
+	return p.assemble()
 }
 
 // installFilter installs the filter on the calling thread (only: no
@@ -161,6 +326,11 @@ func installFilter(forThread bool) error {
 	if err != nil {
 		return err
 	}
+	return install(prog)
+}
+
+// install installs prog on the calling thread (see installFilter).
+func install(prog []unix.SockFilter) error {
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if _, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); e != 0 {
 		return fmt.Errorf("installing the syscall filter: %w", e)
@@ -208,9 +378,9 @@ func (sb *sandbox) filtered() bool {
 func (sb *sandbox) syscallsEnforced() string {
 	switch {
 	case sb.filtered() && sb.mode == ModeNamespaces && !sb.userns:
-		return "seccomp: nested user namespaces, mount and the mount API but move_mount and mount_setattr, bpf, perf_event_open, keyctl, io_uring denied (setns, move_mount, mount_setattr need capabilities the command lacks)"
+		return "seccomp: nested user namespaces, mount and the mount API but move_mount and mount_setattr, bpf, perf_event_open, keyctl, io_uring, " + socketsDenied + " denied (setns, move_mount, mount_setattr need capabilities the command lacks)"
 	case sb.filtered():
-		return "seccomp: nested user namespaces, setns, mount and the mount API, bpf, perf_event_open, keyctl, io_uring denied"
+		return "seccomp: nested user namespaces, setns, mount and the mount API, bpf, perf_event_open, keyctl, io_uring, " + socketsDenied + " denied"
 	case sb.mode == ModeNone:
 		return "not filtered (containment none)"
 	}
