@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toold/toold/examples/standins/fakeapi"
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // TestExampleCommandsRunOffline: examples/commands.yaml's git and go tools
@@ -19,9 +20,7 @@ import (
 // the other parallel tests rather than before them.
 func TestExampleCommandsRunOffline(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("SKIPPED: git is not installed; examples/commands.yaml serves git tools")
-	}
+	testpeer.Git(t)
 	ws := exampleRepo(t)
 	in := start(t, nil, "-config", "../../examples/commands.yaml", "-workspace", ws)
 	calls := []struct{ tool, args, want string }{

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // TestWriteDoesNotBecomeCode is issue 15's first attack against
@@ -20,9 +22,7 @@ import (
 // unpacked into the workspace), git_status still reports the status
 // without running it.
 func TestWriteDoesNotBecomeCode(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testpeer.Git(t)
 	ws := sharedWorkspace(t)
 	marks := t.TempDir()
 	// The run-as uid must reach it (t.TempDir's parent is 0700).

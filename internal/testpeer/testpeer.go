@@ -37,3 +37,11 @@ func Binary(tb testing.TB, env, name, require, why string) string {
 	Missing(tb, require, why)
 	return ""
 }
+
+// Git is the path of git, for the tests that run it (the command tools'
+// guards, the examples); without git they skip, and fail where
+// TOOLD_REQUIRE_GIT=1 (CI).
+func Git(tb testing.TB) string {
+	tb.Helper()
+	return Binary(tb, "", "git", "TOOLD_REQUIRE_GIT", "git is not installed (apt-get install git)")
+}

@@ -76,7 +76,11 @@ type ToolConfig struct {
 	Executes []string `yaml:"executes" validate:"dive,required"`
 	// Examples are argument objects shown to models; each must validate.
 	Examples []tools.ExampleConfig `yaml:"examples" validate:"dive"`
-	Sandbox  `yaml:"sandbox"`
+	// Git is what the tool may do when its program is git beyond the
+	// guards every git run gets (git.go): `git: {submodules: true}` lets
+	// it enter submodules.
+	Git     GitConfig `yaml:"git"`
+	Sandbox `yaml:"sandbox"`
 }
 
 // ExecConfig configures execute_command, the general tool that runs a
@@ -125,4 +129,6 @@ type ProgramRule struct {
 	// can never be read as an option. Without it an operand starting with
 	// "-" is refused.
 	EndOfOptions bool `yaml:"end_of_options"`
+	// Git is, for git, what ToolConfig's Git is for a declared tool.
+	Git GitConfig `yaml:"git"`
 }

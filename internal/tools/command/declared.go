@@ -23,7 +23,8 @@ type declared struct {
 	output    string
 	r         *launch.Runner
 	defaults  map[string]any
-	git       bool // the program is git: its arguments get gitGuards
+	git       bool      // the program is git: its arguments get gitGuards
+	gitOpts   GitConfig // what the tool's git may do beyond them
 }
 
 var _ tools.Tool = (*declared)(nil)
@@ -76,7 +77,7 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 		return nil, err
 	}
 	d := &declared{set: s, argv: av, workdir: tc.Workdir, stdin: tc.Stdin, successes: tc.SuccessCodes,
-		output: tc.Output, r: r, defaults: defaults, git: git}
+		output: tc.Output, r: r, defaults: defaults, git: git, gitOpts: tc.Git}
 	d.spec = tools.Spec{Name: tc.Name, Description: tc.Description, Instructions: tc.Instructions,
 		Returns: returnsText, Category: tools.SystemCommand, Parameters: params, Output: resultSchema(),
 		Examples: examples, Confirmation: tools.ConfirmedIf(tc.RequiresConfirmation), Limits: tc.Limits.Limits(),
@@ -111,7 +112,7 @@ func (d *declared) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if d.git {
-		guarded, err := d.set.guardedGit(args[0], d.workdir, args[1:])
+		guarded, err := d.set.guardedGit(args[0], d.workdir, args[1:], d.gitOpts)
 		if err != nil {
 			return nil, err
 		}

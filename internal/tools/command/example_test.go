@@ -15,6 +15,7 @@ import (
 
 	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/registry"
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // loadExample decodes testdata/example.yaml strictly, as toold's loader does.
@@ -38,9 +39,7 @@ func loadExample(t *testing.T) Config {
 
 func TestExampleConfig(t *testing.T) {
 	cfg := loadExample(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testpeer.Git(t)
 	ws := t.TempDir()
 	if err := os.Chmod(ws, 0o755); err != nil {
 		t.Fatal(err)

@@ -158,7 +158,7 @@ func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		return nil, err
 	}
 	if isGit(prog.path) {
-		if args, err = t.set.guardedGit(prog.path, in.Cwd, args); err != nil {
+		if args, err = t.set.guardedGit(prog.path, in.Cwd, args, prog.rule.Git); err != nil {
 			return nil, err
 		}
 	}

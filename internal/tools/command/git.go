@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/toold/toold/internal/ospath"
+	"github.com/toold/toold/internal/tools"
 )
 
 // Git reads programs to run from the repository it works in: .git/config
@@ -25,11 +26,26 @@ import (
 // git.exe, on macOS /usr/local/bin/Git too (ospath.ProgramName).
 func isGit(program string) bool { return ospath.Host().ProgramName(program) == "git" }
 
+// GitConfig is what a command tool whose program is git may do beyond
+// the guards (the `git:` key of a declared tool, or of execute_command's
+// rule for git).
+type GitConfig struct {
+	// Submodules lets git enter the repository's submodules (git status
+	// looking into them, --recurse-submodules, git submodule). Off by
+	// default: toold tells git to ignore every submodule and refuses the
+	// options and the subcommand that enter them. Either way nothing a
+	// submodule's configuration defines runs (gitdrivers.go).
+	Submodules bool `yaml:"submodules"`
+}
+
 // gitGuards are put right after git's path. safe.directory names the
 // workspace (and, for git 2.46 and later, repositories below it): commands
 // run as another uid than the repository's owner, and only command-line
-// (protected) configuration may say so, never the repository.
-func gitGuards(workspace string) []string {
+// (protected) configuration may say so, never the repository. They are
+// settings, not names: git passes them on to the git processes it starts
+// (in a submodule too), and each switches off one kind of program a
+// repository's configuration can name, whatever it is called.
+func gitGuards(workspace string, opts GitConfig) []string {
 	settings := []string{
 		"core.fsmonitor=false",
 		"core.hooksPath=/dev/null",
@@ -38,21 +54,70 @@ func gitGuards(workspace string) []string {
 		"core.editor=false",
 		"sequence.editor=false",
 		"core.pager=cat",
-		"credential.helper=", // empty resets the list
+		"core.alternateRefsCommand=", // empty: git's own for-each-ref
+		"credential.helper=",         // empty resets the list
+		"diff.external=true",         // --no-ext-diff where a subcommand would use it; elsewhere an empty diff
+		"interactive.diffFilter=",
 		"gpg.program=false",
 		"gpg.ssh.program=false",
 		"gpg.x509.program=false",
+		"gpg.ssh.defaultKeyCommand=false",
 		"log.showSignature=false",
+		// Transports: https, http and ssh (whose program is sshCommand's,
+		// off, unless the tool's env sets GIT_SSH_COMMAND) and nothing
+		// else: file runs the repository's remote.<name>.uploadpack here,
+		// git goes through core.gitProxy (the first one set wins, so the
+		// repository's), ext runs any command.
+		"protocol.allow=never",
+		"protocol.https.allow=always",
+		"protocol.http.allow=always",
+		"protocol.ssh.allow=always",
+		"protocol.file.allow=never",
+		"protocol.git.allow=never",
 		"protocol.ext.allow=never",
 		"safe.bareRepository=explicit", // written files cannot make the workspace a bare repository
 		"safe.directory=" + workspace,
 		"safe.directory=" + filepath.Join(workspace, "*"),
+	}
+	if !opts.Submodules {
+		settings = append(settings,
+			"submodule.recurse=false",
+			"diff.ignoreSubmodules=all", // each submodule's own ignore is set too (gitdrivers.go)
+			"status.submoduleSummary=false",
+			"fetch.recurseSubmodules=false",
+			"push.recurseSubmodules=no",
+		)
 	}
 	out := make([]string, 0, 2*len(settings))
 	for _, s := range settings {
 		out = append(out, "-c", s)
 	}
 	return out
+}
+
+// gitSubmoduleOptions enter submodules: refused unless the tool's git
+// config enables them. An option is matched by any prefix of its name git
+// would take for it (git's option parser takes an unambiguous
+// abbreviation), with a value where one is allowed.
+var gitSubmoduleOptions = []string{"--recurse-submodules", "--recursive", "--remote-submodules", "--submodule"}
+
+// entersSubmodules says whether a git argument enters submodules:
+// --recurse-submodules (or an abbreviation), --recursive (clone),
+// --submodule=diff, --ignore-submodules with a value other than all.
+func entersSubmodules(arg string) bool {
+	name, value, hasValue := strings.Cut(arg, "=")
+	if len(name) < 4 || !strings.HasPrefix(name, "--") {
+		return false
+	}
+	if strings.HasPrefix("--ignore-submodules", name) && len(name) > len("--ig") {
+		return hasValue && value != "all"
+	}
+	for _, o := range gitSubmoduleOptions {
+		if strings.HasPrefix(o, name) {
+			return !(o == "--submodule" && hasValue && value != "diff")
+		}
+	}
+	return false
 }
 
 // gitEnv are the variables every git command tool gets unless its own env
@@ -71,6 +136,7 @@ func gitEnv(workspace string, env map[string]string) map[string]string {
 		"GIT_ATTR_NOSYSTEM":   "1",
 		"GIT_TERMINAL_PROMPT": "0",
 		"GIT_PAGER":           "cat",
+		"GIT_PROXY_COMMAND":   "", // set, even empty, it wins over core.gitProxy
 	} {
 		if _, set := out[k]; !set {
 			out[k] = v
@@ -102,12 +168,12 @@ var aliasName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
 // the workspace: the directory is confined first (Launcher.ResolveDir),
 // since the guard reads the repository's config from it and nothing
 // outside the workspace is to be read.
-func (s *Set) guardedGit(program, cwd string, args []string) ([]string, error) {
+func (s *Set) guardedGit(program, cwd string, args []string, opts GitConfig) ([]string, error) {
 	dir, err := s.l.ResolveDir(cwd)
 	if err != nil {
 		return nil, toolError(program, err)
 	}
-	return guardGit(s.l.Workspace(), dir, args)
+	return guardGit(s.l.Workspace(), dir, args, opts)
 }
 
 // guardGit returns git's arguments (after the program) with the guards
@@ -116,9 +182,10 @@ func (s *Set) guardedGit(program, cwd string, args []string) ([]string, error) {
 // and the driver guards right after the subcommand. Without a subcommand
 // (git --version) the guards go first. dir is the run's directory as
 // Launcher.ResolveDir confined it (absolute, inside the workspace): the
-// repository git will use there names the filter and merge drivers
-// switched off (gitdrivers.go).
-func guardGit(workspace, dir string, args []string) ([]string, error) {
+// repositories git may read from there name the drivers switched off
+// (gitdrivers.go). Unless opts enables submodules, a call that would
+// enter them is refused.
+func guardGit(workspace, dir string, args []string, opts GitConfig) ([]string, error) {
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -131,11 +198,16 @@ func guardGit(workspace, dir string, args []string) ([]string, error) {
 		}
 	}
 	i = min(i, len(args))
-	drivers, err := gitDriverSettings(dir, args[:i])
+	if !opts.Submodules {
+		if err := refuseSubmodules(args, i); err != nil {
+			return nil, err
+		}
+	}
+	drivers, err := gitSettings(workspace, dir, args[:i], opts.Submodules)
 	if err != nil {
 		return nil, err
 	}
-	guards := append(gitGuards(workspace), drivers...)
+	guards := append(gitGuards(workspace, opts), drivers...)
 	if i == len(args) {
 		return append(guards, args...), nil
 	}
@@ -149,4 +221,23 @@ func guardGit(workspace, dir string, args []string) ([]string, error) {
 	}
 	out = append(append(out, sub), gitDriverGuards[sub]...)
 	return append(out, args[i+1:]...), nil
+}
+
+// refuseSubmodules refuses git's submodule subcommand (args[sub]) and the
+// options before "--" that enter submodules.
+func refuseSubmodules(args []string, sub int) error {
+	if sub < len(args) && args[sub] == "submodule" {
+		return tools.Errorf(tools.PermissionError, "this tool may not enter submodules: git submodule is refused").
+			WithSuggestion("an operator enables submodules with git: {submodules: true} on the tool")
+	}
+	for _, a := range args[min(sub+1, len(args)):] {
+		if a == "--" {
+			break
+		}
+		if entersSubmodules(a) {
+			return tools.Errorf(tools.PermissionError, "this tool may not enter submodules: %s is refused", a).
+				WithSuggestion("an operator enables submodules with git: {submodules: true} on the tool")
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toold/toold/internal/launch"
+	"github.com/toold/toold/internal/testpeer"
 )
 
 // plantedRepo makes ws a git repository whose .git/config, as a hostile
@@ -68,9 +69,7 @@ func marksAndGit(t *testing.T, ws string) (string, func(args ...string)) {
 // with safe.directory "*") or reached through execute_command; and the
 // tools still work.
 func TestGitToolsIgnoreRepositoryPrograms(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testpeer.Git(t)
 	// The example's git_status before the fix: safe.directory "*" in its env.
 	exampleEnv := map[string]string{"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*",
 		"GIT_OPTIONAL_LOCKS": "0"}
@@ -133,7 +132,7 @@ func TestGitToolsIgnoreRepositoryPrograms(t *testing.T) {
 // cannot be a repository's alias; and the driver guards follow the
 // subcommands that run drivers by default.
 func TestGuardGit(t *testing.T) {
-	g := gitGuards("/ws")
+	g := gitGuards("/ws", GitConfig{})
 	cases := []struct {
 		in      []string
 		globals int    // how many words come before the guards
@@ -155,7 +154,7 @@ func TestGuardGit(t *testing.T) {
 			want = append(want, "-c", "alias."+c.alias+"=")
 		}
 		want = append(want, c.rest...)
-		if got, err := guardGit("/ws", "/ws", c.in); err != nil || !slices.Equal(got, want) {
+		if got, err := guardGit("/ws", "/ws", c.in, GitConfig{}); err != nil || !slices.Equal(got, want) {
 			t.Errorf("guardGit(%q) =\n%q\nwant\n%q", c.in, got, want)
 		}
 	}

@@ -17,14 +17,21 @@ func TestParseGitConfig(t *testing.T) {
 		"[merge \"ours\"]\n\tdriver = y\n" +
 		"[include]\n\tpath = \"a b.cfg\" ; comment\n" +
 		"[includeIf \"gitdir:/x/\"]\n\tpath = c.cfg\n" +
-		"[user]\n\tpath = not-an-include\n"
-	drivers, includes := parseGitConfig([]byte(cfg))
-	want := []gitDriver{{"filter", "lfs"}, {"filter", "Mixed Case"}, {"filter", "q\"uote"}, {"filter", "oldstyle"}, {"merge", "ours"}}
-	if !slices.Equal(drivers, want) {
-		t.Errorf("drivers %q, want %q", drivers, want)
+		"[user]\n\tpath = not-an-include\n" +
+		"[diff]\n\texternal = x\n[diff \"evil\"]\n\ttextconv = x\n" +
+		"[submodule \"Sub One\"]\n\tupdate = \"!sh -c x\"\n[submodule \"two\"]\n\tupdate = checkout\n" +
+		"[extensions]\n\tobjectFormat = sha256\n[core]\n\tworktree = ../wt\n"
+	got := parseGitConfig([]byte(cfg))
+	want := []gitDriver{{"filter", "lfs"}, {"filter", "Mixed Case"}, {"filter", "q\"uote"}, {"filter", "oldstyle"}, {"merge", "ours"},
+		{"diff", "evil"}, {"submodule", "Sub One"}, {"submodule", "two"}}
+	if !slices.Equal(got.drivers, want) {
+		t.Errorf("drivers %q, want %q", got.drivers, want)
 	}
-	if !slices.Equal(includes, []string{"a b.cfg", "c.cfg"}) {
-		t.Errorf("includes %q", includes)
+	if !slices.Equal(got.includes, []string{"a b.cfg", "c.cfg"}) {
+		t.Errorf("includes %q", got.includes)
+	}
+	if !slices.Equal(got.commands, []string{"Sub One"}) || got.objectFormat != "sha256" || got.workTree != "../wt" {
+		t.Errorf("update commands %q, object format %q, work tree %q", got.commands, got.objectFormat, got.workTree)
 	}
 }
 
@@ -38,9 +45,9 @@ func FuzzParseGitConfig(f *testing.F) {
 		if strings.ContainsAny(name, "\"\\\n\r") {
 			return
 		}
-		drivers, _ := parseGitConfig([]byte(cfg + "\n[filter \"" + name + "\"]\n"))
-		if !slices.Contains(drivers, gitDriver{"filter", name}) {
-			t.Errorf("filter %q not found in %q: %q", name, cfg, drivers)
+		got := parseGitConfig([]byte(cfg + "\n[filter \"" + name + "\"]\n"))
+		if !slices.Contains(got.drivers, gitDriver{"filter", name}) {
+			t.Errorf("filter %q not found in %q: %q", name, cfg, got.drivers)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toold/toold/internal/launch"
+	"github.com/toold/toold/internal/testpeer"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -22,9 +23,7 @@ import (
 // included file) and merge driver are the repository's to name, still
 // makes no git tool run them, in every mode.
 func TestNoRunPlantsCodeForGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testpeer.Git(t)
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			var marks string
@@ -133,9 +132,7 @@ func plantedFilters(t *testing.T, ws string) string {
 // outside before the guard reads anything there — not refused for a
 // driver name found in a config toold had no business reading.
 func TestGitGuardReadsNothingOutside(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testpeer.Git(t)
 	outside := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", outside).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
