@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toold/toold/internal/launch/launchtest"
 )
 
 // TestGrepIsNoSecretOracle: served by toold, grep matches redacted lines
@@ -66,5 +68,41 @@ func TestReadFileWindowInAKey(t *testing.T) {
 	san, _ := env["sanitized"].(map[string]any)
 	if code != 200 || strings.Contains(got, "MIIEowIBAAKCAQEAzQ8kq3") || strings.Contains(got, "R7vW2xYp4LmN9sT6") || san["redactions"] == 0.0 {
 		t.Errorf("read_file from inside the key: %d %s", code, got)
+	}
+}
+
+// TestSplitTokensDoNotComeBack: issue 38, finding 4. Served by toold, a
+// token split across two lines of a file, or across two string fields of
+// a JSON file, came back whole through read_file (its line numbers stood
+// between the pieces) and through a command's output (a JSON text in
+// stdout is text). Neither piece comes back now, by either way.
+func TestSplitTokensDoNotComeBack(t *testing.T) {
+	const a, b = "ghp_Qm7Rk2Vx9LpT4sWz", "8Nd1Hc6Yb3Fj5Ga0Eu2K"
+	ws := launchtest.Workspace(t) // the run-as uid's to read
+	files := map[string]string{
+		"deploy.sh":    "export GITHUB_TOKEN=" + a + "\n  " + b + "\n",
+		"config.json":  "{\n  \"part1\": \"" + a + "\",\n  \"part2\": \"" + b + "\"\n}\n",
+		"compact.json": `{"part1":"` + a + `","part2":"` + b + `"}` + "\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "toold.yaml")
+	if err := os.WriteFile(cfg, []byte("commands:\n  containment: none\n  tools:\n"+
+		"    - {name: show, description: cat a file, argv: [cat, {arg: '{{.path}}'}], "+
+		"parameters: {type: object, properties: {path: {type: string}}, required: [path]}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, nil, "-config", cfg, "-workspace", ws)
+	for name := range files {
+		for _, call := range [][2]string{{"read_file", `{"paths":["` + name + `"]}`}, {"show", `{"path":"` + name + `"}`}} {
+			code, env := in.exec(call[0], call[1])
+			got := mustJSON(env)
+			if code != 200 || strings.Contains(got, a[4:12]) || strings.Contains(got, b[:10]) {
+				t.Errorf("%s of %s: %d %s", call[0], name, code, got)
+			}
+		}
 	}
 }

@@ -120,7 +120,10 @@ func TestAdversarialAcrossLines(t *testing.T) {
 	s := newTB(t, Config{})
 	for _, unit := range []string{"67 ", "6768 ", "0x67, ", "103, ", "67:", "0x67,\n", "103,\n  ", "00000000: 6768 705f  gh\n",
 		"00000010  67 68 70 5f  |ghp_|\n", "ghp_abcdefghij\nklmnopqrst\n", strings.Repeat("a", 40) + "\n", "4142434445464748494a4b4c4d4e4f5051\n",
-		"MFRGGZDFMZTWQ2LK", "MFRGGZDF\n", "1 2 3 ", "ab cd ef ", "0 67 68 5f ", "100 67 68 70 "} {
+		"MFRGGZDFMZTWQ2LK", "MFRGGZDF\n", "1 2 3 ", "ab cd ef ", "0 67 68 5f ", "100 67 68 70 ",
+		// Issue 38: numbered lines, quoted pieces and their glue.
+		"     1\tghp_abcdefghij\n", "  12\t\n", "a\"", "a\" ", "a\"\"", "a'+'", "a\",\"k\":\"", "ab\" +\n  \"", "ab\",\n     1\t\"",
+		"a\" \"" + strings.Repeat("k", 60) + "\":", "ghp_abcdefghij\" \"klmnopqrst", "x\\\n"} {
 		growth(t, "across "+strings.TrimSpace(unit), 1<<18, func(n int) {
 			_ = s.RedactString("t", strings.Repeat(unit, n/len(unit)))
 		})

@@ -210,6 +210,7 @@ func (d *detector) scanAll(s string, pemOpen bool, out []finding, across bool) (
 	if across {
 		sc.scanJoins()
 	}
+	sc.scanQuoted(across)
 	return sc.out, pemOpenAtEnd
 }
 
@@ -261,6 +262,16 @@ func (d *detector) merge(s string, out []finding) []finding {
 }
 
 const markerPrefix = "[REDACTED:"
+
+// kindNamed is the kind of that name.
+func (d *detector) kindNamed(name string) (kindID, bool) {
+	for i := range d.kinds {
+		if d.kinds[i].name == name {
+			return kindID(i), true
+		}
+	}
+	return 0, false
+}
 
 // apply writes s with the findings replaced by their markers to dst.
 func (d *detector) apply(dst []byte, s string, fs []finding, counts *kindCounts) []byte {

@@ -3,6 +3,7 @@ package sanitize
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,14 @@ func encodedFiles() []encodedFile {
 		{"base64-wrapped.txt", "aws_access_key_id", []string{"UVlMUE1O", "NUhISEZQ"}, "config: dGhlIGRlcGxveSBqb2Ig", false},
 		{"fold.txt", "github_token", []string{"R8hTq2ZLmV5x", "e7Kd1Fa9Pb3G"}, "token: ", false},
 		{"split-indented.txt", "github_token", []string{"R8hTq2ZLmV5x", "W0cNs4Ye7Kd1"}, "export GITHUB_TOKEN=", false},
+		// Issue 38, finding 4: read_file's numbered lines, a JSON text's
+		// two fields, literals joined in code, a continued shell line.
+		{"cat-n.txt", "github_token", []string{"R8hTq2ZLmV5x", "W0cNs4Ye7Kd1"}, "     2\t    ", false},
+		{"json-fields.txt", "github_token", []string{"R8hTq2ZLmV5xW0cN", "s4Ye7Kd1Fa9Pb3Gu6Jo0"}, `","part2":"`, true},
+		{"json-pretty.txt", "github_token", []string{"R8hTq2ZLmV5xW0cN", "s4Ye7Kd1Fa9Pb3Gu6Jo0"}, `"part2": "`, false},
+		{"cat-n-json.txt", "github_token", []string{"R8hTq2ZLmV5xW0cN", "s4Ye7Kd1Fa9Pb3Gu6Jo0"}, "     3\t  \"part2\": \"", false},
+		{"concat.txt", "github_token", []string{"R8hTq2ZLmV5xW0cN", "s4Ye7Kd1Fa9Pb3Gu6Jo0"}, "\" +\n\t\"", false},
+		{"continued.txt", "github_token", []string{"R8hTq2ZLmV5xW0cN", "s4Ye7Kd1Fa9Pb3Gu6Jo0"}, "' ./deploy", false},
 	}
 }
 
@@ -143,9 +152,88 @@ func TestEncodingsStayClean(t *testing.T) {
 		"72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33\n",
 		"a long identifier likeThisOneThatGoesOnAndOn\nandThisOneToo that joins\n",
 		"MZXW6YTBOI======\nJBSWY3DPEBLW64TMMQQQ====\n",
+		// Issue 38: quoted words that join to nothing, a marker followed
+		// by a line that is not the rest of a secret.
+		`{"name":"deployment-controller","image":"registry.example.org/app:1.2.3"}` + "\n",
+		"msg := \"the quick brown fox jumps \" +\n\t\"over the lazy dog again\"\n",
+		"token: [REDACTED:github_token]\nDeployment finished\n",
+		"password=[REDACTED:password]\nhostname1234\n",
+		"[REDACTED:secret]\n     2\tv1.2.3-rc1\n",
+		`{"password":"[REDACTED:password]","request_id":"3f2c9a8b7d6e5f4a3b2c1d0e"}` + "\n",
 	} {
 		if out := s.RedactString("run_command", in); out != in {
 			t.Errorf("%q became %q", in, out)
+		}
+	}
+}
+
+// TestSplitTokensInFilesAndOutputs (issue 38, finding 4): a token split
+// across two lines of a file, or across two string fields of a JSON
+// text, came back whole through read_file (whose numbered lines stood
+// between the pieces) and a command's output (a JSON text in stdout is
+// text, not values). Each form, as read_file and a command return it,
+// leaves neither piece; what lies between the pieces (a line number, a
+// key, the glue of two literals) stays.
+func TestSplitTokensInFilesAndOutputs(t *testing.T) {
+	s := newTB(t, Config{})
+	const a, b = "ghp_R8hTq2ZLmV5xW0cN", "s4Ye7Kd1Fa9Pb3Gu6Jo0"
+	for _, c := range []struct{ name, text, kept string }{
+		{"numbered lines", "     1\tkey = " + a + "\n     2\t" + b + "\n", "     2\t"},
+		{"numbered, indented", "     9\tx:\n    10\t  " + a + "\n    11\t    " + b + "\n", "    11\t    "},
+		{"JSON fields", `{"a":"` + a + `","b":"` + b + `"}`, `","b":"`},
+		{"JSON fields, one per line", "{\n  \"a\": \"" + a + "\",\n  \"b\": \"" + b + "\"\n}\n", "\",\n  \"b\": \""},
+		{"JSON array", `["` + a + `", "` + b + `"]`, `", "`},
+		{"numbered JSON", "     1\t{\n     2\t  \"a\": \"" + a + "\",\n     3\t  \"b\": \"" + b + "\"\n     4\t}\n", "     3\t  \"b\": \""},
+		{"Go literals", "t := \"" + a + "\" +\n\t\"" + b + "\"\n", "\" +\n\t\""},
+		{"Python literals", "t = ('" + a + "'\n     '" + b + "')\n", "'\n     '"},
+		{"C literals", "char *t = \"" + a + "\" \"" + b + "\";\n", "\" \""},
+		{"shell continuation", "curl -H " + a + "\\\n" + b + " x\n", " x\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for where, doc := range map[string]any{
+				"read_file": map[string]any{"files": []any{map[string]any{"path": "f", "content": c.text}}},
+				"command":   map[string]any{"ok": true, "stdout": c.text, "stderr": ""},
+			} {
+				raw, _ := json.Marshal(doc)
+				out, rep, err := s.Output(context.Background(), commandSpec, raw)
+				if err != nil || !json.Valid(out) {
+					t.Fatalf("%s: %v %s", where, err, out)
+				}
+				if strings.Contains(string(out), "R8hTq2ZLm") || strings.Contains(string(out), "s4Ye7Kd1Fa9") || rep.ByKind["github_token"] < 2 {
+					t.Errorf("%s: %s (%+v)", where, out, rep)
+				}
+				kept, _ := json.Marshal(c.kept)
+				if !strings.Contains(string(out), strings.Trim(string(kept), `"`)) {
+					t.Errorf("%s: %q gone from %s", where, c.kept, out)
+				}
+				if again, _, _ := s.Output(context.Background(), commandSpec, out); string(again) != string(out) {
+					t.Errorf("%s: not idempotent: %s then %s", where, out, again)
+				}
+			}
+			if o := s.RedactString("run_command", c.text); strings.Contains(o, "R8hTq2ZLm") || strings.Contains(o, "s4Ye7Kd1Fa9") {
+				t.Errorf("RedactString: %q", o)
+			}
+		})
+	}
+	// read_file's way: the line redactor first (line by line, so
+	// GITHUB_TOKEN=<first piece> alone is a secret assignment), then the
+	// lines numbered, then Output: the marker at the end of the line
+	// stands where the first piece was, and the second piece follows it.
+	for _, raw := range []string{
+		"export GITHUB_TOKEN=" + a + "\n  " + b + "\n",
+		"token = \"" + a + "\" +\n\t\"" + b + "\"\n",
+	} {
+		lines := s.NewLineRedactor("read_file").Lines([]byte(raw))
+		var numbered strings.Builder
+		for i, l := range strings.SplitAfter(string(lines), "\n") {
+			if l != "" {
+				fmt.Fprintf(&numbered, "%6d\t%s", i+1, l)
+			}
+		}
+		doc, _ := json.Marshal(map[string]any{"files": []any{map[string]any{"path": "f", "content": numbered.String()}}})
+		out, _, _ := s.Output(context.Background(), commandSpec, doc)
+		if strings.Contains(string(out), "R8hTq2ZLm") || strings.Contains(string(out), "s4Ye7Kd1Fa9") {
+			t.Errorf("read_file's way, %q: %s", raw, out)
 		}
 	}
 }
