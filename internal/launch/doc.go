@@ -32,15 +32,20 @@
 //     read-write only if the sandbox allows, --share-net only if the
 //     network is allowed (contain_linux.go).
 //   - seatbelt (macOS): sandbox-exec with a profile made per run that
-//     denies by default (seatbelt.go, platform_darwin.go, shim_darwin.go).
-//   - job (Windows): a Job Object per run and a restricted low-integrity
-//     token (job.go, platform_windows.go, job_windows.go).
+//     denies by default, toold's ports included (seatbelt.go,
+//     platform_darwin.go, shim_darwin.go).
+//   - job (Windows): an AppContainer per run, created inside a Job Object
+//     of its own (job.go, platform_windows.go, job_windows.go,
+//     appcontainer_windows.go).
 //   - auto: the strongest sandbox the machine has — on Linux namespaces
 //     when toold is root, else bwrap, else namespaces in a user namespace;
-//     on macOS seatbelt where sandbox-exec works; on Windows job where the
-//     restricted token can be made — and never none: without a sandbox
-//     the program does not start. Runner.Containment says which
-//     and why.
+//     on macOS seatbelt where sandbox-exec works; on Windows job where a
+//     probe AppContainer starts — and never none: without a sandbox the
+//     program does not start. Runner.Containment says which and why.
+//
+// The macOS and Windows sandboxes are built by pure functions tested on
+// Linux; what has run on a real machine is in README.md and
+// docs/security.md.
 //
 // On Linux, namespaces and bwrap runs also get a seccomp filter
 // (seccomp_linux.go: nested user namespaces, mounts, bpf, io_uring and
