@@ -102,10 +102,21 @@ func New(opts Options, ts ...tools.Tool) (*Registry, error) {
 	return r, errors.Join(errs...)
 }
 
+// ReservedNames are the tool names a route under /tools/ owns. chi tries
+// a static segment before {name}, so POST /tools/changes/execute would
+// reach the admin's change decision, never a tool named "changes".
+// (/tools/search has no child routes: a tool named "search" is served.)
+var ReservedNames = map[string]string{
+	"changes": "POST /tools/changes/{name} decides a hosted tool's pending change",
+}
+
 func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	spec := t.Spec()
 	if !tools.NamePattern.MatchString(spec.Name) {
 		return nil, fmt.Errorf("tool %q: name must match %s", spec.Name, tools.NamePattern)
+	}
+	if why, ok := ReservedNames[spec.Name]; ok {
+		return nil, fmt.Errorf("tool %q: the name is reserved (%s); rename the tool", spec.Name, why)
 	}
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("tool %q: %s", spec.Name, fmt.Sprintf(format, args...))

@@ -38,6 +38,7 @@ func TestNewRefuses(t *testing.T) {
 		say   string
 	}{
 		{"duplicate", []tools.Tool{tool("a", `{"type":"object"}`), tool("a", `{"type":"object"}`)}, Options{}, `"a": registered twice`},
+		{"reserved name", []tools.Tool{tool("changes", `{"type":"object"}`)}, Options{}, `"changes": the name is reserved`},
 		{"bad name", []tools.Tool{tool("has space", `{"type":"object"}`)}, Options{}, "name must match"},
 		{"invalid json", []tools.Tool{tool("x", `{"type":`)}, Options{}, `"x": parameters schema is not valid JSON`},
 		{"invalid schema", []tools.Tool{tool("x", `{"type":"object","properties":{"a":{"type":"strin"}}}`)}, Options{}, `"x": parameters schema is invalid`},
