@@ -5,6 +5,8 @@ import (
 	"mime"
 	"net/http"
 
+	"go.uber.org/zap"
+
 	"github.com/toold/toold/internal/registry"
 )
 
@@ -25,7 +27,12 @@ import (
 // (set) has no fast path: its calls go to the SDK, which knows its list.
 func (s *Server) front(w http.ResponseWriter, r *http.Request, body []byte, set *registry.Toolset) (*http.Request, bool) {
 	ctx := r.Context()
-	who := caller(ctx)
+	who, err := caller(ctx)
+	if err != nil {
+		s.log.Error("an MCP request reached the server without a caller", zap.Error(err))
+		WriteError(w, http.StatusInternalServerError, "internal error: the request has no authenticated caller")
+		return r, true
+	}
 	hp := &httpPeer{w: w}
 	if caps, ok := s.sessions.read(who.Name, r.Header.Get(sessionHeader)); ok {
 		hp.caps = caps

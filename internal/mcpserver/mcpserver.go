@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -195,7 +196,11 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
-			return s.visibleTools(caller(ctx), r), nil
+			p, err := caller(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return s.visibleTools(p, r), nil
 		case *mcp.InitializeResult:
 			if s.declaresTasks(ctx) {
 				return withTasks{r}, nil
@@ -238,7 +243,10 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			ctx, span = s.startSpan(ctx, req, name)
 			defer func() { endSpan(span, res, err) }()
 		}
-		p := caller(ctx)
+		p, err := caller(ctx)
+		if err != nil {
+			return nil, err
+		}
 		ctx, done := s.calls.track(ctx, p.Name, rpcID(ctx))
 		defer done()
 		if id, ok := strings.CutPrefix(req.Params.RequestState, stateExec); ok {
@@ -329,14 +337,27 @@ func progress(ctx context.Context, ss *mcp.ServerSession, token any) func(tools.
 	}
 }
 
-// caller is the authenticated caller the HTTP side put in the context; a
-// stdio client is the local user who started toold, as an anonymous caller
-// on loopback is.
-func caller(ctx context.Context) *auth.Principal {
+// errNoCaller is a request that reached the MCP server without a caller:
+// /mcp mounted outside toold's authentication (internal/server's MCP
+// group), or a stdio session started without its principal.
+var errNoCaller = errors.New("mcpserver: the request has no authenticated caller")
+
+// caller is the authenticated caller in the context: the one the HTTP
+// side's authentication put there, or the stdio session's (ServeStdio,
+// the -stdio-key's, or the local user's where no keys are configured). A
+// context without one is an error, never a caller of its own: a handler
+// mounted without toold's authentication must not serve anyone as the
+// anonymous local user, who may use every tool.
+func caller(ctx context.Context) (*auth.Principal, error) {
 	if p := auth.FromContext(ctx); p != nil {
-		return p
+		return p, nil
 	}
-	return auth.Anonymous
+	return nil, errNoCaller
+}
+
+// noCaller is errNoCaller as a JSON-RPC error.
+func noCaller() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the request has no authenticated caller"}
 }
 
 type requestIDKey struct{}

@@ -352,7 +352,9 @@ func (ss *stdioSession) serveOwn(ctx context.Context, line []byte) bool {
 		return false
 	}
 	if id, ans, ok := ownAnswer(m); ok {
-		go ss.s.answered(ctx, caller(ctx).Name, id, ans)
+		if who, err := caller(ctx); err == nil {
+			go ss.s.answered(ctx, who.Name, id, ans)
+		}
 		return true
 	}
 	if !ss.s.ownRequest(m) {

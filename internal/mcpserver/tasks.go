@@ -202,7 +202,11 @@ func (s *Server) withTask(ctx context.Context, params json.RawMessage, fn func(*
 	if json.Unmarshal(params, &p) != nil || p.TaskID == "" {
 		return nil, invalidParams("params.taskId is required: the id tools/call answered with")
 	}
-	rec, err := s.opts.Executions.Get(ctx, caller(ctx).Name, p.TaskID)
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, noCaller()
+	}
+	rec, err := s.opts.Executions.Get(ctx, who.Name, p.TaskID)
 	if err != nil {
 		if te, ok := tools.AsError(err); ok && te.Kind == tools.NotFound {
 			return nil, invalidParams("Failed to retrieve task: there is no task %q for this caller (tasks are kept for %v after their last change)",
@@ -227,7 +231,10 @@ func (s *Server) createTask(ctx context.Context, p *peer, params json.RawMessage
 	if err := json.Unmarshal(params, &call); err != nil {
 		return nil, invalidParams("params: %v", err)
 	}
-	pr := caller(ctx)
+	pr, err := caller(ctx)
+	if err != nil {
+		return nil, noCaller()
+	}
 	allowed := s.allowed(ctx, pr) // the key's tools, within the toolset the request came through
 	e := s.entry(call.Name)
 	if e == nil || !allowed(e.Spec.Name) {
@@ -284,7 +291,7 @@ func (s *Server) immediateText(spec tools.Spec, rec *executions.Record) string {
 // change of status.
 func (s *Server) taskResult(ctx context.Context, p *peer, rec *executions.Record) (any, *jsonrpc.Error) {
 	if !rec.Status.Final() {
-		ctx, done := s.calls.track(ctx, caller(ctx).Name, "")
+		ctx, done := s.calls.track(ctx, rec.Caller, "")
 		defer done()
 		if p == nil {
 			p = &peer{caps: func() clientCaps { return clientCaps{} }}
@@ -341,7 +348,7 @@ func (s *Server) notifyStatus(p *peer, rec *executions.Record) {
 // watchTask tells a stdio client of each change of a task it created,
 // until the task ends or the session does.
 func (s *Server) watchTask(ctx context.Context, p *peer, rec *executions.Record) {
-	ctx, done := s.calls.track(ctx, caller(ctx).Name, "")
+	ctx, done := s.calls.track(ctx, rec.Caller, "")
 	defer done()
 	if p.answered != nil {
 		// Not before the tools/call answer that names the task: a task
@@ -377,7 +384,11 @@ func (s *Server) listTasks(ctx context.Context, params json.RawMessage) (any, *j
 	if p.Cursor != "" && !executions.ValidID(p.Cursor) {
 		return nil, invalidParams("the cursor %q is not one tasks/list answered with", p.Cursor)
 	}
-	recs, next, err := s.opts.Executions.ListRecords(ctx, caller(ctx).Name, executions.Filter{Kind: "call"}, p.Cursor, taskPageSize)
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, noCaller()
+	}
+	recs, next, err := s.opts.Executions.ListRecords(ctx, who.Name, executions.Filter{Kind: "call"}, p.Cursor, taskPageSize)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tasks could not be listed: " + s.opts.Dispatcher.RedactText(err.Error())}
 	}

@@ -124,6 +124,10 @@ func (s *Server) streamFrom(w http.ResponseWriter, r *http.Request) (events.ID, 
 // ?tool=, ?caller= and ?status= (a status or an event type), from now or
 // after Last-Event-ID.
 func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
 	after, ok := s.streamFrom(w, r)
 	if !ok {
 		return
@@ -134,7 +138,7 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stream := openSSE(w)
 	defer stream.keepAlive()()
-	observes := s.opts.Dispatcher.Observes(principal(r).Who(), via(r)) // the policy's observe
+	observes := s.opts.Dispatcher.Observes(p.Who(), via(r)) // the policy's observe
 	err := events.Activity(ctx, s.opts.Store, events.Position{After: after}, f, func(ev events.Event) bool {
 		if ev.Tool != "" && !observes(ev.Tool) {
 			return true
@@ -158,8 +162,11 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	caller := principal(r).Name
-	rec, err := s.opts.Executions.Get(r.Context(), caller, id)
+	p, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
+	rec, err := s.opts.Executions.Get(r.Context(), p.Name, id)
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))
 		return

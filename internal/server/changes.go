@@ -64,7 +64,11 @@ func (s *Server) decideChange(w http.ResponseWriter, r *http.Request) {
 			s.refuse(w, r, "", dispatch.StatusNotFound, noPendingChange(name))
 			return
 		}
-		rec, err := s.opts.Pins.Decide(r.Context(), name, *in.Accept, in.Hash, principal(r).Name)
+		p, ok := s.caller(w, r)
+		if !ok {
+			return
+		}
+		rec, err := s.opts.Pins.Decide(r.Context(), name, *in.Accept, in.Hash, p.Name)
 		switch {
 		case errors.Is(err, pins.ErrNoChange):
 			s.refuse(w, r, "", dispatch.StatusNotFound, noPendingChange(name))

@@ -268,7 +268,11 @@ func (s *Server) pipelineRequest(r *http.Request, tool string, body []byte) (*di
 	if terr != nil {
 		return nil, terr
 	}
-	p := principal(r)
+	p, err := principal(r)
+	if err != nil {
+		s.log.Error("a call was made without an authenticated caller", zap.String("path", r.URL.Path), zap.Error(err))
+		return nil, tools.Errorf(tools.SystemError, "internal error; the operator can find it in the logs under request id %s", info(r).id)
+	}
 	tool = s.opts.Dispatcher.Registry().Canonical(tool)
 	req := dispatch.NewRequest(tool, body, info(r).id, dispatch.FromPrincipal(p))
 	req.Unwrap, req.Timeout, req.ConfirmToken = true, timeout, r.Header.Get("Toold-Confirm")
@@ -348,7 +352,11 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 	// One wait from the start: it reads the record once it listens for the
 	// end (a read before it would be a second read, ~30µs, of a call not
 	// ended yet), and rides out a store away for a moment within wait.
-	rec, err := s.opts.Executions.Wait(r.Context(), principal(r).Name, id, wait)
+	p, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
+	rec, err := s.opts.Executions.Wait(r.Context(), p.Name, id, wait)
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))
 		return
@@ -363,7 +371,11 @@ func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := s.opts.Executions.Cancel(r.Context(), principal(r).Name, id)
+	p, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
+	rec, err := s.opts.Executions.Cancel(r.Context(), p.Name, id)
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))
 		return
@@ -393,7 +405,11 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return
 	}
-	page, err := s.opts.Executions.List(r.Context(), principal(r).Name, f, cursor, limit)
+	p, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
+	page, err := s.opts.Executions.List(r.Context(), p.Name, f, cursor, limit)
 	if err != nil {
 		s.send(w, r, s.errorReply(r, "", err))
 		return
@@ -434,7 +450,10 @@ func (s *Server) batchBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	for i := range b.Calls {
 		b.Calls[i].Tool = reg.Canonical(b.Calls[i].Tool)
 	}
-	p := principal(r)
+	p, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
 	mode := "batch"
 	if o.pref.async {
 		mode = "batch-async"

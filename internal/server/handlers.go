@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/metrics"
 	"github.com/toold/toold/internal/registry"
@@ -57,8 +58,8 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 
 // visible returns the tools the caller sees: a key only its tools, and
 // with a policy only those it may list.
-func (s *Server) visible(r *http.Request) []*registry.Entry {
-	return s.opts.Dispatcher.Registry().Visible(s.view(r, nil))
+func (s *Server) visible(p *auth.Principal, r *http.Request) []*registry.Entry {
+	return s.opts.Dispatcher.Registry().Visible(s.view(p, r, nil))
 }
 
 // entry resolves {name} for the caller; a tool the caller may not use is
@@ -66,8 +67,12 @@ func (s *Server) visible(r *http.Request) []*registry.Entry {
 func (s *Server) entry(w http.ResponseWriter, r *http.Request) (*registry.Entry, bool) {
 	name := s.toolName(r)
 	info(r).tool = name
+	p, ok := s.caller(w, r)
+	if !ok {
+		return nil, false
+	}
 	e, ok := s.opts.Dispatcher.Registry().Lookup(name)
-	if !ok || !s.view(r, nil).Shows(e) {
+	if !ok || !s.view(p, r, nil).Shows(e) {
 		s.refuse(w, r, name, dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "there is no tool named %q", name).
 			WithSuggestion("GET /tools lists every tool"))
 		return nil, false
@@ -91,9 +96,13 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request) {
 // measured it since start, beside its target and max. Empty when the
 // server was built without measurements.
 func (s *Server) latency(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
 	out := map[string]metrics.Measured{}
 	if s.opts.Measured != nil {
-		for _, e := range s.visible(r) {
+		for _, e := range s.visible(p, r) {
 			if m, ok := s.opts.Measured(e); ok {
 				out[e.Spec.Name] = m
 			}

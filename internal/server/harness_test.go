@@ -26,6 +26,8 @@ import (
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/limits"
+	"github.com/toold/toold/internal/mcpserver"
+	"github.com/toold/toold/internal/oauth"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/sanitize"
@@ -74,6 +76,13 @@ type harnessOpts struct {
 	bodies *reqbody.Options
 	// withheld is Options.AnonymousWithheld.
 	withheld func() string
+	// mcp serves /mcp (and /mcp/<toolset> for each toolset) with toold's
+	// MCP server over the same dispatcher.
+	mcp bool
+	// issuers are the trusted token issuers (Options.OAuth).
+	issuers oauth.Issuers
+	// principals bounds each principal (auth.limits).
+	principals limits.PrincipalConfig
 }
 
 // testTools are the tools most tests use: the diagnostics plus tools that
@@ -115,7 +124,8 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	live := registry.NewLive(reg, registry.Options{})
 	live.Subscribe(func(r *registry.Registry) { lim.Register(r.Entries()...) })
 	disp, err := dispatch.New(dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san,
-		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers, MaxDepth: o.maxDepth, Tracer: o.tracer})
+		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers, MaxDepth: o.maxDepth, Tracer: o.tracer,
+		Principals: limits.NewPrincipals(o.principals, metricsReg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +152,26 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	bo.Registerer = metricsReg
 	bodies := reqbody.New(bo)
-	srv, err := New(Options{Dispatcher: disp, Keyring: kr, Logger: log, OpenAPI: api.OpenAPI, Bodies: bodies,
+	var verifier *oauth.Verifier
+	if o.issuers != nil {
+		if verifier, err = oauth.New(oauth.Options{Issuers: o.issuers, Logger: log}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mcpHandler http.Handler
+	var mcpToolsets map[string]http.Handler
+	if o.mcp {
+		ms := mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: live, Logger: log, Version: "test", Bodies: bodies,
+			Executions: ex, Toolsets: o.toolsets})
+		mcpHandler, mcpToolsets = ms.Handler(), map[string]http.Handler{}
+		for name := range o.toolsets {
+			mcpToolsets[name], _ = ms.ToolsetHandler(name)
+		}
+	}
+	srv, err := New(Options{Dispatcher: disp, Keyring: kr, OAuth: verifier, Logger: log, OpenAPI: api.OpenAPI, Bodies: bodies,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec, Tracer: o.tracer,
-		StuckCalls: lim.StuckCalls, Toolsets: o.toolsets, AlwaysLoaded: o.alwaysLoaded, AnonymousWithheld: o.withheld})
+		StuckCalls: lim.StuckCalls, Toolsets: o.toolsets, AlwaysLoaded: o.alwaysLoaded, AnonymousWithheld: o.withheld,
+		MCP: mcpHandler, MCPToolsets: mcpToolsets})
 	if err != nil {
 		t.Fatal(err)
 	}

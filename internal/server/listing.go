@@ -100,8 +100,11 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	snap := s.opts.Dispatcher.Registry()
-	p := principal(r)
-	entries := snap.Visible(s.view(r, set))
+	p, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
+	entries := snap.Visible(s.view(p, r, set))
 	if deferred && !containsTool(entries, catalog.Name) {
 		s.refuse(w, r, "", dispatch.StatusRejected, tools.Errorf(tools.ValidationError,
 			"defer_loading needs the %s tool, which this caller may not use or this toold does not serve", catalog.Name).

@@ -11,19 +11,20 @@ import (
 	"github.com/toold/toold/internal/tools"
 )
 
-// mcp guards the MCP endpoint exactly as the REST routes are guarded —
-// origin and Host checks, then the API key — so REST and MCP refuse the
+// mcpGuard is the MCP group's middleware: it guards /mcp exactly as
+// authenticate guards the REST routes — origin and Host checks, then the
+// caller's credentials, and the call role — so REST and MCP refuse the
 // same requests; a refusal is written as a JSON-RPC error, which MCP
 // clients show, with the status the one table gives. An accepted request
 // counts as an execution for the drain.
-func (s *Server) mcp(h http.Handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) mcpGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri := info(r)
 		if te := s.originRefusal(r); te != nil {
 			s.refuseMCP(w, r, te)
 			return
 		}
-		p, te := s.authenticate(r)
+		p, te := s.credentials(r)
 		if te != nil {
 			s.refuseMCP(w, r, te)
 			return
@@ -43,8 +44,8 @@ func (s *Server) mcp(h http.Handler) http.HandlerFunc {
 		s.mcpActive.Add(1)
 		defer s.mcpActive.Add(-1)
 		ctx := mcpserver.WithRequestID(auth.NewContext(r.Context(), p), ri.id)
-		h.ServeHTTP(w, r.WithContext(ctx))
-	}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, te *tools.Error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -52,11 +53,37 @@ func info(r *http.Request) *reqInfo {
 	return &reqInfo{}
 }
 
-func principal(r *http.Request) *auth.Principal {
+// errNoPrincipal is a handler asking for the caller of a request that
+// authenticate never saw: a route mounted outside the guarded groups.
+var errNoPrincipal = errors.New("server: the request has no authenticated caller (is its route outside the authenticated group?)")
+
+// principal is the request's authenticated caller, set by authenticate
+// (or mcpGuard, or a sign-in). A request without one is an error, never
+// a caller of its own: a route mounted outside the guarded groups must
+// not serve anyone as the anonymous local user, who may do everything.
+func principal(r *http.Request) (*auth.Principal, error) {
 	if p := info(r).principal; p != nil {
-		return p
+		return p, nil
 	}
-	return auth.Anonymous
+	return nil, errNoPrincipal
+}
+
+// caller is principal for a handler: without a caller the request is
+// refused (500: a wiring bug, logged) and ok is false.
+func (s *Server) caller(w http.ResponseWriter, r *http.Request) (p *auth.Principal, ok bool) {
+	p, err := principal(r)
+	if err != nil {
+		s.noPrincipal(w, r, err)
+		return nil, false
+	}
+	return p, true
+}
+
+// noPrincipal refuses a request whose handler found no caller.
+func (s *Server) noPrincipal(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Error("a handler ran without an authenticated caller", zap.String("path", r.URL.Path), zap.Error(err))
+	s.refuse(w, r, "", dispatch.StatusError, tools.Errorf(tools.SystemError,
+		"internal error; the operator can find it in the logs under request id %s", info(r).id))
 }
 
 // frame is the one middleware every request passes: it honours a
@@ -217,21 +244,35 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request, ri *reqInf
 	s.refuse(w, r, "", dispatch.StatusError, tools.Errorf(tools.SystemError, "internal error; the operator can find it in the logs under request id %s", ri.id))
 }
 
-// guard wraps a /tools handler with the origin and host checks and
-// authentication, inline rather than as more middleware frames.
-func (s *Server) guard(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.originAllowed(w, r) && s.authenticated(w, r) {
-			h(w, r)
+// authenticate is the REST group's middleware: the origin and Host
+// checks, then the caller's credentials; the caller it finds is the
+// request's principal. One middleware for the whole group, so a route
+// added to it is authenticated whether or not its author thought of it.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.originAllowed(w, r) {
+			return
 		}
-	}
+		p, te := s.credentials(r)
+		if te != nil {
+			s.refuse(w, r, "", dispatch.StatusRejected, te)
+			return
+		}
+		ri := info(r)
+		ri.caller, ri.principal = p.Name, p
+		next.ServeHTTP(w, r)
+	})
 }
 
-// role wraps a handler with guard and a role check: a key without the
-// role gets 403 naming it.
+// role wraps a handler of the authenticated group with a role check: a
+// caller without the role gets 403 naming it.
 func (s *Server) role(need auth.Role, h http.HandlerFunc) http.HandlerFunc {
-	return s.guard(func(w http.ResponseWriter, r *http.Request) {
-		if p := principal(r); !p.Has(need) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.caller(w, r)
+		if !ok {
+			return
+		}
+		if !p.Has(need) {
 			if need != auth.RoleCall { // a key reaching for more than calls is worth an audit record
 				s.auditAction(r, "refused", fmt.Sprintf("%s %s: the %s lacks the %s role", r.Method, r.URL.Path, p.Kind, need))
 			}
@@ -240,7 +281,7 @@ func (s *Server) role(need auth.Role, h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		h(w, r)
-	})
+	}
 }
 
 func missingRole(p *auth.Principal, need auth.Role) *tools.Error {
@@ -252,7 +293,8 @@ func missingRole(p *auth.Principal, need auth.Role) *tools.Error {
 		WithCode(tools.CodeMissingRole).WithSuggestion("ask the operator to add %q to the key's roles in auth.keys", need)
 }
 
-// originOnly wraps a handler that needs no credentials (CORS preflights).
+// originOnly wraps a public handler (publicRoutes) with the origin and
+// Host checks alone.
 func (s *Server) originOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.originAllowed(w, r) {
@@ -384,19 +426,6 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 		"Mcp-Session-Id, WWW-Authenticate")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// authenticated requires "Authorization: Bearer <key>" when keys are
-// configured. The key is never logged; only the key's name is.
-func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) bool {
-	p, te := s.authenticate(r)
-	if te != nil {
-		s.refuse(w, r, "", dispatch.StatusRejected, te)
-		return false
-	}
-	ri := info(r)
-	ri.caller, ri.principal = p.Name, p
-	return true
 }
 
 // refuse answers with a failure envelope built outside the pipeline.

@@ -15,11 +15,17 @@ import (
 // issuers, are configured.
 func (s *Server) authEnabled() bool { return s.opts.Keyring.Enabled() || s.opts.OAuth != nil }
 
-// authenticate returns the request's caller, or the refusal. A bearer
+// credentials returns the request's caller, or the refusal. A bearer
 // credential is an API key if it is one, else an access token of a
 // trusted issuer; a refused token's 401 carries the challenge saying so.
-// A credential is never logged, nor written into an answer.
-func (s *Server) authenticate(r *http.Request) (*auth.Principal, *tools.Error) {
+// A credential is never logged, nor written into an answer. Two
+// Authorization headers are refused (400) whether or not keys are
+// configured: which one a proxy, a log or toold reads would differ.
+func (s *Server) credentials(r *http.Request) (*auth.Principal, *tools.Error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return nil, tools.Errorf(tools.ValidationError, "the request carries more than one Authorization header").
+			WithCode(tools.CodeInvalidHeader).WithSuggestion("send one header \"Authorization: Bearer <credential>\"")
+	}
 	if !s.authEnabled() {
 		if w := s.opts.AnonymousWithheld; w != nil {
 			if why := w(); why != "" {

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/registry"
 )
@@ -24,8 +25,7 @@ func via(r *http.Request) string {
 // view is the caller's view of the catalog (registry.View), narrowed to
 // set when one is given: its key's or token's tools, that the policy
 // lets it list.
-func (s *Server) view(r *http.Request, set *registry.Toolset) *registry.View {
-	p := principal(r)
+func (s *Server) view(p *auth.Principal, r *http.Request, set *registry.Toolset) *registry.View {
 	v := s.opts.Dispatcher.View(p.Who(), p.Allows, via(r))
 	v.Set = set
 	return v

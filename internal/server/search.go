@@ -29,7 +29,11 @@ func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, "", dispatch.StatusRejected, terr)
 		return
 	}
-	v := s.view(r, sr.set)
+	p, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
+	v := s.view(p, r, sr.set)
 	hits := s.opts.Dispatcher.Registry().Search(sr.query, sr.limit, func(e *registry.Entry) bool {
 		return e.Spec.Name != catalog.Name && v.Shows(e)
 	})

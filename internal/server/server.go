@@ -220,38 +220,41 @@ func (s *Server) done() {
 	}
 }
 
+// routes builds the router. Every route needs credentials (when keys or
+// token issuers are configured) unless publicRoutes mounts it: the REST
+// routes sit in a group behind authenticate, /mcp in one behind its
+// JSON-RPC twin, so a route added to either cannot forget the check, and
+// TestEveryRouteNeedsCredentials walks the router to hold it so (the
+// public routes are listed there one by one). A new route goes in
+// apiRoutes, with the role it needs; docs/development.md says more.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.frame)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
-	r.Get("/healthz", s.healthz)
-	r.Get("/readyz", s.readyz)
-	r.Get("/openapi.yaml", s.openapi)
-	r.Get("/auth/session", s.originOnly(s.session))
-	if s.opts.OAuth != nil {
-		r.Get(oauth.MetadataPath, s.resourceMetadata)
-		r.Get(oauth.MetadataPath+"/*", s.resourceMetadata)
-		s.ssoRoutes(r)
+	r.Group(s.apiRoutes)
+	if s.opts.MCP != nil {
+		r.Group(s.mcpRoutes)
 	}
-	// CORS preflights carry no credentials: answered before auth.
-	r.Options("/tools", s.originOnly(s.preflight))
-	r.Options("/tools/*", s.originOnly(s.preflight))
-	r.Options("/executions", s.originOnly(s.preflight))
-	r.Options("/executions/*", s.originOnly(s.preflight))
-	r.Options("/batch", s.originOnly(s.preflight))
-	r.Options("/approvals", s.originOnly(s.preflight))
-	r.Options("/approvals/*", s.originOnly(s.preflight))
-	r.Options("/events", s.originOnly(s.preflight))
-	r.Options("/audit", s.originOnly(s.preflight))
-	r.Get("/tools", s.guard(s.listTools))
-	r.Get("/tools/search", s.guard(s.searchTools))
+	// After the groups: /mcp takes every method, and its CORS preflight,
+	// which carries no credentials, is public like every preflight.
+	s.publicRoutes(r)
+	return r
+}
+
+// apiRoutes are the REST routes, authenticated: the origin and Host
+// checks, then the caller's credentials (authenticate). s.role adds the
+// role a route needs; without it any authenticated caller is served.
+func (s *Server) apiRoutes(r chi.Router) {
+	r.Use(s.authenticate)
+	r.Get("/tools", s.listTools)
+	r.Get("/tools/search", s.searchTools)
 	// Tool integrity (changes.go): an admin's, before /tools/{name}.
 	r.Get("/tools/changes", s.role(auth.RoleAdmin, s.listChanges))
 	r.Post("/tools/changes/{name}", s.role(auth.RoleAdmin, s.decideChange))
-	r.Get("/tools/{name}", s.guard(s.getTool))
-	r.Get("/tools/{name}/schema", s.guard(s.getSchema))
-	r.Get("/latency", s.guard(s.latency))
+	r.Get("/tools/{name}", s.getTool)
+	r.Get("/tools/{name}/schema", s.getSchema)
+	r.Get("/latency", s.latency)
 	r.Post("/tools/{name}/execute", s.role(auth.RoleCall, s.execute))
 	r.Post("/executions", s.role(auth.RoleCall, s.submitExecution))
 	r.Get("/executions", s.role(auth.RoleCall, s.listExecutions))
@@ -264,16 +267,47 @@ func (s *Server) routes() chi.Router {
 	r.Post("/batch", s.role(auth.RoleCall, s.batch))
 	r.Get("/events", s.role(auth.RoleObserve, s.activity))
 	r.Get("/audit", s.role(auth.RoleAdmin, s.audit))
+}
+
+// mcpRoutes serve the Model Context Protocol, authenticated as the REST
+// routes are (mcpGuard), with refusals written as JSON-RPC errors.
+func (s *Server) mcpRoutes(r chi.Router) {
+	r.Use(s.mcpGuard)
+	r.Handle("/mcp", s.opts.MCP)
+	r.Handle("/mcp/{toolset}", http.HandlerFunc(s.toolsetMCP))
+}
+
+// publicRoutes are the routes that answer without credentials, each for
+// a reason: probes (an orchestrator has no key), the contract, the
+// console's static page (its scripts call the API with the user's key or
+// session), CORS preflights (a browser sends them without credentials),
+// and the sign-in: the protected resource metadata (RFC 9728, how a
+// client learns where to get a token) and the console's sign-in legs.
+// Each is listed in TestEveryRouteNeedsCredentials; adding one here fails
+// it until it is listed there too, with its reason.
+func (s *Server) publicRoutes(r chi.Router) {
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Get("/openapi.yaml", s.openapi)
+	// GET /auth/session says whether the request is signed in, and where
+	// to sign in: it reads the session itself (sso.go).
+	r.Get("/auth/session", s.originOnly(s.session))
+	if s.opts.OAuth != nil {
+		r.Get(oauth.MetadataPath, s.resourceMetadata)
+		r.Get(oauth.MetadataPath+"/*", s.resourceMetadata)
+		s.ssoRoutes(r)
+	}
+	for _, p := range []string{"/tools", "/tools/*", "/executions", "/executions/*", "/batch", "/approvals", "/approvals/*",
+		"/events", "/audit"} {
+		r.Options(p, s.originOnly(s.preflight))
+	}
+	if s.opts.MCP != nil {
+		r.Options("/mcp", s.originOnly(s.preflight))
+		r.Options("/mcp/{toolset}", s.originOnly(s.preflight))
+	}
 	// The console: static assets behind the same Origin and Host checks;
-	// its pages call the routes above with the user's key.
+	// its pages call the routes above with the user's key or session.
 	page := s.originOnly(console.Handler(http.HandlerFunc(s.notFound)).ServeHTTP)
 	r.Get("/console", page)
 	r.Get("/console/*", page)
-	if s.opts.MCP != nil {
-		r.Options("/mcp", s.originOnly(s.preflight))
-		r.Handle("/mcp", s.mcp(s.opts.MCP))
-		r.Options("/mcp/{toolset}", s.originOnly(s.preflight))
-		r.Handle("/mcp/{toolset}", s.mcp(http.HandlerFunc(s.toolsetMCP)))
-	}
-	return r
 }
