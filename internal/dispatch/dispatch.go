@@ -293,6 +293,17 @@ func (c *call) timeout() time.Duration {
 	return timeout
 }
 
+// toolName is the call's tool as logs, spans, events and audit records
+// name it: the tool's name once resolved; before that, or when no tool
+// has the name, registry.UnknownName's redacted form, never the name as
+// the caller typed it.
+func (c *call) toolName() string {
+	if c.entry != nil {
+		return c.entry.Spec.Name
+	}
+	return registry.UnknownName(c.req.Tool)
+}
+
 // callInfo builds (once) what call observers are told.
 func (c *call) callInfo() *CallInfo {
 	if c.info == nil {
@@ -300,7 +311,7 @@ func (c *call) callInfo() *CallInfo {
 		if args == nil {
 			args = c.req.Body
 		}
-		c.info = &CallInfo{Entry: c.entry, Tool: c.req.Tool, RequestID: c.req.RequestID, Caller: c.req.Caller,
+		c.info = &CallInfo{Entry: c.entry, Tool: c.toolName(), RequestID: c.req.RequestID, Caller: c.req.Caller,
 			Principal: c.req.Principal, ExecutionID: c.req.ExecutionID, Args: args}
 	}
 	return c.info
@@ -682,7 +693,7 @@ func (d *Dispatcher) failure(c *call, status Status, err error) {
 		te = tools.Errorf(tools.SystemError, "the tool failed unexpectedly; the operator can find the cause in the logs under request id %s", c.req.RequestID).Wrap(err)
 	}
 	if te.Kind == tools.SystemError && te.Code != tools.CodeCancelled {
-		d.log.Error("tool system error", append(c.logFields(), zap.String("tool", c.req.Tool), zap.String("request_id", c.req.RequestID), zap.Error(err))...)
+		d.log.Error("tool system error", append(c.logFields(), zap.String("tool", c.toolName()), zap.String("request_id", c.req.RequestID), zap.Error(err))...)
 	}
 	c.env.fail(status, te)
 	var ch *confirmation

@@ -25,9 +25,12 @@ func (d *Dispatcher) startCall(ctx context.Context, c *call) context.Context {
 	if d.opts.Tracer == nil {
 		return ctx
 	}
-	ctx, c.span = d.opts.Tracer.Start(ctx, "execute_tool "+c.req.Tool, trace.WithSpanKind(trace.SpanKindInternal),
+	// Not resolved yet: a name no tool has is caller input, written
+	// only in its redacted form.
+	name := d.opts.Registry.Load().LogName(c.req.Tool)
+	ctx, c.span = d.opts.Tracer.Start(ctx, "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(tracing.GenAIOperationName.String(tracing.ExecuteToolValue),
-			tracing.GenAIToolName.String(c.req.Tool), tracing.GenAIToolCallID.String(c.req.RequestID),
+			tracing.GenAIToolName.String(name), tracing.GenAIToolCallID.String(c.req.RequestID),
 			tracing.GenAIToolType.String("function")))
 	sc := c.span.SpanContext()
 	c.env.TraceID, c.env.TraceSampled = sc.TraceID().String(), sc.IsSampled()

@@ -318,7 +318,7 @@ func (s *Server) logCall(ctx context.Context, env *dispatch.Envelope, caller str
 	if env.Error != nil {
 		errType = string(env.Error.Type)
 	}
-	s.log.Info("mcp call", append(tracing.LogFields(ctx), zap.String("tool", env.Tool), zap.String("outcome", string(env.Status)),
+	s.log.Info("mcp call", append(tracing.LogFields(ctx), zap.String("tool", s.opts.Registry.Load().LogName(env.Tool)), zap.String("outcome", string(env.Status)),
 		zap.String("error_type", errType), zap.String("request_id", env.RequestID), zap.String("caller", caller),
 		zap.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))...)
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -91,4 +92,25 @@ func (r *Registry) nameTaken(e *Entry) *Entry {
 		}
 	}
 	return nil
+}
+
+// LogName is how a requested tool name may appear in a log line, a
+// span, an event or an audit record: the canonical name of a tool the
+// registry has, or for any other name UnknownName's form. A name no tool
+// has is caller input, and may be anything — a token pasted into a path
+// included — so it is never written as it came.
+func (r *Registry) LogName(name string) string {
+	if e, ok := r.Lookup(r.Canonical(name)); ok {
+		return e.Spec.Name
+	}
+	return UnknownName(name)
+}
+
+// UnknownName is a name no tool has, redacted and bounded:
+// "tool_unknown(len=N,sha256=<16 hex>)", its length and the start of its
+// SHA-256, so repeated probes can be told apart, and a name someone
+// already knows can be matched, without the name itself being kept.
+func UnknownName(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "tool_unknown(len=" + strconv.Itoa(len(name)) + ",sha256=" + hex.EncodeToString(sum[:8]) + ")"
 }

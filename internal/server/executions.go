@@ -270,7 +270,7 @@ func (s *Server) pipelineRequest(r *http.Request, tool string, body []byte) (*di
 	}
 	p, err := principal(r)
 	if err != nil {
-		s.log.Error("a call was made without an authenticated caller", zap.String("path", r.URL.Path), zap.Error(err))
+		s.log.Error("a call was made without an authenticated caller", zap.String("route", routeOf(r)), zap.Error(err))
 		return nil, tools.Errorf(tools.SystemError, "internal error; the operator can find it in the logs under request id %s", info(r).id)
 	}
 	tool = s.opts.Dispatcher.Registry().Canonical(tool)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/oauth"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
@@ -81,7 +82,7 @@ func (s *Server) caller(w http.ResponseWriter, r *http.Request) (p *auth.Princip
 
 // noPrincipal refuses a request whose handler found no caller.
 func (s *Server) noPrincipal(w http.ResponseWriter, r *http.Request, err error) {
-	s.log.Error("a handler ran without an authenticated caller", zap.String("path", r.URL.Path), zap.Error(err))
+	s.log.Error("a handler ran without an authenticated caller", zap.String("route", routeOf(r)), zap.Error(err))
 	s.refuse(w, r, "", dispatch.StatusError, tools.Errorf(tools.SystemError,
 		"internal error; the operator can find it in the logs under request id %s", info(r).id))
 }
@@ -210,10 +211,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // duration, request id, tool, outcome. Never arguments or outputs: those may
 // hold secrets, and the sanitizer is not the log's job.
 func (s *Server) logRequest(sw *statusWriter, r *http.Request, ri *reqInfo, start time.Time, span trace.Span) {
-	route := chi.RouteContext(r.Context()).RoutePattern()
-	if route == "" {
-		route = "unmatched"
-	}
+	route := routeOf(r)
 	status := sw.status
 	if ri.status != 0 {
 		status = ri.status // 499: written to nobody, but logged
@@ -221,13 +219,45 @@ func (s *Server) logRequest(sw *statusWriter, r *http.Request, ri *reqInfo, star
 	d := time.Since(start)
 	s.metrics.observe(r.Method, route, status, d)
 	if span != nil {
-		endSpan(span, r.Method, route, status, ri)
+		endSpan(span, r.Method, route, status, s.logTool(ri.tool), ri.outcome)
 	}
 	s.log.Info("request", append(tracing.LogFields(r.Context()),
 		zap.String("method", r.Method), zap.String("route", route), zap.Int("status", status),
 		zap.Float64("duration_ms", float64(d.Microseconds())/1000), zap.String("request_id", ri.id),
-		zap.String("tool", ri.tool), zap.String("outcome", ri.outcome), zap.String("error_type", ri.errType),
+		zap.String("tool", s.logTool(ri.tool)), zap.String("outcome", ri.outcome), zap.String("error_type", ri.errType),
 		zap.String("caller", ri.caller))...)
+}
+
+// routeOf is the request's route pattern: what logs and audit records
+// name a request by, never its path, which holds what the caller typed
+// (a tool's name, an id).
+func routeOf(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		return rc.RoutePattern()
+	}
+	return "unmatched"
+}
+
+// auditPath is the request's path as an audit record may hold it: the
+// route pattern, with {id} filled in when it is one of toold's ids
+// (anything else the caller typed stays out of the log).
+func auditPath(r *http.Request) string {
+	route := routeOf(r)
+	if id := chi.URLParam(r, "id"); executions.ValidID(id) {
+		route = strings.Replace(route, "{id}", id, 1)
+	}
+	return route
+}
+
+// logTool is the request's tool as the access log and the span name it:
+// a name no tool has is what the caller typed — anything, a token pasted
+// into the path included — and is written only redacted and bounded
+// (registry.UnknownName).
+func (s *Server) logTool(name string) string {
+	if name == "" {
+		return ""
+	}
+	return s.opts.Dispatcher.Registry().LogName(name)
 }
 
 // recoverPanic turns a panic in toold's own code into a 500 envelope. (Tool
@@ -274,7 +304,7 @@ func (s *Server) role(need auth.Role, h http.HandlerFunc) http.HandlerFunc {
 		}
 		if !p.Has(need) {
 			if need != auth.RoleCall { // a key reaching for more than calls is worth an audit record
-				s.auditAction(r, "refused", fmt.Sprintf("%s %s: the %s lacks the %s role", r.Method, r.URL.Path, p.Kind, need))
+				s.auditAction(r, "refused", fmt.Sprintf("%s %s: the %s lacks the %s role", r.Method, auditPath(r), p.Kind, need))
 			}
 			s.insufficientScope(r, p, need)
 			s.refuse(w, r, "", dispatch.StatusRejected, missingRole(p, need))

@@ -33,14 +33,14 @@ func probe(r *http.Request) bool {
 // the route (never the raw path: it may carry what a caller typed), the
 // status (5xx marks the span failed, as the conventions say for a server),
 // and toold's outcome of the call it answered.
-func endSpan(span trace.Span, method, route string, status int, ri *reqInfo) {
+func endSpan(span trace.Span, method, route string, status int, tool, outcome string) {
 	span.SetName(method + " " + route)
 	span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
-	if ri.tool != "" {
-		span.SetAttributes(tracing.GenAIToolName.String(ri.tool))
+	if tool != "" {
+		span.SetAttributes(tracing.GenAIToolName.String(tool))
 	}
-	if ri.outcome != "" {
-		span.SetAttributes(tracing.ToolStatus.String(ri.outcome))
+	if outcome != "" {
+		span.SetAttributes(tracing.ToolStatus.String(outcome))
 	}
 	if status >= 500 {
 		span.SetStatus(codes.Error, "")
