@@ -78,9 +78,10 @@ type Request struct {
 	// body was read: the call runs in it rather than entering the bulkhead
 	// again.
 	Ticket *Ticket
-	// charged says the call was charged its principal's rate already (a
-	// fallback runs as part of the call it stands in for).
-	charged bool
+	// Charged says the call was charged its principal's rate already: a
+	// fallback runs as part of the call it stands in for, and an async
+	// batch's calls were charged when the batch was accepted (Charge).
+	Charged bool
 }
 
 // Sanitizer is the sanitization stage.
@@ -125,10 +126,12 @@ type Limiter interface {
 }
 
 // PrincipalLimiter bounds each principal on its own (limits.Principals):
-// Charge spends one call of the caller's rate; Hold takes one of its
-// share of a tool's bulkhead until release (nil: nothing held).
+// Charge spends one call of the caller's rate, ChargeN n of them at once
+// (or none); Hold takes one of its share of a tool's bulkhead until
+// release (nil: nothing held).
 type PrincipalLimiter interface {
 	Charge(caller string) error
+	ChargeN(caller string, n int) error
 	Hold(caller string, e *registry.Entry) (release func(), err error)
 }
 

@@ -45,7 +45,7 @@ func (d *Dispatcher) fallback(ctx context.Context, req *Request, primary *regist
 	// token is not the fallback's. (The registry refuses fallbacks that
 	// need confirmation; this holds for tools added while serving too.)
 	sub.Confirmed, sub.ConfirmToken = false, ""
-	sub.charged = true // one call, whichever tool answers it
+	sub.Charged = true // one call, whichever tool answers it
 	for _, name := range fallbackOrder(d.opts.Registry.Load(), primary) {
 		if ctx.Err() != nil {
 			break

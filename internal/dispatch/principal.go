@@ -6,6 +6,18 @@ package dispatch
 // and holds one of its principal's share of the tool's bulkhead from
 // before it enters the bulkhead until its slot is freed.
 
+// Charge spends n calls of caller's rate (auth.limits.rate) for work a
+// transport accepts without running it through Check or Execute — an
+// async batch's calls, a search — or refuses them all: a 429 with when
+// to retry (tools.CodePrincipalRate). Without per-principal bounds it
+// charges nothing.
+func (d *Dispatcher) Charge(caller string, n int) error {
+	if d.opts.Principals == nil {
+		return nil
+	}
+	return d.opts.Principals.ChargeN(caller, n)
+}
+
 // charge spends one call of the caller's rate.
 func (d *Dispatcher) charge(c *call) error {
 	if d.opts.Principals == nil {
@@ -20,7 +32,7 @@ func (d *Dispatcher) principalHold(c *call) (func(), error) {
 	if d.opts.Principals == nil {
 		return nil, nil
 	}
-	if c.req.ExecutionID == "" && !c.req.charged {
+	if c.req.ExecutionID == "" && !c.req.Charged {
 		if err := d.charge(c); err != nil {
 			return nil, err
 		}

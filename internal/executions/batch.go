@@ -110,6 +110,12 @@ func ParseBatch(body []byte, max, argsDepth int) (*BatchRequest, *tools.Error) {
 // the request, each for the principal ctx carries (auth.IdentityFrom). With stop_on_error, calls not yet started when one fails
 // are not run and say so.
 func (s *Service) Batch(ctx context.Context, b *BatchRequest, caller, requestID string, allowed func(string) bool) *BatchResult {
+	return s.runBatch(ctx, b, caller, requestID, allowed, false)
+}
+
+// runBatch is Batch; charged says the calls were charged their
+// principal's rate already (an async batch, when it was accepted).
+func (s *Service) runBatch(ctx context.Context, b *BatchRequest, caller, requestID string, allowed func(string) bool, charged bool) *BatchResult {
 	s.m.batches.Inc()
 	start := time.Now()
 	res := &BatchResult{Results: make([]BatchItem, len(b.Calls))}
@@ -140,6 +146,7 @@ func (s *Service) Batch(ctx context.Context, b *BatchRequest, caller, requestID 
 			req := dispatch.NewRequest(c.Tool, c.Arguments, requestID+"."+c.ID,
 				dispatch.From{Name: caller, Identity: auth.IdentityFrom(ctx), Allowed: allowed})
 			req.Via = policy.ViaBatch
+			req.Charged = charged
 			env := s.disp.Execute(ctx, req)
 			if env.Status == dispatch.StatusWaiting {
 				env = cannotWait(env)
@@ -187,7 +194,7 @@ func cannotWait(env *dispatch.Envelope) *dispatch.Envelope {
 // each call did.
 func (s *Service) batchEnvelope(ctx context.Context, r *Record) *dispatch.Envelope {
 	start := time.Now()
-	res := s.Batch(auth.WithIdentity(ctx, r.Principal), r.Batch, r.Caller, r.RequestID, s.allowedFor(r))
+	res := s.runBatch(auth.WithIdentity(ctx, r.Principal), r.Batch, r.Caller, r.RequestID, s.allowedFor(r), true)
 	data, _ := json.Marshal(res)
 	env := &dispatch.Envelope{RequestID: r.RequestID, Status: dispatch.StatusSuccess, Success: true}
 	if te, ok := tools.AsError(context.Cause(ctx)); ok {

@@ -83,6 +83,13 @@ func (s *Service) SubmitBatch(ctx context.Context, b *BatchRequest, caller, requ
 	if err := s.accepting(); err != nil {
 		return nil, nil, err
 	}
+	// Accepted now, run later: every call is charged its principal's rate
+	// here, as a single async call is when it is accepted, and not again
+	// when the batch runs (runBatch).
+	if err := s.disp.Charge(caller, len(b.Calls)); err != nil {
+		te, _ := tools.AsError(err)
+		return nil, dispatch.Failure(requestID, "", dispatch.StatusRejected, te), nil
+	}
 	for i, c := range b.Calls {
 		req := dispatch.NewRequest(c.Tool, c.Arguments, requestID+"."+c.ID,
 			dispatch.From{Name: caller, Identity: auth.IdentityFrom(ctx), Allowed: allowed})

@@ -71,14 +71,26 @@ func NewPrincipals(c PrincipalConfig, reg prometheus.Registerer) *Principals {
 
 // Charge spends one call of caller's rate, or refuses it with when to
 // retry. A nil Principals charges nothing.
-func (p *Principals) Charge(caller string) error {
-	if p == nil || p.limit == rate.Inf {
+func (p *Principals) Charge(caller string) error { return p.ChargeN(caller, 1) }
+
+// ChargeN spends n calls of caller's rate at once (an async batch's
+// calls, accepted together), or none of them: it refuses with when to
+// retry, or — more calls than the burst, which no wait makes room for —
+// with how many may be sent at once.
+func (p *Principals) ChargeN(caller string, n int) error {
+	if p == nil || p.limit == rate.Inf || n <= 0 {
 		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	r := p.peer(caller).bucket.ReserveN(now, 1)
+	if n > p.burst {
+		p.refusals.WithLabelValues("rate").Inc()
+		return tools.Errorf(tools.OverloadError, "the %d calls are more than the %d the caller %q may start at once (auth.limits.burst)",
+			n, p.burst, caller).WithCode(tools.CodePrincipalRate).
+			WithSuggestion("send at most %d calls in one async batch, or ask the operator to raise auth.limits.burst", p.burst)
+	}
+	r := p.peer(caller).bucket.ReserveN(now, n)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		p.refusals.WithLabelValues("rate").Inc()

@@ -49,18 +49,28 @@ type askAnswer struct {
 	err    *jsonrpc.Error
 }
 
-// asks are toold's requests waiting for their answer on this replica.
+// asks are toold's requests waiting for their answer on this replica,
+// each with the caller it was asked of: only that caller's answer is
+// taken. An id names an execution (or a nonce) and may be seen by others
+// (an execution id is in its Location); an answer — an error answer
+// included, which stops toold asking — is the asked caller's to give.
 type asks struct {
 	mu sync.Mutex
-	m  map[string]chan askAnswer
+	m  map[string]ask
 }
 
-func newAsks() *asks { return &asks{m: map[string]chan askAnswer{}} }
+type ask struct {
+	ch     chan askAnswer
+	caller string
+}
 
-func (a *asks) open(id string) chan askAnswer {
+func newAsks() *asks { return &asks{m: map[string]ask{}} }
+
+// open starts waiting for the answer of caller to the request id.
+func (a *asks) open(id, caller string) chan askAnswer {
 	ch := make(chan askAnswer, 1)
 	a.mu.Lock()
-	a.m[id] = ch
+	a.m[id] = ask{ch: ch, caller: caller}
 	a.mu.Unlock()
 	return ch
 }
@@ -71,16 +81,20 @@ func (a *asks) close(id string) {
 	a.mu.Unlock()
 }
 
-func (a *asks) deliver(id string, ans askAnswer) {
+// deliver hands caller's answer to the request id to its asker, if
+// caller is the one it was asked of; it reports whether it did.
+func (a *asks) deliver(id, caller string, ans askAnswer) bool {
 	a.mu.Lock()
-	ch := a.m[id]
+	k, ok := a.m[id]
 	a.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- ans:
-		default:
-		}
+	if !ok || k.caller != caller {
+		return false
 	}
+	select {
+	case k.ch <- ans:
+	default:
+	}
+	return true
 }
 
 // ownAnswer reads a message that answers one of toold's requests: its id,
@@ -102,9 +116,14 @@ func ownAnswer(m wireMessage) (string, askAnswer, bool) {
 
 // answered takes a client's answer to one of toold's requests: the asker
 // on this replica is told, and an execution's answer resumes it (or, the
-// user having declined, cancels it).
+// user having declined, cancels it) — each only when caller is the one
+// asked (applyAnswer reads the execution as caller's: another's is not
+// found).
 func (s *Server) answered(ctx context.Context, caller, id string, ans askAnswer) {
-	s.asks.deliver(id, ans)
+	if !s.asks.deliver(id, caller, ans) && strings.HasPrefix(id, ownIDPrefix+"confirm/") {
+		s.log.Info("mcp: an answer to a question toold did not ask this caller was dropped")
+		return
+	}
 	rest, ok := strings.CutPrefix(id, ownIDPrefix+"exec/")
 	if !ok || ans.err != nil || s.opts.Executions == nil {
 		return

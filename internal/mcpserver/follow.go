@@ -45,7 +45,7 @@ func (s *Server) follow(ctx context.Context, p *peer, rec *executions.Record, un
 				if err != nil {
 					return rec, err
 				}
-				asked, answers = rec.Step, s.asks.open(id)
+				asked, answers = rec.Step, s.asks.open(id, rec.Caller)
 				defer s.asks.close(id)
 			case !can && !untilFinal:
 				return rec, nil
@@ -99,9 +99,9 @@ func (s *Server) ask(p *peer, rec *executions.Record, task bool) (string, error)
 // token, as a yes/no form. answered is false when no answer came before
 // the token expired, ctx ended, or the client answered with an error; the
 // caller then answers with the token to repeat.
-func (s *Server) askConfirm(ctx context.Context, p *peer, env *dispatch.Envelope) (accepted, answered bool) {
+func (s *Server) askConfirm(ctx context.Context, p *peer, caller string, env *dispatch.Envelope) (accepted, answered bool) {
 	id := confirmAskID()
-	ch := s.asks.open(id)
+	ch := s.asks.open(id, caller)
 	defer s.asks.close(id)
 	params, err := json.Marshal(&mcp.ElicitParams{Mode: "form", RequestedSchema: confirmSchema,
 		Message: "Run the tool " + env.Tool + "? " + env.Error.Message})

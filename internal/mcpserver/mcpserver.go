@@ -295,7 +295,7 @@ func (s *Server) confirmThroughPeer(ctx context.Context, dreq *dispatch.Request,
 	if !p.canAsk("confirm") {
 		return env
 	}
-	switch accepted, answered := s.askConfirm(ctx, p, env); {
+	switch accepted, answered := s.askConfirm(ctx, p, dreq.Caller, env); {
 	case accepted:
 		dreq.ConfirmToken = env.Error.ConfirmToken
 		return s.opts.Dispatcher.Execute(ctx, dreq)
