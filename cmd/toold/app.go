@@ -157,6 +157,8 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 			return nil, err
 		}
 		gate = confirm.Shared([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL, a.store.SpentTokens())
+		// A console sign-out is recorded where every replica reads it.
+		verifier.UseRevocations(a.store.RevokedSessions())
 		observers = append(observers, rec)
 	}
 	// After the store: the pins of hosted tools are kept there.

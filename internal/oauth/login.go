@@ -23,10 +23,22 @@ import (
 // (S256) against an issuer's authorization and token endpoints, as a
 // confidential client (client_secret_basic) or a public one. What the
 // browser must carry between the two legs (state, the PKCE verifier, where
-// to return) is sealed into a short-lived cookie; the access token it ends
-// with is verified as any bearer token is (it must be for this resource),
-// and sealed into the session cookie (session.go). toold keeps no state of
-// its own: the console is a client of the API, and a session is a token.
+// to return) is sealed into a short-lived cookie, bound to the browser
+// that started the sign-in by a second cookie (below); the access token it
+// ends with is verified as any bearer token is (it must be for this
+// resource), and sealed into the session cookie (session.go). The console
+// is a client of the API, and a session is a token; what toold keeps is
+// the record of sessions signed out (revoke.go).
+//
+// The binding: the login cookie is scoped to the callback's path, which
+// rules out the __Host- prefix, so a sibling site under the same domain
+// could plant one (cookie tossing) and have a victim's browser complete
+// the planter's sign-in (login CSRF). BeginSignIn therefore also sets a
+// browser cookie — random, __Host- prefixed outside loopback (only this
+// host can set it), SameSite=Lax so it comes back with the issuer's
+// redirect — and the login state holds its hash: a login cookie and state
+// presented with another browser's cookie, or without one, complete
+// nothing.
 
 // LoginPath and CallbackPath are where sign-in starts and where the
 // issuer sends the browser back.
@@ -35,6 +47,10 @@ const (
 	CallbackPath = "/auth/callback"
 	loginCookie  = "toold_login"
 	loginFor     = 10 * time.Minute
+	// browserCookie binds a sign-in to the browser that started it;
+	// __Host- prefixed when Secure.
+	browserCookie       = "toold_browser"
+	secureBrowserCookie = "__Host-toold_browser"
 )
 
 // signIn is an issuer's console client.
@@ -52,6 +68,9 @@ type loginState struct {
 	Redirect string `json:"redirect"`
 	Return   string `json:"return"`
 	Expires  int64  `json:"exp"`
+	// Browser is the hash of the browser cookie set with the login
+	// cookie: the callback must come from the same browser.
+	Browser string `json:"browser"`
 }
 
 // SignInError is a sign-in that did not end in a session: Code is what
@@ -79,10 +98,12 @@ func (v *Verifier) SignInIssuers() []string {
 }
 
 // BeginSignIn starts signing a person in with issuer i: it returns the
-// authorization URL to send the browser to and the cookie that carries the
-// flow's state to the callback. host and secure describe the request (for
-// the default redirect URL); returnTo is the console path to come back to.
-func (v *Verifier) BeginSignIn(ctx context.Context, i int, host string, secure bool, returnTo string) (string, *http.Cookie, error) {
+// authorization URL to send the browser to and the cookies to set: the
+// login cookie, which carries the flow's state to the callback, and the
+// browser cookie it is bound to. host and secure describe the request
+// (for the default redirect URL); returnTo is the console path to come
+// back to.
+func (v *Verifier) BeginSignIn(ctx context.Context, i int, host string, secure bool, returnTo string) (string, []*http.Cookie, error) {
 	if v == nil || i < 0 || i >= len(v.signins) {
 		return "", nil, signInError("no_issuer", "there is no issuer %d to sign in with", i)
 	}
@@ -94,8 +115,9 @@ func (v *Verifier) BeginSignIn(ctx context.Context, i int, host string, secure b
 	if d.AuthorizationEndpoint == "" || d.TokenEndpoint == "" {
 		return "", nil, fmt.Errorf("%w: the issuer's metadata names no authorization or token endpoint", errUnavailable)
 	}
+	browser := random()
 	st := loginState{Issuer: si.is.cfg.Issuer, State: random(), Verifier: random(), Redirect: si.redirectURL(host, secure),
-		Return: safeReturn(returnTo), Expires: v.now().Add(loginFor).Unix()}
+		Return: safeReturn(returnTo), Expires: v.now().Add(loginFor).Unix(), Browser: browserHash(browser)}
 	value, err := si.sealer.seal(loginCookie, st)
 	if err != nil {
 		return "", nil, err
@@ -112,7 +134,31 @@ func (v *Verifier) BeginSignIn(ctx context.Context, i int, host string, secure b
 	// navigation from another site: SameSite=Lax, and only to the callback.
 	c := &http.Cookie{Name: loginCookie, Value: value, Path: CallbackPath, MaxAge: int(loginFor.Seconds()), HttpOnly: true,
 		Secure: secure, SameSite: http.SameSiteLaxMode}
-	return d.AuthorizationEndpoint + sep + q.Encode(), c, nil
+	b := &http.Cookie{Name: BrowserCookieName(secure), Value: browser, Path: "/", MaxAge: int(loginFor.Seconds()), HttpOnly: true,
+		Secure: secure, SameSite: http.SameSiteLaxMode}
+	return d.AuthorizationEndpoint + sep + q.Encode(), []*http.Cookie{c, b}, nil
+}
+
+// BrowserCookieName is the browser cookie's name: __Host- prefixed when
+// it is Secure.
+func BrowserCookieName(secure bool) string {
+	if secure {
+		return secureBrowserCookie
+	}
+	return browserCookie
+}
+
+// browserHash is what the login state keeps of the browser cookie.
+func browserHash(v string) string {
+	sum := sha256.Sum256([]byte("toold browser\x00" + v))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// sameBrowser reports whether r carries the browser cookie st was bound
+// to.
+func sameBrowser(r *http.Request, st *loginState, secure bool) bool {
+	c, err := r.Cookie(BrowserCookieName(secure))
+	return err == nil && st.Browser != "" && subtle.ConstantTimeCompare([]byte(browserHash(c.Value)), []byte(st.Browser)) == 1
 }
 
 // FinishSignIn completes a sign-in at the callback: it checks the state
@@ -135,6 +181,9 @@ func (v *Verifier) FinishSignIn(ctx context.Context, r *http.Request, secure boo
 	}
 	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(st.State)) != 1 {
 		return nil, "", nil, signInError("state_mismatch", "the callback's state is not the one this browser sent")
+	}
+	if !sameBrowser(r, st, secure) {
+		return nil, "", nil, signInError("browser_mismatch", "the sign-in was started in another browser")
 	}
 	token, err := si.exchange(ctx, q.Get("code"), st)
 	if err != nil {

@@ -66,6 +66,8 @@ type Verifier struct {
 	introspector *issuer
 	// signins are the issuers the console signs people in with.
 	signins []*signIn
+	// revoked records the sessions signed out (revoke.go).
+	revoked Revocations
 }
 
 // New builds a Verifier; nil when no issuer is configured.
@@ -82,7 +84,8 @@ func New(o Options) (*Verifier, error) {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	v := &Verifier{byIssuer: map[string]*issuer{}, cache: newCache(), m: newMetrics(o.Registerer), log: o.Logger, now: o.Now}
+	v := &Verifier{byIssuer: map[string]*issuer{}, cache: newCache(), m: newMetrics(o.Registerer), log: o.Logger, now: o.Now,
+		revoked: &RevokedInMemory{until: map[string]time.Time{}, now: o.Now}}
 	for _, c := range o.Issuers {
 		is, err := newIssuer(c, v.m, o.Now)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/toold/toold/internal/auth"
 )
 
@@ -27,8 +29,11 @@ const (
 	defaultSessionTTL = 8 * time.Hour
 )
 
-// sessionState is what the session cookie carries.
+// sessionState is what the session cookie carries. ID names the session
+// for its revocation (revoke.go); a cookie without one (sealed by an
+// older toold) is not a session.
 type sessionState struct {
+	ID      string `json:"sid"`
 	Issuer  string `json:"iss"`
 	Token   string `json:"tok"`
 	CSRF    string `json:"csrf"`
@@ -41,6 +46,8 @@ type Session struct {
 	// CSRF is the token a request that is not a GET must carry.
 	CSRF    string
 	Expires time.Time
+	// id names the session for SignOut.
+	id string
 }
 
 // SessionCookieName is the session cookie's name: __Host- prefixed when
@@ -52,6 +59,10 @@ func SessionCookieName(secure bool) string {
 	return sessionCookie
 }
 
+// newSession seals a session for token, good until the earlier of the
+// session's TTL and until: when the token stops being good (its exp, or
+// for an opaque token the end of the window its introspection is trusted
+// for). A session is never renewed past it: the person signs in again.
 func (si *signIn) newSession(token string, until, now time.Time, secure bool) (*http.Cookie, error) {
 	ttl := si.cfg.SessionTTL
 	if ttl == 0 {
@@ -62,7 +73,7 @@ func (si *signIn) newSession(token string, until, now time.Time, secure bool) (*
 		exp = until
 	}
 	name := SessionCookieName(secure)
-	value, err := si.sealer.seal(name, sessionState{Issuer: si.is.cfg.Issuer, Token: token, CSRF: random(), Expires: exp.Unix()})
+	value, err := si.sealer.seal(name, sessionState{ID: random(), Issuer: si.is.cfg.Issuer, Token: token, CSRF: random(), Expires: exp.Unix()})
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +83,10 @@ func (si *signIn) newSession(token string, until, now time.Time, secure bool) (*
 
 // Session reads the request's session cookie and verifies its token as
 // any bearer token is (so a token that expired, or whose key the issuer
-// dropped, ends the session). It returns nil and no error when the request
-// has no session, or one that is no longer good.
+// dropped, ends the session), and that it was not signed out (revoke.go).
+// It returns nil and no error when the request has no session, or one
+// that is no longer good; an error when the issuer or the record of
+// sign-outs cannot be reached.
 func (v *Verifier) Session(ctx context.Context, r *http.Request, secure bool) (*Session, error) {
 	if v == nil || len(v.signins) == 0 {
 		return nil, nil
@@ -87,7 +100,13 @@ func (v *Verifier) Session(ctx context.Context, r *http.Request, secure bool) (*
 		if si.sealer.open(c.Name, c.Value, &st) != nil || st.Issuer != si.is.cfg.Issuer {
 			continue
 		}
-		if v.now().Unix() >= st.Expires {
+		if v.now().Unix() >= st.Expires || st.ID == "" {
+			return nil, nil
+		}
+		if revoked, err := v.revoked.Revoked(ctx, revocationKey(st.ID)); err != nil {
+			v.log.Warn("a session could not be checked against the signed-out ones", zap.Error(err))
+			return nil, ErrRevocationsUnavailable
+		} else if revoked {
 			return nil, nil
 		}
 		p, _, err := v.authenticate(ctx, st.Token)
@@ -98,7 +117,7 @@ func (v *Verifier) Session(ctx context.Context, r *http.Request, secure bool) (*
 		if err != nil {
 			return nil, err
 		}
-		return &Session{Principal: p, CSRF: st.CSRF, Expires: time.Unix(st.Expires, 0)}, nil
+		return &Session{Principal: p, CSRF: st.CSRF, Expires: time.Unix(st.Expires, 0), id: st.ID}, nil
 	}
 	return nil, nil
 }
@@ -121,8 +140,11 @@ func ClearSession(secure bool) *http.Cookie {
 		SameSite: http.SameSiteStrictMode}
 }
 
-// ClearLogin is the cookie that ends a sign-in's state once used.
-func ClearLogin(secure bool) *http.Cookie {
-	return &http.Cookie{Name: loginCookie, Value: "", Path: CallbackPath, MaxAge: -1, HttpOnly: true, Secure: secure,
-		SameSite: http.SameSiteLaxMode}
+// ClearLogin are the cookies that end a sign-in's state once used: the
+// login cookie and the browser cookie it was bound to.
+func ClearLogin(secure bool) []*http.Cookie {
+	return []*http.Cookie{
+		{Name: loginCookie, Value: "", Path: CallbackPath, MaxAge: -1, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode},
+		{Name: BrowserCookieName(secure), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode},
+	}
 }

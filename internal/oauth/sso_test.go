@@ -16,9 +16,11 @@ import (
 // TestSignInFlow: the console's sign-in against the real provider, leg by
 // leg as a browser makes it: the authorization request (PKCE S256, state,
 // resource), the provider's login form, the callback with the login
-// cookie, the session cookie, and the session it opens; a callback whose
-// state is not the browser's, or without the login cookie, or with the
-// issuer's error, opens none.
+// cookie and the browser cookie it is bound to, the session cookie, and
+// the session it opens; a callback whose state is not the browser's, or
+// without the login cookie, or with the issuer's error, or from another
+// browser (a login cookie and state of this one, with another's browser
+// cookie or none: issue 38, item 11), opens none.
 func TestSignInFlow(t *testing.T) {
 	console := oidctest.Client{ID: "console", Secret: "console-secret", RedirectURIs: []string{"http://127.0.0.1:8080/auth/callback"}, Audience: []string{resource}}
 	p := oidctest.Start(t, oidctest.Config{Clients: []oidctest.Client{console}, Users: []oidctest.User{alice}})
@@ -28,7 +30,15 @@ func TestSignInFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	to, login, err := v.BeginSignIn(ctx, 0, "127.0.0.1:8080", false, "https://evil.test/")
+	to, cookies, err := v.BeginSignIn(ctx, 0, "127.0.0.1:8080", false, "https://evil.test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	login, browser := cookies[0], cookies[1]
+	if browser.Name != "toold_browser" || browser.Path != "/" || !browser.HttpOnly || browser.SameSite != http.SameSiteLaxMode || len(browser.Value) < 40 {
+		t.Fatalf("the browser cookie: %+v", browser)
+	}
+	_, other, err := v.BeginSignIn(ctx, 0, "127.0.0.1:8080", false, "/console/") // another browser's sign-in
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,22 +50,25 @@ func TestSignInFlow(t *testing.T) {
 	}
 	callback := browse(t, to, "alice", "alice-pw")
 	for name, tt := range map[string]struct {
-		query  string
-		cookie *http.Cookie
-		code   string
+		query   string
+		cookies []*http.Cookie
+		code    string
 	}{
-		"another state":   {strings.Replace(callback.RawQuery, "state=", "state=x", 1), login, "state_mismatch"},
-		"no login cookie": {callback.RawQuery, nil, "no_login"},
-		"the issuer's no": {"error=access_denied&state=" + q.Get("state"), login, "access_denied"},
-		"a forged cookie": {callback.RawQuery, &http.Cookie{Name: login.Name, Value: "AAAA" + login.Value[4:]}, "no_login"},
+		"another state":   {strings.Replace(callback.RawQuery, "state=", "state=x", 1), cookies, "state_mismatch"},
+		"no login cookie": {callback.RawQuery, []*http.Cookie{browser}, "no_login"},
+		"the issuer's no": {"error=access_denied&state=" + q.Get("state"), cookies, "access_denied"},
+		"a forged cookie": {callback.RawQuery, []*http.Cookie{{Name: login.Name, Value: "AAAA" + login.Value[4:]}, browser}, "no_login"},
+		"another browser": {callback.RawQuery, []*http.Cookie{login, other[1]}, "browser_mismatch"},
+		"no browser":      {callback.RawQuery, []*http.Cookie{login}, "browser_mismatch"},
+		"another's login": {callback.RawQuery, []*http.Cookie{other[0], browser}, "state_mismatch"},
 	} {
-		_, _, _, err := v.FinishSignIn(ctx, request(callback.Path+"?"+tt.query, tt.cookie), false)
+		_, _, _, err := v.FinishSignIn(ctx, request(callback.Path+"?"+tt.query, tt.cookies...), false)
 		var se *SignInError
 		if !errors.As(err, &se) || se.Code != tt.code {
 			t.Errorf("%s: %v, want %s", name, err, tt.code)
 		}
 	}
-	session, back, pr, err := v.FinishSignIn(ctx, request(callback.Path+"?"+callback.RawQuery, login), false)
+	session, back, pr, err := v.FinishSignIn(ctx, request(callback.Path+"?"+callback.RawQuery, cookies...), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +104,12 @@ func TestSafeReturn(t *testing.T) {
 	}
 }
 
-func request(target string, c *http.Cookie) *http.Request {
+func request(target string, cookies ...*http.Cookie) *http.Request {
 	r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8080"+target, nil)
-	if c != nil {
-		r.AddCookie(c)
+	for _, c := range cookies {
+		if c != nil {
+			r.AddCookie(c)
+		}
 	}
 	return r
 }

@@ -64,6 +64,8 @@ type harnessOpts struct {
 	// store runs the stack on an embedded state store (async executions,
 	// idempotency, events, audit), with a fast heartbeat.
 	store bool
+	// st, when set, is the store (one replica of a pair: OpenPair).
+	st *state.Store
 	// exec adjusts the executions service's options.
 	exec func(*executions.Options)
 	// writeTimeout bounds each write of a response (Options.WriteTimeout).
@@ -114,8 +116,11 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	var st *state.Store
 	var rec *events.Recorder
 	var observers []dispatch.Observer
-	if o.store {
-		st = statetest.Open(t, metricsReg, "replica-a")
+	if o.store || o.st != nil {
+		st = o.st
+		if st == nil {
+			st = statetest.Open(t, metricsReg, "replica-a")
+		}
 		rec = events.NewRecorder(events.Options{Store: st, Audit: true, FlushInterval: 5 * time.Millisecond, Logger: log})
 		go rec.Run()
 		t.Cleanup(rec.Close)
@@ -156,6 +161,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if o.issuers != nil {
 		if verifier, err = oauth.New(oauth.Options{Issuers: o.issuers, Logger: log}); err != nil {
 			t.Fatal(err)
+		}
+		if st != nil { // as cmd/toold wires it: sign-outs where every replica reads them
+			verifier.UseRevocations(st.RevokedSessions())
 		}
 	}
 	var mcpHandler http.Handler

@@ -43,13 +43,15 @@ func secure(r *http.Request) bool { return r.TLS != nil || !loopbackName(hostOnl
 // signIn is GET /auth/login?issuer=N&return=/console/...
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	i, _ := strconv.Atoi(r.URL.Query().Get("issuer"))
-	to, cookie, err := s.opts.OAuth.BeginSignIn(r.Context(), i, r.Host, secure(r), r.URL.Query().Get("return"))
+	to, cookies, err := s.opts.OAuth.BeginSignIn(r.Context(), i, r.Host, secure(r), r.URL.Query().Get("return"))
 	if err != nil {
 		s.refuseSignIn(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	http.SetCookie(w, cookie)
+	for _, c := range cookies {
+		http.SetCookie(w, c)
+	}
 	http.Redirect(w, r, to, http.StatusFound)
 }
 
@@ -58,7 +60,9 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	sec := secure(r)
 	w.Header().Set("Cache-Control", "no-store")
-	http.SetCookie(w, oauth.ClearLogin(sec))
+	for _, c := range oauth.ClearLogin(sec) {
+		http.SetCookie(w, c)
+	}
 	cookie, to, p, err := s.opts.OAuth.FinishSignIn(r.Context(), r, sec)
 	var se *oauth.SignInError
 	if errors.As(err, &se) {
@@ -112,8 +116,13 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// signOut is POST /auth/logout: the session cookie is cleared. A signed-in
-// request must carry the CSRF token (another site cannot sign you out).
+// signOut is POST /auth/logout: the session is revoked on every replica
+// (until it would have expired: a copy of the cookie is good for nothing
+// from now on), and the cookie is cleared. A signed-in request must carry
+// the CSRF token (another site cannot sign you out). A session that
+// cannot be revoked (the store is away) is answered 503 — the cookie is
+// cleared all the same, but a copy would still work, and the person is
+// told so.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.opts.OAuth.Session(r.Context(), r, secure(r))
 	if err == nil && sess != nil && !sess.CheckCSRF(r) {
@@ -122,6 +131,21 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, oauth.ClearSession(secure(r)))
 	w.Header().Set("Cache-Control", "no-store")
+	if err == nil && sess != nil {
+		err = s.opts.OAuth.SignOut(r.Context(), sess)
+		if err == nil {
+			ri := info(r)
+			ri.caller, ri.principal = sess.Principal.Name, sess.Principal
+			s.auditAction(r, "sign_out", "the console")
+		}
+	}
+	if errors.Is(err, oauth.ErrRevocationsUnavailable) {
+		te := tools.Errorf(tools.OverloadError, "the session could not be signed out everywhere: %v", err).WithCode(tools.CodeStoreUnavailable).
+			WithSuggestion("retry in a moment; until then a copy of the session's cookie stays good until it expires")
+		te.RetryAfter = 5 * time.Second
+		s.refuse(w, r, "", dispatch.StatusRejected, te)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -129,6 +153,12 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 // false when it has none.
 func (s *Server) sessionPrincipal(r *http.Request) (*auth.Principal, *tools.Error, bool) {
 	sess, err := s.opts.OAuth.Session(r.Context(), r, secure(r))
+	if errors.Is(err, oauth.ErrRevocationsUnavailable) {
+		te := tools.Errorf(tools.OverloadError, "the session could not be checked: %v", err).WithCode(tools.CodeStoreUnavailable).
+			WithSuggestion("retry in a moment")
+		te.RetryAfter = 5 * time.Second
+		return nil, te, true
+	}
 	if err != nil {
 		te := tools.Errorf(tools.OverloadError, "the session's issuer could not be reached to verify it").WithCode(tools.CodeIssuerUnavailable).
 			WithSuggestion("retry in a moment")
@@ -152,6 +182,13 @@ func csrfRefusal() *tools.Error {
 // refuseSignIn answers a sign-in route's failure: the issuer unreachable
 // (503), or no such issuer (404).
 func (s *Server) refuseSignIn(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, oauth.ErrRevocationsUnavailable) {
+		te := tools.Errorf(tools.OverloadError, "the session could not be checked: %v", err).WithCode(tools.CodeStoreUnavailable).
+			WithSuggestion("retry in a moment")
+		te.RetryAfter = 5 * time.Second
+		s.refuse(w, r, "", dispatch.StatusRejected, te)
+		return
+	}
 	var se *oauth.SignInError
 	if errors.As(err, &se) {
 		s.refuse(w, r, "", dispatch.StatusNotFound, tools.Errorf(tools.NotFound, "%s", se.Description).WithCode(tools.CodeNoIssuer).

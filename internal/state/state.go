@@ -13,6 +13,8 @@
 //	KV  toold_confirmations  confirmation tokens already used, each kept until
 //	                         it expires (per-key TTL): no replica accepts one twice
 //	KV  toold_pins           hosted MCP tools' pinned definitions (pins.go)
+//	KV  toold_sessions_revoked  console sessions signed out, each kept until it
+//	                         would have expired (per-key TTL): every replica refuses them
 //	    TOOLD_WORK           the queue of accepted async executions
 //	    TOOLD_TIMERS         each waiting execution's timer, a message the
 //	                         server schedules (nats-server 2.12 or later):
@@ -161,6 +163,8 @@ type Store struct {
 	confirmations *Bucket
 	// Pins holds hosted tools' pinned definitions (pins.go).
 	Pins *Bucket
+	// revokedSessions holds signed-out console sessions (RevokedSessions).
+	revokedSessions *Bucket
 }
 
 // Open starts the embedded server (or connects to Options.URL) and creates
@@ -333,6 +337,9 @@ func (s *Store) provision(ctx context.Context) error {
 	}
 	if s.Pins, err = s.pinsBucket(ctx); err != nil {
 		return fmt.Errorf("bucket %s: %w", PinsBucket, err)
+	}
+	if s.revokedSessions, err = s.revokedSessionsBucket(ctx); err != nil {
+		return err
 	}
 	streams := []jetstream.StreamConfig{
 		// Not a work-queue stream: there every acknowledgement deletes a

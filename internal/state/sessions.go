@@ -1,0 +1,66 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// RevokedSessionsBucket holds the console sessions signed out, each key
+// until the session it names would have expired (internal/oauth,
+// revoke.go).
+const RevokedSessionsBucket = "toold_sessions_revoked"
+
+func (s *Store) revokedSessionsBucket(ctx context.Context) (*Bucket, error) {
+	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RevokedSessionsBucket,
+		Description: "toold console sessions signed out", Storage: jetstream.FileStorage, Replicas: s.opts.Replicas, History: 1,
+		// Each key's own TTL (KeyTTL) ends it with its session; they
+		// need the bucket's limit markers.
+		LimitMarkerTTL: time.Second})
+	if err != nil {
+		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+			err = fmt.Errorf("%w (per-key TTLs need nats-server 2.11 or later)", err)
+		}
+		return nil, fmt.Errorf("bucket %s: %w", RevokedSessionsBucket, err)
+	}
+	bucket := &Bucket{kv: b, m: s.metrics, name: RevokedSessionsBucket}
+	if s.opts.Replicas > 1 {
+		bucket.nc = s.nc // a sign-out is read back at once, on any replica: from the leader
+	}
+	return bucket, nil
+}
+
+// RevokedSessions is the record of signed-out console sessions that every
+// replica shares: a session revoked on one is refused on all of them,
+// until it would have expired anyway.
+type RevokedSessions struct{ b *Bucket }
+
+// RevokedSessions returns the store's record of signed-out sessions.
+func (s *Store) RevokedSessions() *RevokedSessions { return &RevokedSessions{b: s.revokedSessions} }
+
+// Revoke records id as signed out until until (plus the clock skew
+// allowance: any replica's clock decides whether the session is still
+// good, and the record must outlast it on all of them).
+func (r *RevokedSessions) Revoke(ctx context.Context, id string, until time.Time) error {
+	_, err := r.b.CreateTTL(ctx, id, []byte{'1'}, time.Until(until)+clockSkew)
+	if errors.Is(err, ErrConflict) {
+		return nil // signed out already
+	}
+	return err
+}
+
+// Revoked reports whether id was signed out; an error when the record
+// cannot be read.
+func (r *RevokedSessions) Revoked(ctx context.Context, id string) (bool, error) {
+	_, _, err := r.b.Get(ctx, id)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
