@@ -1,13 +1,15 @@
 package events
 
 import (
+	"cmp"
 	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/encodetest"
 )
 
 // TestAppendersMatchEncodingJSON: the hand-written encodings decode to the
@@ -56,7 +58,67 @@ func same[T any](t *testing.T, i int, want T, got []byte) {
 	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatalf("%d: invalid JSON %s: %v", i, got, err)
 	}
-	if diff := cmp.Diff(w, g); diff != "" {
+	if diff := gocmp.Diff(w, g); diff != "" {
 		t.Errorf("%d: (-encoding/json +appender):\n%s", i, diff)
 	}
+}
+
+// TestAppendersEveryField (issue 38, item 7): appendEvent and
+// appendRecord (with appendSeal) write what encoding/json writes for an
+// Event and a Record with every field filled by reflection, each field
+// alone, and every field but one — so a field added to either fails here
+// until the appender writes it. itemOf is the one place an Event's fields
+// meet the recorder's item: a new field must be carried there too.
+func TestAppendersEveryField(t *testing.T) {
+	// ID is the position a reader gives an event it read from the stream;
+	// the recorder never writes it. A principal's tool narrowing is the
+	// caller's and its executions', never an event's or a record's.
+	narrowing := []string{"Principal.Narrowed", "Principal.Narrow"}
+	for _, v := range encodetest.Variants[Event](t, append(narrowing, "ID")...) {
+		ev := *v.Value
+		r := &Recorder{replica: ev.Replica}
+		it := itemOf(ev)
+		full := ev // an execution's subject: the envelope, never coalesced
+		full.Started, full.Coalesced = time.Time{}, false
+		encodetest.Same(t, v.Name+" (execution)", mustJSON(t, full), r.appendEvent(nil, &it, true))
+		activity := ev // the activity stream: no envelope; coalesced with its start
+		activity.Envelope, activity.Coalesced = nil, !ev.Started.IsZero()
+		encodetest.Same(t, v.Name+" (activity)", mustJSON(t, activity), r.appendEvent(nil, &it, false))
+	}
+	for _, v := range encodetest.Variants[Record](t, narrowing...) {
+		rec := *v.Value
+		// A sealed record always has its hash, and a signature's three
+		// parts go together.
+		if rec.Hash == "" {
+			rec.Hash = "ab"
+		}
+		if rec.signed() {
+			rec.SignedFrom, rec.KeyID, rec.Sig = max(rec.SignedFrom, 1), cmp.Or(rec.KeyID, "k"), cmp.Or(rec.Sig, "s")
+		}
+		// Whether prev is written is the chain's call (every format 1
+		// record, a block's last); here: when there is one.
+		line := appendRecord(nil, &rec, rec.Prev != "")
+		line = appendSeal(line[:len(line)-1], &rec)
+		encodetest.Same(t, v.Name, mustJSON(t, rec), line)
+	}
+}
+
+// itemOf is the recorder's item an event is written from.
+func itemOf(ev Event) item {
+	it := item{typ: ev.Type, at: ev.Time, requestID: ev.RequestID, tool: ev.Tool, caller: ev.Caller, who: ev.Principal,
+		execution: ev.ExecutionID, status: ev.Status, errType: ev.ErrorType, errCode: ev.ErrorCode, durationMS: ev.DurationMS,
+		started: ev.Started}
+	if ev.Stream != "" || ev.Chunk != "" || len(ev.Envelope) > 0 {
+		it.extra = &itemExtra{stream: ev.Stream, chunk: ev.Chunk, envelope: ev.Envelope}
+	}
+	return it
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/encodetest"
 	"github.com/toold/toold/internal/tracing"
 )
 
@@ -180,5 +183,47 @@ func TestAppendWorkIsMarshal(t *testing.T) {
 		if g.Key != w.Key || g.Revision != w.Revision || g.Step != w.Step || !bytes.Equal(g.Record, w.Record) {
 			t.Errorf("decoded %+v, want %+v", g, w)
 		}
+	}
+}
+
+// TestEncodeEveryField (issue 38, item 7): a record's encoding is
+// encoding/json's, byte for byte, for a record with every field filled by
+// reflection, each field alone, and every field but one; and the direct
+// path (appendPlain), given as many of those fields as it takes, writes
+// them as encoding/json does. A field added to Record (or to a type it
+// holds) fails here until the direct path writes it or declines records
+// that have it.
+func TestEncodeEveryField(t *testing.T) {
+	for _, v := range encodetest.Variants[Record](t) {
+		want, err := json.Marshal(v.Value)
+		if err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		if got := v.Value.encode(); !bytes.Equal(got, want) {
+			t.Errorf("%s:\nencode:        %s\nencoding/json: %s", v.Name, got, want)
+		}
+	}
+	leaves := encodetest.Leaves(t, reflect.TypeFor[Record]())
+	with := func(fields []encodetest.Field) *Record {
+		r := new(Record)
+		for i, f := range fields {
+			f.Set(reflect.ValueOf(r), i)
+		}
+		return r
+	}
+	var plain []encodetest.Field
+	for _, f := range leaves {
+		r := with(append(slices.Clone(plain), f))
+		got, ok := r.appendPlain(nil)
+		if !ok {
+			continue
+		}
+		plain = append(plain, f)
+		if want, _ := json.Marshal(r); !bytes.Equal(got, want) {
+			t.Errorf("written directly with %s:\nappendPlain:   %s\nencoding/json: %s", f.Path, got, want)
+		}
+	}
+	if len(plain) < 20 {
+		t.Errorf("the direct path took %d fields: %v", len(plain), plain)
 	}
 }
