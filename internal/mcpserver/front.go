@@ -51,7 +51,7 @@ func (s *Server) front(w http.ResponseWriter, r *http.Request, body []byte, set 
 		w.WriteHeader(http.StatusAccepted)
 		return r, true
 	}
-	if s.ownRequest(m) && plainPost(r, m) {
+	if s.ownRequest(&m) && plainPost(r, m) {
 		p := hp.peer()
 		hp.answer(http.StatusOK, s.serveOwnRequest(withPeer(ctx, p), p, m))
 		return r, true

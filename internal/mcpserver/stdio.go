@@ -217,6 +217,13 @@ type wireMessage struct {
 	Params  json.RawMessage `json:"params"`
 	Result  json.RawMessage `json:"result"`
 	Error   json.RawMessage `json:"error"`
+	// raw is the message as it came (decodeOne's), for what toold
+	// answers itself and reads strictly (a task-augmented call).
+	raw []byte
+	// call is a task-augmented tools/call read from raw, once, strictly
+	// (ownRequest), or why it could not be.
+	call    *taskCall
+	callErr error
 }
 
 // messages decodes a line: one message or a batch of them.
@@ -357,7 +364,7 @@ func (ss *stdioSession) serveOwn(ctx context.Context, line []byte) bool {
 		}
 		return true
 	}
-	if !ss.s.ownRequest(m) {
+	if !ss.s.ownRequest(&m) {
 		return false
 	}
 	ss.pending.add(rawID(m.ID))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.uber.org/zap"
 
@@ -119,23 +121,55 @@ func (s *Server) statusMessage(rec *executions.Record) string {
 // task-augmented tools/call — where executions are kept (without a store
 // toold declares no tasks, and a tools/call with a task is an ordinary
 // call, as the specification says of a server without the capability).
-func (s *Server) ownRequest(m wireMessage) bool {
+// A tools/call is read here, once and strictly (readTaskCall), into
+// m.call, which createTask runs: what is checked is what runs.
+func (s *Server) ownRequest(m *wireMessage) bool {
 	if !s.opts.Executions.Durable() || len(m.ID) == 0 {
 		return false
 	}
-	if v2Request(m) {
+	if v2Request(*m) {
 		return true
 	}
 	switch m.Method {
 	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
 		return true
 	case "tools/call":
+		m.call, m.callErr = readTaskCall(m.raw)
+		if m.callErr == nil {
+			return present(json.RawMessage(m.call.Params.Task))
+		}
+		// Not acceptable strictly: refused here if it asks for a task
+		// (as encoding/json, the SDK's reader, sees it); any other call
+		// is the SDK's, as before.
 		var p struct {
 			Task json.RawMessage `json:"task"`
 		}
 		return json.Unmarshal(m.Params, &p) == nil && present(p.Task)
 	}
 	return false
+}
+
+// taskCall is a task-augmented tools/call as toold runs it.
+type taskCall struct {
+	Params struct {
+		Name      string         `json:"name"`
+		Arguments jsontext.Value `json:"arguments"`
+		Task      jsontext.Value `json:"task"`
+		Meta      map[string]any `json:"_meta"`
+	} `json:"params"`
+}
+
+// readTaskCall reads a tools/call message in one pass, strictly
+// (encoding/json/v2's rules, go-json-experiment's implementation): one
+// JSON value, valid UTF-8, member names as written, and no member twice
+// anywhere in it — encoding/json keeps the last of two, so a check could
+// see one name, or one task, and the run another.
+func readTaskCall(raw []byte) (*taskCall, error) {
+	var c taskCall
+	if err := jsonv2.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // serveOwnRequest answers one of ownRequest's requests for the caller in
@@ -152,7 +186,7 @@ func (s *Server) serveOwnRequest(ctx context.Context, p *peer, m wireMessage) []
 	case v2Request(m):
 		res, err = s.serveTaskV2(ctx, m)
 	case m.Method == "tools/call":
-		res, err = s.createTask(ctx, p, m.Params)
+		res, err = s.createTask(ctx, p, m.call, m.callErr)
 	case m.Method == "tasks/get":
 		res, err = s.withTask(ctx, m.Params, func(rec *executions.Record) (any, *jsonrpc.Error) { return s.taskOf(rec), nil })
 	case m.Method == "tasks/result":
@@ -220,17 +254,14 @@ func (s *Server) withTask(ctx context.Context, params json.RawMessage, fn func(*
 	return fn(rec)
 }
 
-// createTask accepts a task-augmented tools/call as an execution and
-// answers with its task.
-func (s *Server) createTask(ctx context.Context, p *peer, params json.RawMessage) (any, *jsonrpc.Error) {
-	var call struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      map[string]any  `json:"_meta"`
+// createTask accepts a task-augmented tools/call as an execution (c, as
+// ownRequest read it) and answers with its task.
+func (s *Server) createTask(ctx context.Context, p *peer, c *taskCall, readErr error) (any, *jsonrpc.Error) {
+	if readErr != nil || c == nil {
+		return nil, invalidParams("the call is not acceptable JSON: %v; send each member once, in valid UTF-8",
+			s.opts.Dispatcher.RedactText(fmt.Sprint(readErr)))
 	}
-	if err := json.Unmarshal(params, &call); err != nil {
-		return nil, invalidParams("params: %v", err)
-	}
+	call := &c.Params
 	pr, err := caller(ctx)
 	if err != nil {
 		return nil, noCaller()
@@ -244,9 +275,9 @@ func (s *Server) createTask(ctx context.Context, p *peer, params json.RawMessage
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(
 			"the tool %q does not run as a task (its execution.taskSupport is forbidden); call it without params.task", call.Name)}
 	}
-	args := call.Arguments
+	args := []byte(call.Arguments)
 	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
+		args = []byte("{}")
 	}
 	token, _ := call.Meta[MetaConfirmToken].(string)
 	rec, env, err := s.opts.Executions.Submit(ctx, executions.Call{Tool: e.Spec.Name, Body: args, RequestID: requestID(ctx),

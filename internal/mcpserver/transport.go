@@ -263,7 +263,7 @@ func decodeOne(body []byte) (wireMessage, bool) {
 	if json.Unmarshal(body, &raw) != nil {
 		return wireMessage{}, false
 	}
-	m := wireMessage{ID: raw["id"], Params: raw["params"], Result: raw["result"], Error: raw["error"]}
+	m := wireMessage{ID: raw["id"], Params: raw["params"], Result: raw["result"], Error: raw["error"], raw: body}
 	if json.Unmarshal(raw["method"], &m.Method) != nil && raw["method"] != nil {
 		return wireMessage{}, false
 	}
