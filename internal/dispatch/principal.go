@@ -6,11 +6,12 @@ package dispatch
 // and holds one of its principal's share of the tool's bulkhead from
 // before it enters the bulkhead until its slot is freed.
 
-// Charge spends n calls of caller's rate (auth.limits.rate) for work a
-// transport accepts without running it through Check or Execute — an
-// async batch's calls, a search — or refuses them all: a 429 with when
-// to retry (tools.CodePrincipalRate). Without per-principal bounds it
-// charges nothing.
+// Charge spends n calls of caller's rate (auth.limits.rate) for work
+// accepted without passing Check or Execute — an async batch's calls
+// (executions.SubmitBatch; they run later marked Request.Charged), a
+// search (the server) — or refuses them all: a 429 with when to retry
+// (tools.CodePrincipalRate). Without per-principal bounds it charges
+// nothing.
 func (d *Dispatcher) Charge(caller string, n int) error {
 	if d.opts.Principals == nil {
 		return nil
