@@ -41,6 +41,25 @@ func (s *Store) confirmationsBucket(ctx context.Context) (*Bucket, error) {
 	return &Bucket{kv: b, m: s.metrics, name: ConfirmationsBucket}, nil
 }
 
+// CredentialsBucket holds principals' credentials, sealed by
+// internal/credentials before they reach the store.
+const CredentialsBucket = "toold_credentials"
+
+func (s *Store) credentialsBucket(ctx context.Context) (*Bucket, error) {
+	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: CredentialsBucket,
+		Description: "toold credentials, sealed", Storage: jetstream.FileStorage, Replicas: s.opts.Replicas, History: 1,
+		// An authorization in progress expires by its own TTL.
+		LimitMarkerTTL: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", CredentialsBucket, err)
+	}
+	bucket := &Bucket{kv: b, m: s.metrics, name: CredentialsBucket}
+	if s.opts.Replicas > 1 {
+		bucket.nc = s.nc
+	}
+	return bucket, nil
+}
+
 // CreateTTL stores a value only if the key does not exist (ErrConflict),
 // and deletes it after ttl (whole seconds, at least one).
 func (b *Bucket) CreateTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {

@@ -15,6 +15,8 @@
 //	KV  toold_pins           hosted MCP tools' pinned definitions (pins.go)
 //	KV  toold_sessions_revoked  console sessions signed out, each kept until it
 //	                         would have expired (per-key TTL): every replica refuses them
+//	KV  toold_credentials    principals' credentials and OAuth tokens, sealed
+//	                         (AES-256-GCM, internal/credentials); no age limit
 //	    TOOLD_WORK           the queue of accepted async executions
 //	    TOOLD_TIMERS         each waiting execution's timer, a message the
 //	                         server schedules (nats-server 2.12 or later):
@@ -165,6 +167,10 @@ type Store struct {
 	Pins *Bucket
 	// revokedSessions holds signed-out console sessions (RevokedSessions).
 	revokedSessions *Bucket
+	// Credentials holds each principal's credentials, sealed (see
+	// internal/credentials): secrets, OAuth tokens, authorizations in
+	// progress (with a TTL of their own).
+	Credentials *Bucket
 }
 
 // Open starts the embedded server (or connects to Options.URL) and creates
@@ -339,6 +345,9 @@ func (s *Store) provision(ctx context.Context) error {
 		return fmt.Errorf("bucket %s: %w", PinsBucket, err)
 	}
 	if s.revokedSessions, err = s.revokedSessionsBucket(ctx); err != nil {
+		return err
+	}
+	if s.Credentials, err = s.credentialsBucket(ctx); err != nil {
 		return err
 	}
 	streams := []jetstream.StreamConfig{
