@@ -2,6 +2,7 @@ package credentials
 
 import (
 	"crypto/aes"
+	"crypto/hmac"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
@@ -51,6 +52,7 @@ func ParseKey(s string) ([]byte, error) {
 // it or with one of the previous keys (rotation: a record opened with a
 // previous key is sealed again with the current one).
 type Keyring struct {
+	raw      []byte
 	current  key
 	previous []key
 }
@@ -83,7 +85,7 @@ func NewKeyring(current string, previous []string) (*Keyring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("credentials.key: %w", err)
 	}
-	kr := &Keyring{}
+	kr := &Keyring{raw: raw}
 	if kr.current, err = newKey(raw); err != nil {
 		return nil, err
 	}
@@ -153,4 +155,12 @@ func (kr *Keyring) Open(kind, principal, name string, sealed []byte) (plain []by
 		return plain, i > 0, nil
 	}
 	return nil, false, ErrSealed
+}
+
+// Derive is a key for another use, derived from the current key and a
+// label (HMAC-SHA256): the same on every replica that shares the key.
+func (kr *Keyring) Derive(label string) []byte {
+	h := hmac.New(sha256.New, kr.raw)
+	h.Write([]byte("toold credentials derive\x00" + label))
+	return h.Sum(nil)
 }

@@ -18,6 +18,14 @@
 //     actor token (RFC 8693), the actor (claim "act");
 //   - POST /rotate makes a new signing key; ?drop=1 stops publishing the
 //     old one.
+//   - a client with resource_audience gets tokens for the resource its
+//     authorization request names (RFC 8707), as authorization servers
+//     for MCP do; one with exchange may exchange a user's token for
+//     another audience without an actor (RFC 8693 delegation by a trusted
+//     client); one with access_ttl gets access tokens that short-lived;
+//   - POST /register registers a public client (RFC 7591), with
+//     resource_audience, and the discovery document names it
+//     (registration_endpoint).
 //
 // The example's own clients ("web", an opaque-token client whose tokens
 // are checked by introspection) stay. The issuer is printed on stdout, as
@@ -34,6 +42,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -64,6 +73,15 @@ type clientConfig struct {
 	// Opaque makes the client's access tokens opaque (checked by
 	// introspection) rather than JWTs.
 	Opaque bool `json:"opaque"`
+	// ResourceAudience makes an authorization's tokens for the resource
+	// its request names (RFC 8707), instead of Audience.
+	ResourceAudience bool `json:"resource_audience"`
+	// Exchange lets the client exchange a user's token for one with
+	// another audience without an actor token.
+	Exchange bool `json:"exchange"`
+	// AccessTTL is its access tokens' lifetime in seconds (default: the
+	// example's five minutes).
+	AccessTTL int `json:"access_ttl"`
 }
 
 type userConfig struct {
@@ -107,6 +125,9 @@ func run(addr, file string) error {
 	router := exampleop.SetupServer(issuer, st, logger, false)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /rotate", st.rotate)
+	mux.HandleFunc("POST /register", st.register)
+	mux.Handle("GET /.well-known/openid-configuration", withRegistration(router, issuer))
+	mux.Handle("/auth", st.rememberResource(router))
 	mux.Handle("/", router)
 	fmt.Println("issuer", issuer)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -116,8 +137,14 @@ func run(addr, file string) error {
 // store is the example's storage with clients, users and keys of its own.
 type store struct {
 	*storage.Storage
-	clients map[string]*client
-	groups  map[string][]string // user id -> groups
+	groups map[string][]string // user id -> groups
+
+	cmu       sync.Mutex
+	clients   map[string]*client
+	resources map[string]string // client id + state -> resource, until the request is made
+	requested map[string]string // auth request id -> resource
+	// refreshAud is the audience of a refresh token's authorization.
+	refreshAud map[string][]string
 
 	mu        sync.Mutex
 	signing   *signingKey
@@ -126,7 +153,8 @@ type store struct {
 
 func newStore(cfg config, issuer string) (*store, error) {
 	users := userStore{byID: map[string]*storage.User{}}
-	s := &store{clients: map[string]*client{}, groups: map[string][]string{}}
+	s := &store{clients: map[string]*client{}, groups: map[string][]string{}, resources: map[string]string{}, requested: map[string]string{},
+		refreshAud: map[string][]string{}}
 	for _, u := range cfg.Users {
 		users.byID[u.ID] = &storage.User{ID: u.ID, Username: u.Username, Password: u.Password, FirstName: u.Username,
 			Email: u.Username + "@example.test", EmailVerified: true}
@@ -188,9 +216,16 @@ func (s *store) KeySet(context.Context) ([]op.Key, error) {
 	return keys, nil
 }
 
+// client is a configured or registered client, or nil.
+func (s *store) client(id string) *client {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	return s.clients[id]
+}
+
 // GetClientByClientID finds the configured clients, then the example's.
 func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
-	if c, ok := s.clients[id]; ok {
+	if c := s.client(id); c != nil {
 		return c, nil
 	}
 	return s.Storage.GetClientByClientID(ctx, id)
@@ -199,7 +234,7 @@ func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, 
 // AuthorizeClientIDSecret checks a configured client's secret, or the
 // example's.
 func (s *store) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
-	if c, ok := s.clients[id]; ok {
+	if c := s.client(id); c != nil {
 		if c.cfg.Secret == "" || c.cfg.Secret != secret {
 			return fmt.Errorf("invalid client secret")
 		}
@@ -214,7 +249,7 @@ func (s *store) ClientCredentials(ctx context.Context, id, secret string) (op.Cl
 	if err := s.AuthorizeClientIDSecret(ctx, id, secret); err != nil {
 		return nil, err
 	}
-	if c, ok := s.clients[id]; ok {
+	if c := s.client(id); c != nil {
 		return c, nil
 	}
 	return s.Storage.ClientCredentials(ctx, id, secret)
@@ -223,8 +258,8 @@ func (s *store) ClientCredentials(ctx context.Context, id, secret string) (op.Cl
 // ClientCredentialsTokenRequest: the client is the subject, its token is
 // for its audience.
 func (s *store) ClientCredentialsTokenRequest(ctx context.Context, id string, scopes []string) (op.TokenRequest, error) {
-	c, ok := s.clients[id]
-	if !ok {
+	c := s.client(id)
+	if c == nil {
 		return s.Storage.ClientCredentialsTokenRequest(ctx, id, scopes)
 	}
 	return &oidc.JWTTokenRequest{Subject: id, Audience: c.audience(), Scopes: scopes}, nil
@@ -245,10 +280,158 @@ func (s *store) withAudience(r op.AuthRequest, err error) (op.AuthRequest, error
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := s.clients[r.GetClientID()]; ok {
-		return audienceRequest{r, c.audience()}, nil
+	c := s.client(r.GetClientID())
+	if c == nil {
+		return r, nil
+	}
+	if c.cfg.ResourceAudience {
+		s.cmu.Lock()
+		res := s.requested[r.GetID()]
+		s.cmu.Unlock()
+		if res != "" {
+			return audienceRequest{r, []string{res}}, nil
+		}
+	}
+	return audienceRequest{r, c.audience()}, nil
+}
+
+// rememberResource keeps the resource an authorization request names
+// (RFC 8707) by its client and state, for CreateAuthRequest.
+func (s *store) rememberResource(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if res := q.Get("resource"); res != "" {
+			s.cmu.Lock()
+			s.resources[q.Get("client_id")+"\x00"+q.Get("state")] = res
+			s.cmu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// CreateAuthRequest is the example's, remembering the resource the
+// request named.
+func (s *store) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, userID string) (op.AuthRequest, error) {
+	r, err := s.Storage.CreateAuthRequest(ctx, req, userID)
+	if err != nil {
+		return nil, err
+	}
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	k := req.ClientID + "\x00" + req.State
+	if res, ok := s.resources[k]; ok {
+		s.requested[r.GetID()] = res
+		delete(s.resources, k)
 	}
 	return r, nil
+}
+
+// CreateAccessAndRefreshTokens is the example's, with the client's
+// access_ttl. The example's storage knows its own request types only: a
+// request this wrapper gave an audience is unwrapped for it, and the
+// audience is remembered for the refresh token, so that refreshed tokens
+// keep it.
+func (s *store) CreateAccessAndRefreshTokens(ctx context.Context, r op.TokenRequest, current string) (string, string, time.Time, error) {
+	inner := r
+	if u, ok := r.(interface{ unwrap() op.TokenRequest }); ok {
+		inner = u.unwrap()
+	}
+	id, refresh, exp, err := s.Storage.CreateAccessAndRefreshTokens(ctx, inner, current)
+	if err == nil && refresh != "" && inner != r {
+		s.cmu.Lock()
+		s.refreshAud[refresh] = r.GetAudience()
+		s.cmu.Unlock()
+	}
+	return id, refresh, s.ttl(r, exp), err
+}
+
+// TokenRequestByRefreshToken is the example's, with the audience the
+// refresh token's authorization had.
+func (s *store) TokenRequestByRefreshToken(ctx context.Context, token string) (op.RefreshTokenRequest, error) {
+	r, err := s.Storage.TokenRequestByRefreshToken(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	s.cmu.Lock()
+	aud, ok := s.refreshAud[token]
+	s.cmu.Unlock()
+	if ok {
+		return refreshAudience{r, aud}, nil
+	}
+	return r, nil
+}
+
+// refreshAudience is a refresh request with the audience its
+// authorization had.
+type refreshAudience struct {
+	op.RefreshTokenRequest
+	aud []string
+}
+
+func (r refreshAudience) GetAudience() []string   { return r.aud }
+func (r refreshAudience) unwrap() op.TokenRequest { return r.RefreshTokenRequest }
+
+// CreateAccessToken is the example's, with the client's access_ttl.
+func (s *store) CreateAccessToken(ctx context.Context, r op.TokenRequest) (string, time.Time, error) {
+	id, exp, err := s.Storage.CreateAccessToken(ctx, r)
+	return id, s.ttl(r, exp), err
+}
+
+func (s *store) ttl(r op.TokenRequest, exp time.Time) time.Time {
+	var id string
+	switch r := r.(type) {
+	case interface{ GetClientID() string }:
+		id = r.GetClientID()
+	case interface{ GetApplicationID() string }:
+		id = r.GetApplicationID()
+	}
+	if c := s.client(id); c != nil && c.cfg.AccessTTL > 0 {
+		return time.Now().Add(time.Duration(c.cfg.AccessTTL) * time.Second)
+	}
+	return exp
+}
+
+// register registers a public client (RFC 7591): its redirect URIs, and
+// tokens for the resource its authorization requests name.
+func (s *store) register(w http.ResponseWriter, r *http.Request) {
+	var meta struct {
+		RedirectURIs []string `json:"redirect_uris"`
+		ClientName   string   `json:"client_name"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&meta); err != nil || len(meta.RedirectURIs) == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client_metadata", "error_description": "redirect_uris are required"})
+		return
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := fmt.Sprintf("dcr-%x", b)
+	s.cmu.Lock()
+	s.clients[id] = &client{cfg: clientConfig{ID: id, RedirectURIs: meta.RedirectURIs, ResourceAudience: true}}
+	s.cmu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(map[string]any{"client_id": id, "client_name": meta.ClientName, "redirect_uris": meta.RedirectURIs,
+		"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"}})
+}
+
+// withRegistration adds the registration endpoint to the discovery
+// document the provider serves.
+func withRegistration(next http.Handler, issuer string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		var doc map[string]any
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil {
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return
+		}
+		doc["registration_endpoint"] = strings.TrimSuffix(issuer, "/") + "/register"
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(doc)
+	})
 }
 
 // GetPrivateClaimsFromScopes puts the granted scopes and the user's groups
@@ -286,7 +469,11 @@ func (s *store) GetPrivateClaimsFromTokenExchangeRequest(ctx context.Context, r 
 // given) to a token for the audience asked for; impersonation without an
 // actor is the example's to judge.
 func (s *store) ValidateTokenExchangeRequest(ctx context.Context, r op.TokenExchangeRequest) error {
-	if r.GetExchangeActor() == "" {
+	trusted := false
+	if c := s.client(r.GetClientID()); c != nil {
+		trusted = c.cfg.Exchange
+	}
+	if r.GetExchangeActor() == "" && !trusted {
 		return s.Storage.ValidateTokenExchangeRequest(ctx, r)
 	}
 	if r.GetRequestedTokenType() == "" {
@@ -303,7 +490,8 @@ type audienceRequest struct {
 	aud []string
 }
 
-func (r audienceRequest) GetAudience() []string { return r.aud }
+func (r audienceRequest) GetAudience() []string   { return r.aud }
+func (r audienceRequest) unwrap() op.TokenRequest { return r.AuthRequest }
 
 // userStore holds the configured users.
 type userStore struct{ byID map[string]*storage.User }

@@ -39,6 +39,15 @@ type Client struct {
 	Audience []string `json:"audience"`
 	// Opaque makes its access tokens opaque (introspected).
 	Opaque bool `json:"opaque,omitempty"`
+	// ResourceAudience issues its tokens for the resource an
+	// authorization request names (RFC 8707) rather than Audience.
+	ResourceAudience bool `json:"resource_audience,omitempty"`
+	// Exchange lets it exchange a user's token for another audience
+	// without an actor token (RFC 8693).
+	Exchange bool `json:"exchange,omitempty"`
+	// AccessTTL is its access tokens' lifetime in seconds (0: five
+	// minutes).
+	AccessTTL int `json:"access_ttl,omitempty"`
 }
 
 // User is a person who can sign in.
@@ -152,6 +161,53 @@ func (p *Provider) SignIn(c Client, u User, scopes ...string) Token {
 	}
 	return p.token(c, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect},
 		"code_verifier": {verifier}})
+}
+
+// Authorize signs a user in at an authorization URL another client built
+// (toold's, with its state, PKCE and resource), as a browser would: the
+// provider's login form, posted; it returns where the provider sends the
+// browser back, the client's redirect URI with the code and state.
+func (p *Provider) Authorize(u User, authorizeURL string) *url.URL {
+	p.t.Helper()
+	login := p.redirect(http.NewRequest(http.MethodGet, authorizeURL, nil))
+	id := login.Query().Get("authRequestID")
+	if id == "" {
+		p.t.Fatalf("the provider did not send the browser to its login page: %s", login)
+	}
+	form := url.Values{"id": {id}, "username": {u.Username}, "password": {u.Password}}
+	req, err := http.NewRequest(http.MethodPost, p.Issuer+"login/username", strings.NewReader(form.Encode()))
+	if err == nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	back := p.redirect(req, err)
+	return p.redirect(http.NewRequest(http.MethodGet, back.String(), nil))
+}
+
+// Refresh trades a refresh token at the provider for a client (nil error:
+// the provider still honours it).
+func (p *Provider) Refresh(c Client, refreshToken string) error {
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}}
+	if c.Secret == "" {
+		form.Set("client_id", c.ID)
+	}
+	req, err := http.NewRequest(http.MethodPost, p.Issuer+"oauth/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if c.Secret != "" {
+		req.SetBasicAuth(c.ID, c.Secret)
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	return nil
 }
 
 // Rotate makes the provider sign with a new key; drop stops it publishing
