@@ -2,8 +2,8 @@ package credentials
 
 import (
 	"crypto/aes"
-	"crypto/hmac"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"

@@ -184,5 +184,7 @@ func requestToken(ctx context.Context, c *http.Client, endpoint string, ca clien
 // unreachable is an authorization server that did not answer.
 type unreachable struct{ err error }
 
-func (e *unreachable) Error() string { return "the authorization server could not be reached: " + e.err.Error() }
+func (e *unreachable) Error() string {
+	return "the authorization server could not be reached: " + e.err.Error()
+}
 func (e *unreachable) Unwrap() error { return e.err }
