@@ -220,7 +220,7 @@ func (c *Connection) refresh(ctx context.Context, who *auth.Identity, p string, 
 		}
 		_ = v.DeleteTokens(ctx, p, c.d.Name)
 		c.cache.Delete(p)
-		c.m.log.Info("an OAuth connection ended at its authorization server", zap.String("connection", c.d.Name), zap.String("code", te.Code), zap.String("description", te.Description))
+		c.m.log.Info("an OAuth connection ended at its authorization server", zap.String("connection", c.d.Name), zap.String("code", te.OAuthError), zap.String("description", te.Description))
 		return nil, c.required(who, "the authorization expired or was revoked at the authorization server")
 	}
 	if err != nil {
@@ -247,6 +247,10 @@ func (c *Connection) refresh(ctx context.Context, who *auth.Identity, p string, 
 	c.cache.Store(p, cr)
 	return cr, nil
 }
+
+// Required is the consent step for who, with why (a downstream that
+// refused their token even after a refresh).
+func (c *Connection) Required(who *auth.Identity, reason string) error { return c.required(who, reason) }
 
 // required is the consent step for who.
 func (c *Connection) required(who *auth.Identity, reason string) error {

@@ -280,7 +280,7 @@ func TestRefreshRevokeAndReplay(t *testing.T) {
 	back := w.idp.Authorize(bob, authURL)
 	other := httptest.NewRequest(http.MethodGet, back.String(), nil)
 	var ce *delegate.ConsentError
-	if _, err := w.m.Finish(ctx, other, false); !errors.As(err, &ce) || ce.Code != "other_browser" {
+	if _, err := w.m.Finish(ctx, other, false); !errors.As(err, &ce) || ce.Reason != "other_browser" {
 		t.Errorf("another browser: %v", err)
 	}
 	req := httptest.NewRequest(http.MethodGet, back.String(), nil)
@@ -290,11 +290,11 @@ func TestRefreshRevokeAndReplay(t *testing.T) {
 	}
 	again := httptest.NewRequest(http.MethodGet, back.String(), nil)
 	again.AddCookie(cookie)
-	if _, err := w.m.Finish(ctx, again, false); !errors.As(err, &ce) || ce.Code != "used_or_expired" {
+	if _, err := w.m.Finish(ctx, again, false); !errors.As(err, &ce) || ce.Reason != "used_or_expired" {
 		t.Errorf("the same state again: %v", err)
 	}
 	forged := httptest.NewRequest(http.MethodGet, strings.Replace(back.String(), "state=", "state=x", 1), nil)
-	if _, err := w.m.Finish(ctx, forged, false); !errors.As(err, &ce) || ce.Code != "invalid_state" {
+	if _, err := w.m.Finish(ctx, forged, false); !errors.As(err, &ce) || ce.Reason != "invalid_state" {
 		t.Errorf("a made-up state: %v", err)
 	}
 }

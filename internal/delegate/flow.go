@@ -74,15 +74,15 @@ func (m *Manager) AuthorizeURL(who *auth.Identity, connection string) (string, e
 // ErrNoConnection is a name no OAuth connection has.
 var ErrNoConnection = errors.New("no such connection")
 
-// ConsentError is a consent step that cannot go on: Code says why
+// ConsentError is a consent step that cannot go on: Reason says why
 // (expired, state_mismatch, access_denied, ...), for the page; it never
 // holds a credential.
-type ConsentError struct{ Code, Description string }
+type ConsentError struct{ Reason, Description string }
 
-func (e *ConsentError) Error() string { return e.Code + ": " + e.Description }
+func (e *ConsentError) Error() string { return e.Reason + ": " + e.Description }
 
 func consentError(code, format string, args ...any) error {
-	return &ConsentError{Code: code, Description: fmt.Sprintf(format, args...)}
+	return &ConsentError{Reason: code, Description: fmt.Sprintf(format, args...)}
 }
 
 // Pending is a start URL, opened: what the confirmation page shows.
@@ -278,7 +278,7 @@ func (m *Manager) Finish(ctx context.Context, r *http.Request, secure bool) (*Co
 	if err != nil {
 		var te *TokenError
 		if errors.As(err, &te) {
-			return nil, consentError(te.Code, "the authorization server refused the code: %s", te.Description)
+			return nil, consentError(te.OAuthError, "the authorization server refused the code: %s", te.Description)
 		}
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

@@ -36,18 +36,18 @@ type Grant struct {
 	Scopes       []string  // nil: the server did not say
 }
 
-// TokenError is a token endpoint's refusal (RFC 6749 §5.2): Code is its
+// TokenError is a token endpoint's refusal (RFC 6749 §5.2): OAuthError is its
 // error code, cut to the characters the RFC allows; Description its
 // description, printable and short. Neither holds a credential toold
 // sent.
 type TokenError struct {
 	Status      int
-	Code        string
+	OAuthError  string
 	Description string
 }
 
 func (e *TokenError) Error() string {
-	msg := fmt.Sprintf("the authorization server refused: %s", e.Code)
+	msg := fmt.Sprintf("the authorization server refused: %s", e.OAuthError)
 	if e.Description != "" {
 		msg += " (" + e.Description + ")"
 	}
@@ -56,7 +56,7 @@ func (e *TokenError) Error() string {
 
 // InvalidGrant reports a refusal of the grant itself: the refresh token
 // or code is spent, revoked or expired; only a new authorization helps.
-func (e *TokenError) InvalidGrant() bool { return e.Code == "invalid_grant" }
+func (e *TokenError) InvalidGrant() bool { return e.OAuthError == "invalid_grant" }
 
 // maxExpiresIn bounds a lifetime a server states (ten years): a larger one
 // is read as "did not say".
@@ -69,13 +69,13 @@ func ParseTokenResponse(status int, body []byte, now time.Time) (*Grant, error) 
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.UseNumber()
 	if err := dec.Decode(&tr); err != nil {
-		return nil, &TokenError{Status: status, Code: "invalid_response", Description: "the token endpoint's answer is not JSON"}
+		return nil, &TokenError{Status: status, OAuthError: "invalid_response", Description: "the token endpoint's answer is not JSON"}
 	}
 	if status != http.StatusOK || tr.Error != "" || tr.AccessToken == "" {
-		return nil, &TokenError{Status: status, Code: printableCode(cmp.Or(tr.Error, "invalid_response")), Description: printable(tr.ErrorDescription)}
+		return nil, &TokenError{Status: status, OAuthError: printableCode(cmp.Or(tr.Error, "invalid_response")), Description: printable(tr.ErrorDescription)}
 	}
 	if tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "bearer") && !strings.EqualFold(tr.TokenType, "n_a") {
-		return nil, &TokenError{Status: status, Code: "unsupported_token_type", Description: printable("toold sends bearer tokens only, not " + tr.TokenType)}
+		return nil, &TokenError{Status: status, OAuthError: "unsupported_token_type", Description: printable("toold sends bearer tokens only, not " + tr.TokenType)}
 	}
 	g := &Grant{AccessToken: tr.AccessToken, TokenType: cmp.Or(tr.TokenType, "Bearer"), RefreshToken: tr.RefreshToken}
 	if n, err := tr.ExpiresIn.Int64(); err == nil && n > 0 && n < maxExpiresIn {
@@ -87,7 +87,7 @@ func ParseTokenResponse(status int, body []byte, now time.Time) (*Grant, error) 
 		g.Scopes = strings.Fields(tr.Scope)
 	}
 	if !validToken(g.AccessToken) || g.RefreshToken != "" && !validToken(g.RefreshToken) {
-		return nil, &TokenError{Status: status, Code: "invalid_response", Description: "a token holds characters a header cannot carry"}
+		return nil, &TokenError{Status: status, OAuthError: "invalid_response", Description: "a token holds characters a header cannot carry"}
 	}
 	return g, nil
 }

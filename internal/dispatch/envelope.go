@@ -146,6 +146,11 @@ type ErrorBody struct {
 	// ConfirmExpiresAt (RFC 3339).
 	ConfirmToken     string `json:"confirm_token,omitempty"`
 	ConfirmExpiresAt string `json:"confirm_expires_at,omitempty"`
+	// Upstream, AuthorizeURL and Credential are tools.Error's: what the
+	// caller must connect or set before the downstream accepts the call.
+	Upstream     string `json:"upstream,omitempty"`
+	AuthorizeURL string `json:"authorize_url,omitempty"`
+	Credential   string `json:"credential,omitempty"`
 }
 
 // Timing splits the duration into the pipeline's phases.
@@ -183,7 +188,7 @@ func Failure(requestID, tool string, status Status, err *tools.Error) *Envelope 
 func (env *Envelope) fail(status Status, te *tools.Error) {
 	env.Status, env.Success = status, false
 	env.Error = &ErrorBody{Type: te.Kind, Code: te.Code, Message: te.Message, Suggestion: te.Suggestion,
-		Fields: te.Fields, Retryable: retryable(te)}
+		Fields: te.Fields, Retryable: retryable(te), Upstream: te.Upstream, AuthorizeURL: te.AuthorizeURL, Credential: te.Credential}
 	if te.RetryAfter > 0 {
 		env.Error.RetryAfterMS = max(1, te.RetryAfter.Milliseconds())
 	}

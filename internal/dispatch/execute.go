@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/sanitize"
 	"github.com/toold/toold/internal/strictjson"
@@ -58,6 +59,9 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 	start := time.Now()
 	r.start = start
 	r.tctx, r.span = d.phase(ctx, c, "execute")
+	// Who the call is for, for a tool that acts as them (its outbound
+	// credential is resolved by the principal, at the last moment).
+	r.tctx = auth.WithIdentity(r.tctx, c.req.Principal)
 	d.workers.start(r)
 	defer func() { // what a remote-calling tool counted, even past the deadline
 		c.env.Timing.Attempts, c.env.Timing.WaitMS = tc.Attempts(), millis(tc.Waited())

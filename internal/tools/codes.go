@@ -160,6 +160,16 @@ const (
 	CodeNoProvider          Code = "no_provider"           // no consultation provider is available
 )
 
+// Codes of acting as the user: OAuth connections and per-principal
+// credentials (internal/credentials, internal/delegate).
+const (
+	CodeAuthorizationRequired Code = "authorization_required" // the caller has not connected the downstream: see authorize_url (403)
+	CodeCredentialRequired    Code = "credential_required"    // the caller has not set the credential a tool needs (403)
+	CodeDelegationRefused     Code = "delegation_refused"     // toold will not send the caller's credential to this downstream (403)
+	CodeNoConnection          Code = "no_connection"          // no OAuth connection or credential has this name (404)
+	CodeNoVault               Code = "no_vault"               // per-user credentials are not configured (credentials.key)
+)
+
 // Codes lists every code (the contract file and tests enumerate them).
 var Codes = []Code{
 	CodeInvalidJSON, CodeBodyTooLarge, CodeBodyTimeout, CodeBodyUnreadable, CodeBodyBudget,
@@ -197,4 +207,6 @@ var Codes = []Code{
 	CodeUpstreamError, CodeUpstreamUnreachable, CodeUpstreamUnavailable, CodeUpstreamRefused,
 	CodeResponseTooLarge, CodeSSRFRefused, CodeRedirectRefused, CodeHeaderTooLarge, CodeURLChanged,
 	CodeNoProvider,
+
+	CodeAuthorizationRequired, CodeCredentialRequired, CodeDelegationRefused, CodeNoConnection, CodeNoVault,
 }

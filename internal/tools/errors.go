@@ -45,7 +45,14 @@ type Error struct {
 	// to read (a command's exit code, stdout and stderr): the envelope
 	// carries it as data, encoded and sanitized as any result.
 	Result any
-	Err    error
+	// Upstream, AuthorizeURL and Credential say what the caller must do
+	// before a downstream accepts calls as them: connect Upstream at
+	// AuthorizeURL (authorization_required), or set the credential named
+	// Credential (credential_required). Never a credential's value.
+	Upstream     string
+	AuthorizeURL string
+	Credential   string
+	Err          error
 }
 
 // FieldError names one failing field of the arguments by JSON pointer.

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
+	"github.com/toold/toold/internal/delegate"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
 )
@@ -40,6 +41,8 @@ type Client struct {
 	jq         *gojq.Code
 	defaults   map[string]any
 	scrub      *strings.Replacer
+	// conn is the tool's OAuth connection, token exchange or passthrough.
+	conn *delegate.Connection
 }
 
 // Meter counts what a request did: every attempt (the first and each
@@ -82,6 +85,11 @@ func (c *Client) Do(ctx context.Context, args map[string]any, m Meter) (any, err
 	if err != nil {
 		return nil, err
 	}
+	if c.req.cred.perUser() {
+		if err := c.authorize(ctx, b); err != nil {
+			return nil, err
+		}
+	}
 	ans, err := c.send(ctx, m, b)
 	if err != nil {
 		return nil, err
@@ -119,6 +127,14 @@ func (c *Client) send(ctx context.Context, m Meter, b *built) (*answer, error) {
 		start := time.Now()
 		ans, err := c.attempt(ctx, b)
 		took = time.Since(start)
+		if again, rerr := c.reauthorize(ctx, b, ans, err); again || rerr != nil {
+			done(nil)
+			c.set.metrics.attempt(c.name, c.host.name, outcome(ans), took)
+			if rerr != nil {
+				return nil, rerr
+			}
+			continue // once more, with the new credential
+		}
 		f := c.classify(ctx, b, ans, err)
 		done(breakerVerdict(ctx, ans, err))
 		c.set.metrics.attempt(c.name, c.host.name, outcome(ans), took)
@@ -226,6 +242,7 @@ func (c *Client) attempt(ctx context.Context, b *built) (*answer, error) {
 	if c.scrub != nil {
 		ans.body = []byte(c.scrub.Replace(string(data)))
 	}
+	ans.body = scrubCall(ans.body, b.secrets)
 	return ans, nil
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"time"
 
+	"github.com/toold/toold/internal/delegate"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -113,8 +114,21 @@ type RequestConfig struct {
 }
 
 // AuthConfig is one credential, usually from the environment:
-// bearer: ${GITHUB_TOKEN}. An empty value (${VAR:-}) sends none.
+// bearer: ${GITHUB_TOKEN}. An empty value (${VAR:-}) sends none. A value
+// may name the caller's own credential instead, ${user:github}, resolved
+// from their vault at the moment of the request (internal/credentials);
+// or the credential is an OAuth connection of the caller's (oauth), the
+// caller's token exchanged for the API's (token_exchange), or the
+// caller's token itself where it was issued for this API (passthrough).
 type AuthConfig struct {
+	// OAuth makes toold an OAuth client of the API's authorization server
+	// (issuer), each caller authorizing for themselves (per_user).
+	OAuth *delegate.OAuthConfig `yaml:"oauth"`
+	// TokenExchange trades the caller's own access token (RFC 8693).
+	TokenExchange *delegate.ExchangeConfig `yaml:"token_exchange"`
+	// Passthrough forwards the caller's own access token, only when its
+	// aud names the API.
+	Passthrough bool `yaml:"passthrough"`
 	// Bearer is sent as Authorization: Bearer <token>.
 	Bearer string `yaml:"bearer"`
 	// Header is sent as a header of that name.

@@ -144,13 +144,18 @@ func tryBuild(u *upstream, src string) (*Set, error) {
 	if u != nil {
 		src = strings.ReplaceAll(src, "$API", u.URL)
 	}
-	var cfg Config
-	dec := yaml.NewDecoder(strings.NewReader(src))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
+	cfg, err := decodeConfig(src)
+	if err != nil {
 		return nil, err
 	}
 	return New(cfg, Options{})
+}
+
+func decodeConfig(src string) (Config, error) {
+	var cfg Config
+	dec := yaml.NewDecoder(strings.NewReader(src))
+	dec.KnownFields(true)
+	return cfg, dec.Decode(&cfg)
 }
 
 // call runs a tool's Execute directly, as the pipeline would after

@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/toold/toold/internal/credentials"
+	"github.com/toold/toold/internal/delegate"
 	"github.com/toold/toold/internal/strictjson"
 	"github.com/toold/toold/internal/tools"
 )
@@ -37,6 +39,43 @@ type credential struct {
 	header, headerValue string
 	query, queryValue   string
 	secrets             []string // every value to keep out of logs and results
+	// A per-user credential is rendered for each call from the caller's
+	// vault: headerTmpl into header (bearer: "Bearer " and the template),
+	// queryTmpl into the query parameter query, or basic's two parts.
+	headerTmpl, queryTmpl *credentials.Template
+	basicUser, basicPass  *credentials.Template
+	// delegated: an OAuth connection, token exchange or passthrough
+	// (Client.conn) sets Authorization.
+	delegated bool
+}
+
+// perUser reports a credential resolved for each call's principal.
+func (c *credential) perUser() bool {
+	return c.headerTmpl != nil || c.queryTmpl != nil || c.basicUser != nil || c.delegated
+}
+
+// Refs lists the vault credentials the tool's auth names (${user:name}).
+func (c *credential) refs() []string {
+	var out []string
+	for _, t := range []*credentials.Template{c.headerTmpl, c.queryTmpl, c.basicUser, c.basicPass} {
+		if t != nil {
+			out = append(out, t.Refs()...)
+		}
+	}
+	return out
+}
+
+// template parses a value that may name the caller's credentials; nil
+// when it names none.
+func template(field, v string) (*credentials.Template, error) {
+	t, err := credentials.ParseTemplate(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	if !t.PerUser() {
+		return nil, nil
+	}
+	return &t, nil
 }
 
 // built is one call's request, ready to send (again, on a retry).
@@ -46,6 +85,12 @@ type built struct {
 	target string // method, host and path, for messages: never the query
 	header http.Header
 	body   []byte
+	// The caller's own credential, for a per-user tool: the values to
+	// scrub from the answer, and the delegated credential sent (a 401
+	// gets one more with a new one).
+	secrets []string
+	cred    *delegate.Credential
+	retried bool
 }
 
 // methods an HTTP tool may use (the config's validation says the same).
@@ -135,38 +180,80 @@ func checkHeaderName(k string, cred credential) error {
 func compileAuth(a AuthConfig) (credential, error) {
 	var c credential
 	forms := 0
+	var err error
 	if a.Bearer != "" {
 		forms++
-		c.header, c.headerValue = "Authorization", "Bearer "+a.Bearer
-		c.secrets = append(c.secrets, a.Bearer)
+		c.header = "Authorization"
+		if c.headerTmpl, err = template("auth.bearer", "Bearer "+a.Bearer); err != nil {
+			return c, err
+		}
+		if c.headerTmpl == nil {
+			c.headerValue = "Bearer " + a.Bearer
+			c.secrets = append(c.secrets, a.Bearer)
+		}
 	}
 	if a.Header != nil {
 		forms++
 		if !httpguts.ValidHeaderFieldName(a.Header.Name) || slices.Contains(reservedHeaders, http.CanonicalHeaderKey(a.Header.Name)) {
 			return c, fmt.Errorf("auth.header.name: %q cannot carry a credential", a.Header.Name)
 		}
-		if a.Header.Value != "" {
-			c.header, c.headerValue = http.CanonicalHeaderKey(a.Header.Name), a.Header.Value
+		if c.headerTmpl, err = template("auth.header.value", a.Header.Value); err != nil {
+			return c, err
+		}
+		if c.headerTmpl != nil || a.Header.Value != "" {
+			c.header = http.CanonicalHeaderKey(a.Header.Name)
+		}
+		if c.headerTmpl == nil && a.Header.Value != "" {
+			c.headerValue = a.Header.Value
 			c.secrets = append(c.secrets, a.Header.Value)
 		}
 	}
 	if a.Query != nil {
 		forms++
-		if a.Query.Value != "" {
-			c.query, c.queryValue = a.Query.Name, a.Query.Value
+		if c.queryTmpl, err = template("auth.query.value", a.Query.Value); err != nil {
+			return c, err
+		}
+		if c.queryTmpl != nil || a.Query.Value != "" {
+			c.query = a.Query.Name
+		}
+		if c.queryTmpl == nil && a.Query.Value != "" {
+			c.queryValue = a.Query.Value
 			c.secrets = append(c.secrets, a.Query.Value)
 		}
 	}
 	if a.Basic != nil {
 		forms++
-		if a.Basic.Password != "" {
+		if c.basicUser, err = template("auth.basic.username", a.Basic.Username); err != nil {
+			return c, err
+		}
+		if c.basicPass, err = template("auth.basic.password", a.Basic.Password); err != nil {
+			return c, err
+		}
+		switch {
+		case c.basicUser != nil || c.basicPass != nil:
+			if c.basicUser == nil {
+				t, _ := credentials.ParseTemplate(a.Basic.Username)
+				c.basicUser = &t
+			}
+			if c.basicPass == nil {
+				t, _ := credentials.ParseTemplate(a.Basic.Password)
+				c.basicPass = &t
+			}
+			c.header = "Authorization"
+		case a.Basic.Password != "":
 			enc := base64.StdEncoding.EncodeToString([]byte(a.Basic.Username + ":" + a.Basic.Password))
 			c.header, c.headerValue = "Authorization", "Basic "+enc
 			c.secrets = append(c.secrets, a.Basic.Password, enc)
 		}
 	}
+	for _, on := range []bool{a.OAuth != nil, a.TokenExchange != nil, a.Passthrough} {
+		if on {
+			forms++
+			c.header, c.delegated = "Authorization", true
+		}
+	}
 	if forms > 1 {
-		return c, fmt.Errorf("auth: give one of bearer, header, query and basic")
+		return c, fmt.Errorf("auth: give one of bearer, header, query, basic, oauth, token_exchange and passthrough")
 	}
 	if c.headerValue != "" && !httpguts.ValidHeaderFieldValue(c.headerValue) {
 		return c, fmt.Errorf("auth: the credential holds a control character or a line break")
@@ -184,7 +271,7 @@ func (r *request) build(args map[string]any) (*built, error) {
 			return nil, err
 		}
 	}
-	if r.cred.query != "" {
+	if r.cred.queryValue != "" {
 		q.Set(r.cred.query, r.cred.queryValue)
 	}
 	u, err := r.url.render(args, q.Encode())
@@ -211,7 +298,7 @@ func (r *request) build(args map[string]any) (*built, error) {
 		return nil, tools.Errorf(tools.ValidationError, "the request's headers would be %d bytes, over the %d-byte cap", size, maxHeaderBytes).
 			WithCode(tools.CodeHeaderTooLarge).WithSuggestion("send shorter values")
 	}
-	if r.cred.header != "" {
+	if r.cred.headerValue != "" {
 		b.header.Set(r.cred.header, r.cred.headerValue)
 	}
 	if r.body != nil {

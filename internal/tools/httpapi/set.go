@@ -17,6 +17,8 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toold/toold/internal/credentials"
+	"github.com/toold/toold/internal/delegate"
 	"github.com/toold/toold/internal/netguard"
 	"github.com/toold/toold/internal/problems"
 	"github.com/toold/toold/internal/tools"
@@ -28,6 +30,13 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Resolver looks up the APIs' names (default: the system's).
 	Resolver *net.Resolver
+	// Vault resolves the caller's own credentials a tool names
+	// (${user:name}); nil refuses such a tool.
+	Vault credentials.Resolver
+	// Delegate holds the OAuth connections, token exchanges and
+	// passthroughs tools declare (auth.oauth, auth.token_exchange,
+	// auth.passthrough); nil refuses such a tool.
+	Delegate *delegate.Manager
 }
 
 // Set is the HTTP tools of one configuration and the upstream hosts they
@@ -199,6 +208,9 @@ func (s *Set) newClient(tc ToolConfig) (*Client, json.RawMessage, error) {
 	}
 	c.http = guard.Client()
 	c.http.CheckRedirect = sameHost(guard)
+	if err := s.perUser(c, tc, guard); err != nil {
+		return nil, nil, err
+	}
 	c.host = s.hostFor(req.url.base.Host)
 	return c, sc.raw, nil
 }
