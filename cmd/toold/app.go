@@ -87,6 +87,7 @@ type app struct {
 	exec  *executions.Service
 	// tracing is nil when tracing is off.
 	tracing *tracing.Tracing
+	credentialState
 }
 
 // build wires every package from the configuration; it is the only place
@@ -112,6 +113,9 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		return nil, err
 	}
 	a.san = san
+	if err := a.credentialsSetup(); err != nil {
+		return nil, err
+	}
 	ts, err := a.tools()
 	if err != nil {
 		return nil, err
@@ -161,9 +165,17 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		verifier.UseRevocations(a.store.RevokedSessions())
 		observers = append(observers, rec)
 	}
+	if withState {
+		if err := a.openVault(rec); err != nil {
+			return nil, err
+		}
+	}
 	// After the store: the pins of hosted tools are kept there.
 	keeper, err := a.startUpstream()
 	if err != nil {
+		return nil, err
+	}
+	if err := a.checkPublicURL(); err != nil {
 		return nil, err
 	}
 	do := dispatch.Options{Registry: a.reg, Limiter: lim, Logger: log,
@@ -213,7 +225,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		// the operator says so.
 		SelfApproval: cfg.Approvals.SelfApproval, Tracer: a.tracing.Tracer(),
 		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), AlwaysLoaded: cfg.Search.AlwaysLoaded, Pins: keeper,
-		AnonymousWithheld: a.anonymousWithheld})
+		AnonymousWithheld: a.anonymousWithheld, Credentials: a.vault, Delegate: a.delegate})
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +472,11 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 			all = append(all, candidate{t, true})
 		}
 	}
-	hs, err := httpapi.New(a.cfg.HTTP, httpapi.Options{Registerer: a.metrics})
+	ho := httpapi.Options{Registerer: a.metrics, Delegate: a.delegate}
+	if a.vaults != nil {
+		ho.Vault = a.vaults
+	}
+	hs, err := httpapi.New(a.cfg.HTTP, ho)
 	if err != nil {
 		errs = append(errs, config.SectionError("http", err))
 		for _, t := range a.cfg.HTTP.Tools {

@@ -30,7 +30,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The audit key leaves the environment before anything else runs.
-	lookupEnv := withdrawEnv(os.LookupEnv, os.Unsetenv, auditKeyEnv)
+	lookupEnv := withdrawEnv(os.LookupEnv, os.Unsetenv, auditKeyEnv, credentialsKeyEnv)
 	gcTuned = tuneGC(lookupEnv, "/")
 	err := run(ctx, os.Args[1:], lookupEnv, os.Stdin, os.Stdout, os.Stderr)
 	var ec exitCode

@@ -39,7 +39,10 @@ func loadPolicy(cfg *config.Config) (*policy.Engine, error) {
 func (a *app) startUpstream() (*pins.Keeper, error) {
 	cfg := a.cfg
 	opts := upstream.Options{SetTools: a.reg.SetSource, Launcher: a.launcher,
-		Logger: a.log.Named("upstream"), Registerer: a.metrics, Version: versionString()}
+		Logger: a.log.Named("upstream"), Registerer: a.metrics, Version: versionString(), Delegate: a.delegate}
+	if a.vaults != nil { // servers that call as each caller (acting as the user)
+		opts.Vault = a.vaults
+	}
 	var keeper *pins.Keeper
 	if a.store != nil {
 		keeper = pins.New(a.store.Pins, a.log.Named("pins"))

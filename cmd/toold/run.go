@@ -32,6 +32,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if len(args) > 0 && args[0] == "sandbox" {
 		return runSandbox(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "credentials" {
+		return runCredentials(args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, lookupEnv, stderr)
 	if err != nil {
 		return exitCode(2)
@@ -194,6 +197,9 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 	ln, err := apiEndpoint.listen(a.cfg.Listen)
 	if err != nil {
 		return err
+	}
+	if a.delegate != nil && a.cfg.Server.PublicURL == "" {
+		a.delegate.SetPublicURL(listenURL(ln.Addr())) // loopback: checkPublicURL refused anything else
 	}
 	if a.conns != nil {
 		ln = a.conns.Listener(ln)

@@ -30,6 +30,7 @@ type contract struct {
 
 var load = sync.OnceValues(func() (*contract, error) {
 	openapi3filter.RegisterBodyDecoder("text/markdown", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder) // the consent pages
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(api.OpenAPI)
 	if err != nil {

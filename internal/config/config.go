@@ -76,6 +76,20 @@ type Config struct {
 	// approve and observe which tool with which arguments (see
 	// docs/policy.md); none: the keys' and tokens' tools decide alone.
 	Policy policy.Config `yaml:"policy"`
+	// Credentials seals each principal's own credentials and OAuth
+	// tokens in the state store (see internal/credentials).
+	Credentials CredentialsConfig `yaml:"credentials"`
+}
+
+// CredentialsConfig keys the per-principal vault: AES-256-GCM, 32 random
+// bytes written as base64 (toold credentials keygen prints one), the same
+// on every replica.
+type CredentialsConfig struct {
+	// Key seals every record: ${TOOLD_CREDENTIALS_KEY}.
+	Key string `yaml:"key"`
+	// PreviousKeys open records sealed before a rotation; toold seals
+	// them again with Key at start, after which they may go.
+	PreviousKeys []string `yaml:"previous_keys"`
 }
 
 // DelegateConfig bounds delegate.
@@ -284,6 +298,11 @@ type ServerConfig struct {
 	// Give at least 32 characters, from a secret store:
 	// ${TOOLD_CONFIRM_SECRET}.
 	ConfirmSecret string `yaml:"confirm_secret" validate:"omitempty,min=32"`
+	// PublicURL is where people's browsers reach toold
+	// (https://toold.example.com): the OAuth connections' callback
+	// (/connections/callback) and consent pages are under it. Empty means
+	// the address toold listens on, which must then be loopback.
+	PublicURL string `yaml:"public_url" validate:"omitempty,url"`
 }
 
 // AuthConfig lists the API keys and the trusted token issuers.

@@ -201,7 +201,8 @@ func suggest(key string, t reflect.Type) string {
 }
 
 // expand replaces ${VAR} and ${VAR:-default} with the environment's value;
-// "$$" is a literal "$". An unset variable without a default is an error, so
+// "$$" is a literal "$"; ${user:name} stays as written (the caller's own
+// credential, resolved per call). An unset variable without a default is an error, so
 // a missing secret fails at start rather than becoming an empty key.
 // Expansion happens on parsed values, so a variable's content can never add
 // YAML structure.
@@ -227,6 +228,13 @@ func expand(s string, env func(string) (string, bool)) (string, error) {
 		end := strings.IndexByte(s[i:], '}')
 		if end < 0 {
 			return s, fmt.Errorf("unterminated ${ in %q", s)
+		}
+		if strings.HasPrefix(s[i:], "${user:") {
+			// The caller's own credential: kept as written, resolved per
+			// call (internal/credentials), never from the environment.
+			b.WriteString(s[i : i+end+1])
+			i += end
+			continue
 		}
 		name, def, hasDef := strings.Cut(s[i+2:i+end], ":-")
 		if !envName.MatchString(name) {

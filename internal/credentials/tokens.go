@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toold/toold/internal/auth"
@@ -40,7 +41,7 @@ type Connection struct {
 	Scopes      []string  `json:"scopes"`
 	ExpiresAt   time.Time `json:"expires_at,omitzero"`
 	Refreshable bool      `json:"refreshable"`
-	ConnectedAt time.Time `json:"connected_at"`
+	ConnectedAt time.Time `json:"connected_at,omitzero"`
 	RefreshedAt time.Time `json:"refreshed_at,omitzero"`
 	Issuer      string    `json:"issuer,omitempty"`
 }
@@ -212,4 +213,22 @@ func (v *Vault) TakeFlow(ctx context.Context, id string) ([]byte, error) {
 	}
 	plain, _, err := v.opts.Keys.Open(kindFlow, "", id, sealed)
 	return plain, err
+}
+
+// SecretHolders lists the principals (Principal's names) holding a secret
+// named name.
+func (v *Vault) SecretHolders(ctx context.Context, name string) ([]string, error) {
+	return v.holders(ctx, KindSecret, name)
+}
+
+// IdentityOf is the identity a vault principal name stands for, as far as
+// its name says (its kind and name; nil for the anonymous caller): for
+// work done in the background as a principal (listing a per-user
+// server's tools with a connected principal's credential).
+func IdentityOf(principal string) *auth.Identity {
+	kind, name, _ := strings.Cut(principal, ":")
+	if kind == auth.KindAnonymous {
+		return nil
+	}
+	return &auth.Identity{Kind: kind, Name: name}
 }

@@ -90,7 +90,7 @@ func (c *Connection) principal(who *auth.Identity) (string, error) {
 func (c *Connection) Credential(ctx context.Context, who *auth.Identity) (*Credential, error) {
 	switch {
 	case c.d.Passthrough:
-		return c.passthrough(ctx)
+		return c.passthrough(ctx, who)
 	case c.d.Exchange != nil:
 		return c.exchanged(ctx, who, "")
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 type inboundKey struct{}
@@ -24,6 +25,30 @@ func WithInboundToken(ctx context.Context, token string) context.Context {
 func InboundToken(ctx context.Context) string {
 	t, _ := ctx.Value(inboundKey{}).(string)
 	return t
+}
+
+// expiry reads the exp claim of a JWT toold already verified; zero when
+// it has none.
+func expiry(token string) time.Time {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}
+	}
+	var claims struct {
+		Exp json.Number `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil {
+		return time.Time{}
+	}
+	n, err := claims.Exp.Int64()
+	if err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(n, 0)
 }
 
 // audiences reads the aud claim of a JWT toold already verified: a

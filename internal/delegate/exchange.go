@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/credentials"
 )
 
 // Token types of RFC 8693 §3.
@@ -119,8 +120,16 @@ func parseExchangeMetadata(b []byte, issuer string, allowHTTP bool) (*ServerMeta
 // passthrough is the caller's own token, forwarded only when its audience
 // names the downstream: toold never sends a token issued for itself (or
 // for another downstream) to a third party.
-func (c *Connection) passthrough(ctx context.Context) (*Credential, error) {
+func (c *Connection) passthrough(ctx context.Context, who *auth.Identity) (*Credential, error) {
 	t := InboundToken(ctx)
+	p := credentials.Principal(who)
+	if t == "" { // a request of the caller's session that no call made (its stream): the token the caller last came with
+		if v, ok := c.cache.Load(p); ok {
+			if cr := v.(*Credential); cr.fresh(c.m.now()) {
+				return cr, nil
+			}
+		}
+	}
 	if t == "" {
 		return nil, &Refused{Message: fmt.Sprintf("the connection %q forwards the caller's own access token, and this call carries none: "+
 			"call with an OAuth access token issued for %s", c.d.Name, c.d.URL)}
@@ -129,7 +138,9 @@ func (c *Connection) passthrough(ctx context.Context) (*Credential, error) {
 		return nil, &Refused{Message: fmt.Sprintf("the caller's token is not issued for %s (its aud does not name it): toold forwards a token "+
 			"only to the downstream it was issued for", c.d.URL)}
 	}
-	return &Credential{Token: t, Header: "Bearer " + t}, nil
+	cr := &Credential{Token: t, Header: "Bearer " + t, Expiry: expiry(t)}
+	c.cache.Store(p, cr)
+	return cr, nil
 }
 
 // audienceNamesDownstream: an audience is the downstream's URL, its

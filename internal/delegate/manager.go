@@ -49,6 +49,7 @@ const (
 
 // Options configure a Manager.
 type Options struct {
+	// Vault keeps the tokens; it may be given after New (SetVault).
 	Vault *credentials.Vault
 	// Keys seal the start URLs; a key derived from it signs states.
 	Keys *credentials.Keyring
@@ -77,8 +78,8 @@ type Manager struct {
 
 // New builds a Manager.
 func New(o Options) (*Manager, error) {
-	if o.Vault == nil || o.Keys == nil {
-		return nil, errors.New("delegate: a credentials vault and its keys are required")
+	if o.Keys == nil {
+		return nil, errors.New("delegate: the credentials keys are required")
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -91,6 +92,10 @@ func New(o Options) (*Manager, error) {
 	m.SetPublicURL(o.PublicURL)
 	return m, nil
 }
+
+// SetVault gives the manager its vault, once the store is open (tools
+// register their connections before); call it before serving.
+func (m *Manager) SetVault(v *credentials.Vault) { m.opts.Vault = v }
 
 // SetPublicURL sets where browsers reach toold.
 func (m *Manager) SetPublicURL(u string) {
@@ -127,6 +132,22 @@ func (m *Manager) Names() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// WantsInbound reports whether a connection exchanges or passes on the
+// caller's own token (so requests carry it in their context).
+func (m *Manager) WantsInbound() bool {
+	if m == nil {
+		return false
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, c := range m.conns {
+		if c.d.Exchange != nil || c.d.Passthrough {
+			return true
+		}
+	}
+	return false
 }
 
 // Downstream is what calls as the user: an MCP server or an HTTP API tool.

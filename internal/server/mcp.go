@@ -43,7 +43,7 @@ func (s *Server) mcpGuard(next http.Handler) http.Handler {
 		defer s.done()
 		s.mcpActive.Add(1)
 		defer s.mcpActive.Add(-1)
-		ctx := mcpserver.WithRequestID(auth.NewContext(r.Context(), p), ri.id)
+		ctx := mcpserver.WithRequestID(auth.NewContext(s.inbound(r).Context(), p), ri.id)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -42,6 +42,10 @@ type reqInfo struct {
 	// challenge is the WWW-Authenticate a refusal of the request's
 	// credentials carries (see challengeFor).
 	challenge string
+	// bearer is the caller's access token, when one authenticated the
+	// request: for the downstreams that exchange or pass it on (see
+	// inbound); never logged.
+	bearer string
 	// bodyRead: the request's body was read to its end; bodyFailed: it
 	// could not be (see send, which then hangs up).
 	bodyRead, bodyFailed bool
@@ -290,7 +294,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		ri := info(r)
 		ri.caller, ri.principal = p.Name, p
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, s.inbound(r))
 	})
 }
 

@@ -57,6 +57,7 @@ func (s *Server) credentials(r *http.Request) (*auth.Principal, *tools.Error) {
 	}
 	p, err := s.opts.OAuth.Authenticate(r.Context(), cred)
 	if err == nil {
+		info(r).bearer = cred
 		return p, nil
 	}
 	var oe *oauth.Error

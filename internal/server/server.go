@@ -19,6 +19,8 @@ import (
 
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/console"
+	"github.com/toold/toold/internal/credentials"
+	"github.com/toold/toold/internal/delegate"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
@@ -110,6 +112,12 @@ type Options struct {
 	// Pins, when set, serves the changes of hosted tools that wait for
 	// an admin (GET /tools/changes, POST /tools/changes/{name}).
 	Pins *pins.Keeper
+	// Credentials is each caller's vault (PUT /credentials/{name}); nil
+	// keeps none.
+	Credentials *credentials.Vault
+	// Delegate holds the OAuth connections callers make (/connections);
+	// nil has none.
+	Delegate *delegate.Manager
 }
 
 // Server serves the API; build it with New, serve Handler.
@@ -267,6 +275,7 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Post("/batch", s.role(auth.RoleCall, s.batch))
 	r.Get("/events", s.role(auth.RoleObserve, s.activity))
 	r.Get("/audit", s.role(auth.RoleAdmin, s.audit))
+	s.credentialRoutes(r)
 }
 
 // mcpRoutes serve the Model Context Protocol, authenticated as the REST
@@ -305,6 +314,7 @@ func (s *Server) publicRoutes(r chi.Router) {
 		r.Options("/mcp", s.originOnly(s.preflight))
 		r.Options("/mcp/{toolset}", s.originOnly(s.preflight))
 	}
+	s.consentRoutes(r)
 	// The console: static assets behind the same Origin and Host checks;
 	// its pages call the routes above with the user's key or session.
 	page := s.originOnly(console.Handler(http.HandlerFunc(s.notFound)).ServeHTTP)

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/toold/toold/internal/credentials"
+	"github.com/toold/toold/internal/delegate"
 	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/netguard"
 	"github.com/toold/toold/internal/tools"
@@ -44,6 +46,14 @@ type Config struct {
 	Headers   map[string]string `yaml:"headers" validate:"dive,keys,required,endkeys"`
 	Allow     []string          `yaml:"allow" validate:"dive,required"`
 	AllowHTTP bool              `yaml:"allow_http"`
+	// Auth makes each caller's calls reach the server as them: an OAuth
+	// connection of theirs (oauth; the server's authorization server is
+	// discovered, RFC 9728), their own token exchanged (token_exchange) or
+	// passed on where it was issued for the server (passthrough). A header
+	// may name the caller's own credential too: ${user:name}. Such a
+	// server has a session per caller; its tools are listed with a
+	// connected caller's.
+	Auth AuthConfig `yaml:"auth"`
 
 	// Tools selects which upstream tools are served (by upstream name).
 	Tools Filter `yaml:"tools"`
@@ -78,6 +88,38 @@ type Config struct {
 	// pinned: accept (the default) pins it as it comes, review holds it
 	// back as a changed one.
 	PinNew string `yaml:"pin_new" validate:"omitempty,oneof=review accept"`
+}
+
+// AuthConfig is a server's auth section: one of its keys.
+type AuthConfig struct {
+	OAuth         *delegate.OAuthConfig    `yaml:"oauth"`
+	TokenExchange *delegate.ExchangeConfig `yaml:"token_exchange"`
+	Passthrough   bool                     `yaml:"passthrough"`
+}
+
+// delegated reports an auth section that is set.
+func (a AuthConfig) delegated() bool { return a.OAuth != nil || a.TokenExchange != nil || a.Passthrough }
+
+// userHeaders are the headers that name the caller's own credentials.
+func (c Config) userHeaders() (map[string]credentials.Template, error) {
+	out := map[string]credentials.Template{}
+	for k, v := range c.Headers {
+		t, err := credentials.ParseTemplate(v)
+		if err != nil {
+			return nil, fmt.Errorf("headers.%s: %w", k, err)
+		}
+		if t.PerUser() {
+			out[k] = t
+		}
+	}
+	return out, nil
+}
+
+// PerUser reports a server whose requests carry each caller's own
+// credential.
+func (c Config) PerUser() bool {
+	h, _ := c.userHeaders()
+	return c.Auth.delegated() || len(h) > 0
 }
 
 // Filter selects tools by upstream name: those matching an Allow pattern
@@ -145,8 +187,30 @@ func (c Config) Check() error {
 		if _, err := c.guard(); err != nil {
 			fail("url: %v", err)
 		}
-	case len(c.Headers) > 0 || len(c.Allow) > 0 || c.AllowHTTP:
-		fail("headers, allow, allow_http: only for a server reached by url")
+	case len(c.Headers) > 0 || len(c.Allow) > 0 || c.AllowHTTP || c.Auth.delegated():
+		fail("headers, allow, allow_http, auth: only for a server reached by url")
+	}
+	if _, err := c.userHeaders(); err != nil {
+		fail("%v", err)
+	}
+	n := 0
+	for _, on := range []bool{c.Auth.OAuth != nil, c.Auth.TokenExchange != nil, c.Auth.Passthrough} {
+		if on {
+			n++
+		}
+	}
+	if n > 1 {
+		fail("auth: give one of oauth, token_exchange and passthrough")
+	}
+	if c.Auth.OAuth != nil {
+		if err := c.Auth.OAuth.Check(true); err != nil {
+			fail("auth.oauth: %v", err)
+		}
+	}
+	if c.Auth.TokenExchange != nil {
+		if err := c.Auth.TokenExchange.Check(); err != nil {
+			fail("auth.token_exchange: %v", err)
+		}
 	}
 	c.checkSandbox(fail)
 	if c.PinNew != "" && c.PinNew != PinNewAccept && c.PinNew != PinNewReview {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toold/toold/internal/delegate"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
 )
@@ -104,7 +105,13 @@ func (t *tool) Spec() tools.Spec { return t.spec }
 // admitted it within the server's cap (ServerCaps).
 func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	s := t.srv
-	sess, err := s.session()
+	var sess *mcp.ClientSession
+	var err error
+	if s.pu != nil {
+		sess, err = s.userSession(ctx) // the caller's own, as them
+	} else {
+		sess, err = s.session()
+	}
 	if err != nil {
 		s.m.metrics.call(s.cfg.Name, "unavailable")
 		return nil, err
@@ -173,6 +180,11 @@ func (t *tool) callError(ctx context.Context, sess *mcp.ClientSession, err error
 	if ctx.Err() != nil {
 		s.m.metrics.call(s.cfg.Name, "cancelled")
 		return ctx.Err()
+	}
+	if te := delegate.ToolError(err, fmt.Sprintf("the MCP server %q", s.cfg.Name)); te != nil {
+		s.m.metrics.call(s.cfg.Name, "unauthorized")
+		s.drop(sess)
+		return te
 	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) && rpc.Code != codeRejectedByTransport {

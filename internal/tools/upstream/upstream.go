@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/toold/toold/internal/delegate"
 	"github.com/toold/toold/internal/launch"
 	"github.com/toold/toold/internal/tools"
 )
@@ -52,6 +53,10 @@ type Options struct {
 	// Backoff bounds the waits between reconnection attempts (default
 	// 200ms doubling to 30s, with jitter).
 	MinBackoff, MaxBackoff time.Duration
+	// Vault and Delegate serve the servers that call as each caller
+	// (auth:, ${user:name} in headers); nil refuses such a server.
+	Vault    Vault
+	Delegate *delegate.Manager
 }
 
 // Manager runs the upstream servers; build it with New, Start it, Close it.
@@ -105,7 +110,14 @@ func New(cfgs []Config, opts Options) (*Manager, error) {
 			}
 			// No overall timeout: a stream may stay open; every call
 			// has its own deadline.
-			s.http = withHeaders(g.Client(), c.Headers)
+			s.base = g.Client()
+			s.http = withHeaders(s.base, c.Headers)
+			if c.PerUser() {
+				if err := m.setupPerUser(s, s.base); err != nil {
+					errs = append(errs, fmt.Errorf("mcp.servers[%d] (%s): %w", i, c.Name, err))
+					continue
+				}
+			}
 		}
 		m.servers = append(m.servers, s)
 	}
@@ -169,6 +181,9 @@ type server struct {
 	m    *Manager
 	log  *zap.Logger
 	http *http.Client // through the outbound guard; servers reached by url
+	base *http.Client // the same, without the configured headers
+	// pu is set for a server that calls as each caller (see peruser.go).
+	pu *perUser
 
 	mu       sync.Mutex
 	sess     *mcp.ClientSession
@@ -216,8 +231,17 @@ func (s *server) session() (*mcp.ClientSession, error) {
 		WithRetryAfter(retry).WithSuggestion("retry after %v; toold reconnects on its own", retry.Round(time.Second))
 }
 
-// drop ends sess if it is still the server's session.
+// drop ends sess if it is still the server's session (or a caller's).
 func (s *server) drop(sess *mcp.ClientSession) {
+	if s.pu != nil {
+		s.pu.mu.Lock()
+		for p, us := range s.pu.users {
+			if us.sess == sess {
+				delete(s.pu.users, p)
+			}
+		}
+		s.pu.mu.Unlock()
+	}
 	s.mu.Lock()
 	cur := s.sess == sess
 	if cur {
@@ -236,6 +260,16 @@ func (s *server) run(ctx context.Context, firstDone func()) {
 	once := sync.Once{}
 	for ctx.Err() == nil {
 		conn, err := s.connect(ctx)
+		if s.pu != nil && errors.Is(err, errNoLister) {
+			once.Do(firstDone)
+			s.log.Info("MCP server waits for a caller to connect it", zap.String("connection", s.cfg.Name))
+			select { // someone connecting wakes it; another replica's connection is found a while later
+			case <-ctx.Done():
+			case <-s.pu.wake:
+			case <-time.After(s.m.opts.MaxBackoff):
+			}
+			continue
+		}
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("MCP server unavailable", zap.Error(err), zap.Duration("retry_in", backoff))
 		}
@@ -300,6 +334,12 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		}
 		c.proc = p
 		transport = &mcp.IOTransport{Reader: p.Stdout, Writer: p.Stdin, MaxLineLength: s.cfg.MaxMessageBytes}
+	} else if s.pu != nil {
+		who, err := s.lister(cctx)
+		if err != nil {
+			return nil, err
+		}
+		transport = s.transportFor(who)
 	} else {
 		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxRetries: -1, HTTPClient: s.http}
 	}
@@ -375,9 +415,17 @@ func (s *server) serve(ctx context.Context, c *conn) {
 	if c.proc != nil {
 		procDone = c.proc.Done()
 	}
+	var reap <-chan time.Time
+	if s.pu != nil {
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		reap = t.C
+	}
 loop:
 	for {
 		select {
+		case <-reap:
+			s.reap()
 		case <-ctx.Done():
 			break loop
 		case <-ended:
