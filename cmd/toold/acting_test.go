@@ -301,7 +301,7 @@ func (w *actingWorld) upstreamCalls(t *testing.T) map[string]int {
 	body := w.up.waitAudit(t, opsKey, regexp.MustCompile(`"tool":"echo"`))
 	out := map[string]int{}
 	for _, sub := range []string{idAlice.ID, idBob.ID} {
-		out[sub] = len(regexp.MustCompile(`"subject":"` + sub + `"[^{}]*\}[^{}]*"action":"execute"[^{}]*"tool":"echo"`).FindAllString(body, -1))
+		out[sub] = len(regexp.MustCompile(`"subject":"`+sub+`"[^{}]*\}[^{}]*"action":"execute"[^{}]*"tool":"echo"`).FindAllString(body, -1))
 	}
 	return out
 }

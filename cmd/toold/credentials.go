@@ -38,7 +38,9 @@ func runCredentials(args []string, stdout, stderr io.Writer) error {
 // vaultRef is the credentials vault once the store is open: the tools
 // that resolve callers' credentials are built before it (and
 // -check-config never opens it).
-type vaultRef struct{ v atomic.Pointer[credentials.Vault] }
+type vaultRef struct {
+	v atomic.Pointer[credentials.Vault]
+}
 
 var errVaultClosed = errors.New("the credentials vault is not open")
 

@@ -250,7 +250,9 @@ func (c *Connection) refresh(ctx context.Context, who *auth.Identity, p string, 
 
 // Required is the consent step for who, with why (a downstream that
 // refused their token even after a refresh).
-func (c *Connection) Required(who *auth.Identity, reason string) error { return c.required(who, reason) }
+func (c *Connection) Required(who *auth.Identity, reason string) error {
+	return c.required(who, reason)
+}
 
 // required is the consent step for who.
 func (c *Connection) required(who *auth.Identity, reason string) error {

@@ -98,7 +98,9 @@ type AuthConfig struct {
 }
 
 // delegated reports an auth section that is set.
-func (a AuthConfig) delegated() bool { return a.OAuth != nil || a.TokenExchange != nil || a.Passthrough }
+func (a AuthConfig) delegated() bool {
+	return a.OAuth != nil || a.TokenExchange != nil || a.Passthrough
+}
 
 // userHeaders are the headers that name the caller's own credentials.
 func (c Config) userHeaders() (map[string]credentials.Template, error) {
