@@ -210,6 +210,15 @@ func TestActingAsTheUser(t *testing.T) {
 	if code != 403 || e["code"] != "authorization_required" || e["upstream"] != "up_echo" || !strings.HasPrefix(authorize, in.url+"/connections/start?flow=") {
 		t.Fatalf("alice before connecting: %d %v", code, env)
 	}
+	// Over MCP: a client that takes URL elicitations gets -32042 naming
+	// the page; one that does not, the tool error with the URL in its text.
+	if e := mcpConsent(t, in, aliceKey, true); e["code"] != float64(-32042) || !strings.Contains(mustJSON(e), `"mode":"url"`) ||
+		!strings.Contains(mustJSON(e), in.url+"/connections/start?flow=") {
+		t.Errorf("an MCP client with URL elicitation: %v", e)
+	}
+	if r := mcpConsent(t, in, aliceKey, false); r["isError"] != true || !strings.Contains(mustJSON(r), "Authorize at: "+in.url+"/connections/start?flow=") {
+		t.Errorf("an MCP client without it: %v", r)
+	}
 	if page := consent(t, w.idp, idAlice, authorize); !strings.Contains(page, "alice") {
 		t.Errorf("the callback page does not name alice: %s", page)
 	}
@@ -293,6 +302,49 @@ func TestActingAsTheUser(t *testing.T) {
 	if strings.Contains(audit, tok.AccessToken) || strings.Contains(audit, tok.RefreshToken) {
 		t.Error("the audit log holds a token")
 	}
+}
+
+// mcpConsent calls up_echo over MCP as the key's holder, from a client
+// that declares URL elicitation (url) or not, and returns the JSON-RPC
+// error (url) or the result.
+func mcpConsent(t *testing.T, in *instance, key string, url bool) map[string]any {
+	t.Helper()
+	caps := `{}`
+	if url {
+		caps = `{"elicitation":{"url":{}}}`
+	}
+	post := func(session, body string) (*http.Response, map[string]any) {
+		req, _ := http.NewRequest("POST", in.url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := in.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if i := bytes.Index(b, []byte("data: ")); i >= 0 { // an event stream of one message
+			b = b[i+6:]
+		}
+		var v map[string]any
+		_ = json.Unmarshal(bytes.TrimSpace(b), &v)
+		return resp, v
+	}
+	resp, _ := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+
+		`,"clientInfo":{"name":"t","version":"1"}}}`)
+	session := resp.Header.Get("Mcp-Session-Id")
+	_, v := post(session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up_echo","arguments":{"message":"hi"}}}`)
+	if url {
+		e, _ := v["error"].(map[string]any)
+		return e
+	}
+	r, _ := v["result"].(map[string]any)
+	return r
 }
 
 // upstreamCalls counts the upstream's audited echo calls by subject.

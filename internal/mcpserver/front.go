@@ -59,6 +59,9 @@ func (s *Server) front(w http.ResponseWriter, r *http.Request, body []byte, set 
 	switch pm := peekMessage(m); pm.method {
 	case "tools/call":
 		ctx = context.WithValue(ctx, rpcIDKey{}, pm.id)
+		if hp.caps.URL {
+			ctx = context.WithValue(ctx, urlElicitKey{}, true)
+		}
 	case "notifications/cancelled":
 		s.calls.cancel(who.Name, pm.cancelled)
 	}

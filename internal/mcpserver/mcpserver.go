@@ -282,6 +282,9 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if env.Error != nil && env.Error.Type == tools.ConfirmationRequired {
 			return confirmationResult(req, env, s.hasOutputSchema(name)), nil
 		}
+		if err := consentElicitation(ctx, req, env); err != nil {
+			return nil, err
+		}
 		return render(env, s.hasOutputSchema(name)), nil
 	}
 }

@@ -36,6 +36,9 @@ type clientCaps struct {
 	Elicitation bool   `json:"e,omitempty"`
 	Sampling    bool   `json:"s,omitempty"`
 	Tasks       bool   `json:"t,omitempty"`
+	// URL: the client takes URL-mode elicitations (2025-11-25), as a
+	// consent step's URLElicitationRequiredError.
+	URL bool `json:"u,omitempty"`
 }
 
 // capsOf reads an initialize request's params, with member names as
@@ -55,7 +58,8 @@ func capsOf(params json.RawMessage) clientCaps {
 	var modes map[string]json.RawMessage
 	form := present(c["elicitation"]) && json.Unmarshal(c["elicitation"], &modes) == nil &&
 		(present(modes["form"]) || !present(modes["url"]))
-	return clientCaps{Version: version, Elicitation: form, Sampling: present(c["sampling"]), Tasks: present(c["tasks"])}
+	return clientCaps{Version: version, Elicitation: form, Sampling: present(c["sampling"]), Tasks: present(c["tasks"]),
+		URL: present(c["elicitation"]) && present(modes["url"])}
 }
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }

@@ -66,6 +66,9 @@ func describe(e *dispatch.ErrorBody) string {
 	if e.Suggestion != "" {
 		fmt.Fprintf(&b, "\nWhat to do: %s", e.Suggestion)
 	}
+	if e.AuthorizeURL != "" {
+		fmt.Fprintf(&b, "\nAuthorize at: %s", e.AuthorizeURL)
+	}
 	for _, f := range e.Fields {
 		fmt.Fprintf(&b, "\n- %s", f)
 	}

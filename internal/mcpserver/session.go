@@ -48,7 +48,7 @@ func (k *sessionKeys) mac(caller string, payload []byte) []byte {
 // issue is the session id of the caller's client with caps; "" when there
 // is nothing to remember.
 func (k *sessionKeys) issue(caller string, caps clientCaps) string {
-	if !caps.Elicitation && !caps.Sampling {
+	if !caps.Elicitation && !caps.Sampling && !caps.URL {
 		return ""
 	}
 	payload, err := json.Marshal(caps)
