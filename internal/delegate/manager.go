@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -74,6 +75,8 @@ type Manager struct {
 	mu    sync.RWMutex
 	base  string
 	conns map[string]*Connection
+	// inbound: a connection exchanges or passes on the caller's token.
+	inbound atomic.Bool
 }
 
 // New builds a Manager.
@@ -137,17 +140,7 @@ func (m *Manager) Names() []string {
 // WantsInbound reports whether a connection exchanges or passes on the
 // caller's own token (so requests carry it in their context).
 func (m *Manager) WantsInbound() bool {
-	if m == nil {
-		return false
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	for _, c := range m.conns {
-		if c.d.Exchange != nil || c.d.Passthrough {
-			return true
-		}
-	}
-	return false
+	return m != nil && m.inbound.Load()
 }
 
 // Downstream is what calls as the user: an MCP server or an HTTP API tool.
@@ -199,6 +192,9 @@ func (m *Manager) Add(d Downstream) (*Connection, error) {
 		return nil, fmt.Errorf("delegate: the connection name %q is used twice", d.Name)
 	}
 	m.conns[d.Name] = c
+	if d.Exchange != nil || d.Passthrough {
+		m.inbound.Store(true)
+	}
 	return c, nil
 }
 
