@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/toold/toold/internal/apitest"
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/credentials"
@@ -437,4 +439,39 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
+}
+
+// TestConsoleConnections: the console's Connections page, in headless
+// Chromium, as a person uses it with their key: each connection with its
+// status and a Connect link to their consent page; a credential set with
+// the form is listed by name and never shown again; a connection made is
+// shown with its scopes, and Disconnect ends it.
+func TestConsoleConnections(t *testing.T) {
+	w := newActingWorld(t)
+	in := w.startActing(t, w.key)
+	b := newBrowser(t, in.url)
+	b.open("connections", aliceKey)
+	card := `article.connection[data-name="up_echo"]`
+	b.waitText(card, "not connected")
+	href := eval[string](b, `document.querySelector('`+card+` a.connect').href`)
+	if !strings.HasPrefix(href, in.url+"/connections/start?flow=") {
+		t.Fatalf("the Connect link: %q", href)
+	}
+	const value = "jira-secret-value-0123456789"
+	b.do(chromedp.SendKeys(chromedp.CSS("#credential-name"), "jira"), chromedp.SendKeys(chromedp.CSS("#credential-value"), value),
+		chromedp.Click(chromedp.CSS(`#credential-form button[type="submit"]`)))
+	b.waitText("#credentials-list", "jira")
+	if page := eval[string](b, `document.body.innerText + document.getElementById('credential-value').value`); strings.Contains(page, value) {
+		t.Error("the page shows the credential's value after saving it")
+	}
+	if code, env := as(t, in, aliceKey, "GET", "/credentials", ""); code != 200 || !strings.Contains(mustJSON(env), `"name":"jira"`) || strings.Contains(mustJSON(env), value) {
+		t.Errorf("GET /credentials: %d %v", code, env)
+	}
+	consent(t, w.idp, idAlice, href)
+	b.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#view-connections")))
+	b.waitText(card, "toold:call")
+	b.shot("connections")
+	b.do(chromedp.Click(chromedp.CSS(card + " button.disconnect")))
+	b.waitText("#connections-status", "Disconnected up_echo")
+	b.waitText(card, "not connected")
 }

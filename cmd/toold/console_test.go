@@ -395,6 +395,7 @@ func TestConsoleAccessibility(t *testing.T) {
 		{"activity", consoleApproverKey, "#activity-status"},
 		{"tools", consoleAgentKey, "details.tool summary"},
 		{"audit", consoleAdminKey, "#audit-load"},
+		{"connections", consoleAgentKey, "#credential-form"},
 	} {
 		b.open(v.view, v.key)
 		b.do(chromedp.WaitVisible(chromedp.CSS(v.ready)))

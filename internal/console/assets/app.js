@@ -8,8 +8,9 @@ import * as questions from './questions.js';
 import * as activity from './activity.js';
 import * as toolsView from './tools.js';
 import * as audit from './audit.js';
+import * as connections from './connections.js';
 
-const views = { approvals, questions, activity, tools: toolsView, audit };
+const views = { approvals, questions, activity, tools: toolsView, audit, connections };
 let current = null;
 
 function who() {
