@@ -426,3 +426,25 @@ func TestStateCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestUserReferencesStay: ${user:name} is the caller's own credential,
+// resolved per call: the configuration keeps it as written, whatever the
+// environment holds, and still expands ${VAR} beside it.
+func TestUserReferencesStay(t *testing.T) {
+	env := func(k string) (string, bool) {
+		if k == "PREFIX" {
+			return "token", true
+		}
+		return "", false
+	}
+	for in, want := range map[string]string{
+		"${user:github}":           "${user:github}",
+		"Bearer ${user:github}":    "Bearer ${user:github}",
+		"${PREFIX} ${user:jira.x}": "token ${user:jira.x}",
+	} {
+		got, err := expand(in, env)
+		if err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+	}
+}
