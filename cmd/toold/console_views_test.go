@@ -77,8 +77,8 @@ func (b *browser) fits(view string, width float64) {
 	if l.Page > l.Viewport {
 		b.t.Errorf("%s at %v px: the page is %v px wide and scrolls sideways; sticking out: %v", view, width, l.Page, l.Wide)
 	}
-	if len(l.Tabs) != 5 {
-		b.t.Errorf("%s: %d tabs, want 5", view, len(l.Tabs))
+	if len(l.Tabs) != 6 {
+		b.t.Errorf("%s: %d tabs, want 6", view, len(l.Tabs))
 	}
 	for _, tab := range l.Tabs {
 		if tab.Left < 0 || tab.Right > l.Viewport || tab.Top < 0 || tab.Bottom > l.Height || !tab.Reached {
@@ -119,6 +119,7 @@ func TestConsoleOnAPhone(t *testing.T) {
 			b.do(chromedp.Click(chromedp.CSS("#audit-load")))
 			b.waitText("#audit-status", "The chain holds")
 		}},
+		{"connections", consoleAgentKey, "#credential-form", nil},
 	} {
 		b.open(v.view, v.key)
 		b.do(chromedp.WaitVisible(chromedp.CSS(v.ready)))
