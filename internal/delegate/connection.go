@@ -260,6 +260,9 @@ func (c *Connection) required(who *auth.Identity, reason string) error {
 		reason = "the caller has not connected it yet"
 	}
 	e := &AuthorizationRequired{Connection: c.d.Name, Reason: reason, Shared: !c.PerUser()}
+	if e.Shared {
+		return e // only an admin connects it (GET /connections/{name}/authorize): no link for any caller
+	}
 	if u, err := c.m.startURL(who, c.d.Name); err == nil {
 		e.URL = u
 	}

@@ -352,3 +352,32 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestSharedConnection: a connection every caller shares (per_user:
+// false) offers no consent link to callers (only an admin's GET
+// /connections/{name}/authorize makes one); once made, every caller's
+// calls carry its token.
+func TestSharedConnection(t *testing.T) {
+	w := newWorld(t)
+	conn, err := w.m.Add(delegate.Downstream{Name: "shared", URL: w.resource, MCP: true,
+		OAuth: &delegate.OAuthConfig{ClientID: w.client.ID}, Client: guarded(t), AllowHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Credential(context.Background(), idAlice)
+	var ar *delegate.AuthorizationRequired
+	if !errors.As(err, &ar) || !ar.Shared || ar.URL != "" {
+		t.Fatalf("a caller of an unmade shared connection: %+v %v", ar, err)
+	}
+	link, err := w.m.AuthorizeURL(idAlice, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.finish(t, link, alice, true); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := conn.Credential(context.Background(), idBob)
+	if err != nil || claims(t, cred.Token)["sub"] != alice.ID {
+		t.Fatalf("bob's call over the shared connection: %v", err)
+	}
+}

@@ -25,7 +25,7 @@ func ToolError(err error, upstream string) *tools.Error {
 		te.Upstream, te.AuthorizeURL = ar.Connection, ar.URL
 		if ar.Shared {
 			te.Message = upstream + " serves every caller through one connection, and nobody has authorized it yet (" + ar.Reason + ")"
-			return te.WithSuggestion("a caller with the admin role opens authorize_url in a browser (or GET /connections/%s/authorize) and authorizes toold; then call again", ar.Connection)
+			return te.WithSuggestion("a caller with the admin role opens GET /connections/%s/authorize in a browser and authorizes toold; then call again", ar.Connection)
 		}
 		return te.WithSuggestion("open authorize_url in a browser (it needs no toold credentials, and expires), authorize toold at %s, then call again; "+
 			"GET /connections lists your connections", ar.Connection)

@@ -86,6 +86,11 @@ func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) {
 		s.vaultError(w, r, err)
 		return
 	}
+	for i := range list {
+		if list[i].Shared && !principal(r).Has(auth.RoleAdmin) {
+			list[i].AuthorizeURL = "" // a shared connection is an admin's to make
+		}
+	}
 	writeNoStore(w, http.StatusOK, map[string]any{"connections": list})
 }
 
