@@ -87,7 +87,7 @@ func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i := range list {
-		if list[i].Shared && !principal(r).Has(auth.RoleAdmin) {
+		if list[i].Shared && !p.Has(auth.RoleAdmin) {
 			list[i].AuthorizeURL = "" // a shared connection is an admin's to make
 		}
 	}
