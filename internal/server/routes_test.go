@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/delegate"
 	"github.com/toold/toold/internal/oauth"
 	"github.com/toold/toold/internal/oauth/oidctest"
 	"github.com/toold/toold/internal/registry"
@@ -44,6 +45,13 @@ var publicRoutes = map[string]string{
 	"OPTIONS /audit":                   "CORS preflight",
 	"OPTIONS /mcp":                     "CORS preflight",
 	"OPTIONS /mcp/{toolset}":           "CORS preflight",
+	"GET " + delegate.StartPath:        "connecting to a downstream: a browser opens it; a sealed, short-lived start link names the principal",
+	"POST " + delegate.StartPath:       "connecting: the start page's form, bound by the same sealed link and a cookie",
+	"GET " + delegate.CallbackPath:     "connecting: the downstream's authorization server sends the browser back; the single-use state binds the code to the principal",
+	"OPTIONS /connections":             "CORS preflight",
+	"OPTIONS /connections/*":           "CORS preflight",
+	"OPTIONS /credentials":             "CORS preflight",
+	"OPTIONS /credentials/*":           "CORS preflight",
 }
 
 // TestEveryRouteNeedsCredentials (issue 38, item 5) walks the whole
