@@ -14,13 +14,14 @@ function status(t) { document.getElementById('connections-status').textContent =
 export function init() {
   document.getElementById('credential-form').addEventListener('submit', save);
 }
-export function start() { load(); }
+export function start() { status(''); load(); }
 export function stop() {}
 
 async function load() {
   const [c, s] = await Promise.all([call('GET', '/connections'), call('GET', '/credentials')]);
   if (!c.ok) { status(problem(c)); return; }
-  status('');
+  // The status line is left as it is: after Disconnect, Forget or Save
+  // it says what was done, and this reload must not wipe it.
   const conns = (c.data && c.data.connections) || [];
   document.getElementById('connections-list').replaceChildren(...conns.map(connection));
   document.getElementById('connections-empty').hidden = conns.length > 0;
