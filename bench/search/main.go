@@ -33,6 +33,7 @@ func run(args []string, out io.Writer) error {
 	dir := testdata()
 	catalog := fs.String("catalog", filepath.Join(dir, "catalog.txt"), "the catalog, in the text format")
 	queries := fs.String("queries", filepath.Join(dir, "queries.txt"), "the queries, in the text format")
+	unseen := fs.String("unseen", filepath.Join(dir, "unseen.txt"), "a catalog of integrations held out whatever their names hash to (\"\" for none)")
 	setFile := fs.String("set", "", "a set in the JSON format (instead of -catalog and -queries)")
 	split := fs.String("split", "", "only the queries of this split (dev, holdout); all by default")
 	ablation := fs.Bool("ablation", false, "also measure the ranking with each technique turned off")
@@ -47,7 +48,11 @@ func run(args []string, out io.Writer) error {
 	if *setFile != "" {
 		set, err = evalset.LoadJSON(*setFile)
 	} else {
-		set, err = evalset.LoadText(*catalog, *queries)
+		var extra []string
+		if *unseen != "" {
+			extra = append(extra, *unseen)
+		}
+		set, err = evalset.LoadText(*catalog, *queries, extra...)
 	}
 	if err == nil {
 		err = set.Check()

@@ -38,7 +38,7 @@ func main() {
 
 func run() error {
 	dir := filepath.Join("..", "search", "testdata")
-	set, err := evalset.LoadText(filepath.Join(dir, "catalog.txt"), filepath.Join(dir, "queries.txt"))
+	set, err := evalset.LoadText(filepath.Join(dir, "catalog.txt"), filepath.Join(dir, "queries.txt"), filepath.Join(dir, "unseen.txt"))
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/toold/toold/internal/search"
@@ -17,6 +19,11 @@ import (
 type Set struct {
 	Tools   []search.Doc
 	Queries []Query
+	// Integration names each tool's integration (its catalog section, or
+	// the server part of its name).
+	Integration map[string]string
+	// Unseen are the integrations held out whatever their name hashes to.
+	Unseen map[string]bool
 }
 
 // Query is one query of a set.
@@ -24,18 +31,46 @@ type Query struct {
 	Text string
 	// Expected are the tools that answer it, any of them equally right.
 	Expected []string
-	// Kind is verbatim, paraphrased or hard (or whatever a set calls its
-	// kinds); Split is dev or holdout ("" for a set that has no split).
+	// Kind is verbatim, paraphrased, hard... (whatever a set calls its
+	// kinds); Split is dev or holdout: the split of the expected tools'
+	// integrations (see SplitOf).
 	Kind, Split string
 }
 
 // LoadText reads the text format of testdata/catalog.txt and
-// testdata/queries.txt.
-func LoadText(catalog, queries string) (*Set, error) {
-	s := &Set{}
-	if err := eachLine(catalog, func(line string) error {
+// testdata/queries.txt; the catalogs named by unseen hold integrations
+// that are held out whatever their names hash to.
+func LoadText(catalog, queries string, unseen ...string) (*Set, error) {
+	s := &Set{Integration: map[string]string{}, Unseen: map[string]bool{}}
+	for i, path := range append([]string{catalog}, unseen...) {
+		if err := s.readCatalog(path, i > 0); err != nil {
+			return nil, err
+		}
+	}
+	err := eachLine(queries, func(line string) error {
+		fs := strings.Split(line, " | ")
+		if len(fs) != 3 || strings.ContainsAny(strings.TrimSpace(fs[0]), " \t") {
+			return fmt.Errorf("not a query (kind | tools | query): %q", line)
+		}
+		s.Queries = append(s.Queries, Query{Kind: strings.TrimSpace(fs[0]), Text: fs[2], Expected: strings.Split(fs[1], ",")})
+		return nil
+	})
+	s.assignSplits()
+	return s, err
+}
+
+// readCatalog reads a catalog in the text format: "@name description"
+// opens an integration, "name: description" is a tool, an indented line a
+// parameter.
+func (s *Set) readCatalog(catalog string, unseen bool) error {
+	integration := ""
+	return eachLine(catalog, func(line string) error {
 		switch {
 		case strings.HasPrefix(line, "@"):
+			integration = strings.Fields(line[1:] + " ")[0]
+			if unseen {
+				s.Unseen[integration] = true
+			}
 		case strings.HasPrefix(line, "  "):
 			if len(s.Tools) == 0 {
 				return fmt.Errorf("a parameter before any tool: %q", line)
@@ -48,22 +83,10 @@ func LoadText(catalog, queries string) (*Set, error) {
 				return fmt.Errorf("not a tool: %q", line)
 			}
 			s.Tools = append(s.Tools, search.Doc{Name: name, Description: desc})
+			s.Integration[name] = integration
 		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	err := eachLine(queries, func(line string) error {
-		head, text, ok := strings.Cut(line, " | ")
-		fs := strings.Fields(head)
-		exp, text, ok2 := strings.Cut(text, " | ")
-		if !ok || !ok2 || len(fs) != 2 {
-			return fmt.Errorf("not a query: %q", line)
-		}
-		s.Queries = append(s.Queries, Query{Split: fs[0], Kind: fs[1], Text: text, Expected: strings.Split(exp, ",")})
 		return nil
 	})
-	return s, err
 }
 
 // textParam reads "name: description", "name=a|b: description", "name#:"
@@ -116,7 +139,6 @@ type jsonSet struct {
 		Tool     json.RawMessage `json:"tool"`
 		Kind     string          `json:"kind"`
 		Type     string          `json:"type"`
-		Split    string          `json:"split"`
 	} `json:"queries"`
 }
 
@@ -130,8 +152,9 @@ func LoadJSON(path string) (*Set, error) {
 	if err := json.Unmarshal(b, &js); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	s := &Set{}
+	s := &Set{Integration: map[string]string{}, Unseen: map[string]bool{}}
 	for _, t := range js.Tools {
+		s.Integration[t.Name] = serverOf(t.Name)
 		schema := t.InputSchema
 		for _, alt := range []json.RawMessage{t.Input, t.Parameters} {
 			if len(schema) == 0 {
@@ -154,8 +177,9 @@ func LoadJSON(path string) (*Set, error) {
 		if kind == "" {
 			kind = q.Type
 		}
-		s.Queries = append(s.Queries, Query{Text: q.Query, Expected: names, Kind: kind, Split: q.Split})
+		s.Queries = append(s.Queries, Query{Text: q.Query, Expected: names, Kind: kind})
 	}
+	s.assignSplits()
 	return s, nil
 }
 
@@ -209,12 +233,74 @@ func (s *Set) CamelCase() {
 		}
 		return server + "__" + strings.Join(parts, "")
 	}
+	integration := map[string]string{}
 	for i := range s.Tools {
-		s.Tools[i].Name = rename(s.Tools[i].Name)
+		n := rename(s.Tools[i].Name)
+		integration[n] = s.Integration[s.Tools[i].Name]
+		s.Tools[i].Name = n
 	}
+	s.Integration = integration
 	for i := range s.Queries {
 		for j, e := range s.Queries[i].Expected {
 			s.Queries[i].Expected[j] = rename(e)
 		}
 	}
+}
+
+// The splits of a set: a query about an integration of the dev split may
+// be looked at, tuned on and designed for; the holdout split is only
+// measured, and every figure docs/search.md reports is of it.
+const (
+	Dev     = "dev"
+	Holdout = "holdout"
+)
+
+// SplitOf is the split of an integration: holdout for one of Unseen, and
+// for a third of the others, chosen by a hash of the name (FNV-1a modulo
+// 3 is 0) so that nobody chose which.
+func (s *Set) SplitOf(integration string) string {
+	h := fnv.New32a()
+	h.Write([]byte(integration))
+	if s.Unseen[integration] || h.Sum32()%3 == 0 {
+		return Holdout
+	}
+	return Dev
+}
+
+// assignSplits sets each query's split: holdout when every tool it
+// expects is of a held-out integration.
+func (s *Set) assignSplits() {
+	for i, q := range s.Queries {
+		s.Queries[i].Split = Holdout
+		for _, e := range q.Expected {
+			if s.SplitOf(s.Integration[e]) == Dev {
+				s.Queries[i].Split = Dev
+			}
+		}
+	}
+}
+
+// Only returns the set restricted to the tools of split's integrations
+// and the queries of split: what tuning on the dev split may see.
+func (s *Set) Only(split string) *Set {
+	out := &Set{Integration: s.Integration, Unseen: s.Unseen}
+	for _, t := range s.Tools {
+		if s.SplitOf(s.Integration[t.Name]) == split {
+			out.Tools = append(out.Tools, t)
+		}
+	}
+	out.Queries = slices.DeleteFunc(slices.Clone(s.Queries), func(q Query) bool { return q.Split != split })
+	return out
+}
+
+// serverOf is the server part of a tool's name (github of
+// github__list_issues or github.list_issues), or "" for a name without one.
+func serverOf(name string) string {
+	if srv, _, ok := strings.Cut(name, "__"); ok {
+		return srv
+	}
+	if srv, _, ok := strings.Cut(name, "."); ok {
+		return srv
+	}
+	return ""
 }
