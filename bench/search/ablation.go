@@ -16,6 +16,10 @@ type variant struct {
 
 var variants = []variant{
 	{"all techniques", func(*search.Options) {}},
+	{"- dense (vectors)", func(o *search.Options) { o.Dense = false }},
+	{"dense: RRF fusion", func(o *search.Options) { o.Fusion = search.RRF; o.DenseWeight = 0.2; o.RRFK = 10 }},
+	{"- query reading", func(o *search.Options) { o.ReadQuery = false }},
+	{"- typo tolerance", func(o *search.Options) { o.Typos = false }},
 	{"- camelCase split", func(o *search.Options) { o.SplitNames = false }},
 	{"- stemming", func(o *search.Options) { o.Stem = false }},
 	{"- domain thesaurus", func(o *search.Options) { o.Thesaurus = false }},
@@ -34,10 +38,10 @@ var variants = []variant{
 	}},
 }
 
-// printAblation measures each variant: recall@1, @5 and MRR over all the
-// queries, and recall@5 of the paraphrased ones.
-func printAblation(out io.Writer, set *evalset.Set, qs []evalset.Query) error {
-	fmt.Fprintln(out, "\nvariant               R@1    R@5    MRR    R@5 paraphrased")
+// printAblation measures each variant: recall@1, @5 and MRR over the
+// queries of a split, and recall@5 of the paraphrased ones.
+func printAblation(out io.Writer, set *evalset.Set, qs []evalset.Query, split string) error {
+	fmt.Fprintf(out, "\nablation, %s split:\nvariant               R@1    R@5    MRR    R@5 paraphrased\n", split)
 	for _, v := range variants {
 		o := search.DefaultOptions()
 		v.change(&o)

@@ -35,11 +35,11 @@ func run(args []string, out io.Writer) error {
 	queries := fs.String("queries", filepath.Join(dir, "queries.txt"), "the queries, in the text format")
 	unseen := fs.String("unseen", filepath.Join(dir, "unseen.txt"), "a catalog of integrations held out whatever their names hash to (\"\" for none)")
 	setFile := fs.String("set", "", "a set in the JSON format (instead of -catalog and -queries)")
-	split := fs.String("split", "", "only the queries of this split (dev, holdout); all by default")
-	ablation := fs.Bool("ablation", false, "also measure the ranking with each technique turned off")
+	split := fs.String("split", "", "only the queries of this split (dev, holdout); both by default")
+	ablation := fs.Bool("ablation", false, "also measure the ranking with each technique turned off (on the holdout split, or -split)")
 	tuneFlag := fs.Bool("tune", false, "tune the ranking's weights on the dev split (and print them)")
 	camel := fs.Bool("camel", false, "rename every tool to camelCase (github__listPullRequests), to measure name splitting")
-	misses := fs.Bool("misses", false, "list the queries whose tool is not first (use on the dev split only)")
+	misses := fs.Bool("misses", false, "list the dev split's queries whose tool is not first")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,24 +67,47 @@ func run(args []string, out io.Writer) error {
 		tune(out, set)
 		return nil
 	}
-	qs := set.Queries
+	splits := []string{evalset.Holdout, evalset.Dev}
 	if *split != "" {
-		qs = slices.DeleteFunc(slices.Clone(qs), func(q evalset.Query) bool { return q.Split != *split })
+		splits = []string{*split}
 	}
-	fmt.Fprintf(out, "%d tools, %d queries (split %q)\n\n", len(set.Tools), len(qs), *split)
-	ix := search.Build(set.Tools, search.DefaultOptions())
-	ours := evalset.Evaluate(set, qs, ixRanker(ix))
-	base := evalset.Evaluate(set, qs, newBM25(set.Tools).search)
-	fmt.Fprintln(out, "ranker         kind          n    R@1    R@3    R@5    MRR")
-	ours.Print(out, "toold")
-	base.Print(out, "plain BM25")
-	if *misses {
-		ours.PrintMisses(out)
+	fmt.Fprintf(out, "%d tools of %d integrations, %d queries; split by integration (docs/search.md)\n", len(set.Tools), countIntegrations(set), len(set.Queries))
+	ix := ixRanker(search.Build(set.Tools, search.DefaultOptions()))
+	lexical := search.DefaultOptions()
+	lexical.Dense = false
+	lex := ixRanker(search.Build(set.Tools, lexical))
+	base := newBM25(set.Tools).search
+	for _, sp := range splits {
+		qs := slices.DeleteFunc(slices.Clone(set.Queries), func(q evalset.Query) bool { return q.Split != sp })
+		fmt.Fprintf(out, "\n%s: %d queries on %s\n", sp, len(qs), describeSplit(set, sp))
+		fmt.Fprintln(out, "ranker         kind          n    R@1    R@3    R@5    MRR")
+		ours := evalset.Evaluate(set, qs, ix)
+		ours.Print(out, "toold")
+		evalset.Evaluate(set, qs, lex).Print(out, "toold-dense")
+		evalset.Evaluate(set, qs, base).Print(out, "plain BM25")
+		if *misses && sp == evalset.Dev {
+			ours.PrintMisses(out)
+		}
 	}
 	if *ablation {
-		return printAblation(out, set, qs)
+		qs := slices.DeleteFunc(slices.Clone(set.Queries), func(q evalset.Query) bool { return q.Split != splits[0] })
+		return printAblation(out, set, qs, splits[0])
 	}
 	return nil
+}
+
+func countIntegrations(set *evalset.Set) int {
+	seen := map[string]bool{}
+	for _, t := range set.Tools {
+		seen[set.Integration[t.Name]] = true
+	}
+	return len(seen)
+}
+
+// describeSplit says how many integrations and tools a split has.
+func describeSplit(set *evalset.Set, split string) string {
+	only := set.Only(split)
+	return fmt.Sprintf("%d integrations (%d tools)", countIntegrations(only), len(only.Tools))
 }
 
 // testdata is the directory of the default set, beside this file when run

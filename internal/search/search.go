@@ -78,6 +78,27 @@ type Options struct {
 	// Related and General weigh a match through the thesaurus's related
 	// words and WordNet's synonyms against a match of the word itself.
 	Related, General float64
+	// ReadQuery reads a query before matching its words (see query.go):
+	// the words of the values it quotes count ValueWeight as much, and a
+	// tool whose name holds a word the query excludes loses
+	// NegationPenalty of its score.
+	ReadQuery                    bool
+	ValueWeight, NegationPenalty float64
+	// Typos reads a word nothing knows as the index term it misspells.
+	Typos bool
+	// Dense adds the ranking by word vectors (see dense.go), fused with
+	// the lexical one as Fusion says; DenseFields weigh each field's terms
+	// in a tool's vector.
+	Dense       bool
+	DenseFields [numFields]float64
+	Fusion      Fusion
+	// DenseWeight weighs the dense ranking against the lexical one;
+	// cosines at or below DenseFloor do not count.
+	DenseWeight, DenseFloor float64
+	// RRFK is reciprocal rank fusion's k; FusionDepth how many of each
+	// ranking it fuses.
+	RRFK        float64
+	FusionDepth int
 }
 
 // DefaultOptions are the ranking toold serves, as docs/search.md measured
@@ -86,7 +107,10 @@ func DefaultOptions() Options {
 	return Options{SplitNames: true, Stem: true, Thesaurus: true, WordNet: true, Params: true, Enums: true,
 		Weights: [numFields]float64{3, 2, 1, 0.6, 0.4, 0.4},
 		B:       [numFields]float64{0.3, 0, 0.75, 0.5, 0.75, 0.5},
-		K1:      1.2, Related: 0.5, General: 0.25, ServerBoost: 0.5}
+		K1:      1.2, Related: 0.5, General: 0.25, ServerBoost: 0.5,
+		ReadQuery: true, ValueWeight: 0.3, NegationPenalty: 0.5, Typos: true,
+		Dense: true, DenseFields: [numFields]float64{1, 0, 1, 0, 0, 0},
+		Fusion: Linear, DenseWeight: 0.05, RRFK: 60, FusionDepth: 100}
 }
 
 // Index is a searchable set of documents.
@@ -98,6 +122,10 @@ type Index struct {
 	th       *thesaurus
 	// servers maps a server's terms to the documents it hosts.
 	servers map[string][]int32
+	// named maps a term of tools' own names to the tools.
+	named map[string][]int32
+	// dense holds the tools' vectors (nil without Options.Dense).
+	dense *denseIndex
 	// scratch holds the per-search score arrays, zeroed, for reuse: a
 	// search over 10,000 tools would otherwise allocate 160 KB.
 	scratch sync.Pool
@@ -124,7 +152,7 @@ type Hit struct {
 
 // Build indexes docs.
 func Build(docs []Doc, o Options) *Index {
-	ix := &Index{opts: o, n: len(docs), postings: map[string][]posting{}, an: newAnalyzer(o), servers: map[string][]int32{}}
+	ix := &Index{opts: o, n: len(docs), postings: map[string][]posting{}, an: newAnalyzer(o), servers: map[string][]int32{}, named: map[string][]int32{}}
 	if o.Thesaurus || o.WordNet {
 		ix.th = thesaurusFor(o.Stem)
 	}
@@ -138,6 +166,11 @@ func Build(docs []Doc, o Options) *Index {
 		for _, t := range fields[i][fieldServer] {
 			if ds := ix.servers[t]; len(ds) == 0 || ds[len(ds)-1] != int32(i) {
 				ix.servers[t] = append(ds, int32(i))
+			}
+		}
+		for _, t := range fields[i][fieldName] {
+			if ds := ix.named[t]; len(ds) == 0 || ds[len(ds)-1] != int32(i) {
+				ix.named[t] = append(ds, int32(i))
 			}
 		}
 	}
@@ -167,6 +200,10 @@ func Build(docs []Doc, o Options) *Index {
 			ps[j].score = float32(idf * tf * (o.K1 + 1) / (tf + o.K1))
 		}
 	}
+	if o.Dense {
+		ix.buildDense(fields)
+	}
+
 	return ix
 }
 
@@ -204,13 +241,15 @@ func (ix *Index) Bytes() int {
 	for t, ps := range ix.postings {
 		n += mapEntry + len(t) + 24 + cap(ps)*8
 	}
-	for t, ds := range ix.servers {
-		n += mapEntry + len(t) + 24 + cap(ds)*4
+	for _, m := range []map[string][]int32{ix.servers, ix.named} {
+		for t, ds := range m {
+			n += mapEntry + len(t) + 24 + cap(ds)*4
+		}
 	}
 	for w, s := range ix.an.stems {
 		n += mapEntry + len(w) + len(s)
 	}
-	return n
+	return n + ix.denseBytes()
 }
 
 // Len is the number of documents.
@@ -220,9 +259,12 @@ func (ix *Index) Len() int { return ix.n }
 // (nil keeps all), best first; documents that match no term of the query
 // are not returned.
 func (ix *Index) Search(query string, limit int, keep func(doc int) bool) []Hit {
-	concepts := ix.concepts(query)
-	if len(concepts) == 0 || limit <= 0 {
+	if limit <= 0 {
 		return nil
+	}
+	concepts, negated := ix.concepts(query)
+	if len(concepts) == 0 {
+		return ix.fallback(query, limit, keep)
 	}
 	b, _ := ix.scratch.Get().(*buffers)
 	if b == nil {
@@ -250,6 +292,14 @@ func (ix *Index) Search(query string, limit int, keep func(doc int) bool) []Hit 
 	}
 	b.touched = touched
 	ix.boostServers(concepts, scores)
+	if ix.dense != nil {
+		if q := ix.queryVector(concepts); q != nil {
+			dense := make([]float32, ix.n)
+			ix.dense.denseScores(q, dense)
+			scores = ix.fuse(scores, dense, keep)
+		}
+	}
+	ix.penalise(negated, scores)
 	return top(scores, limit, keep)
 }
 
@@ -305,52 +355,108 @@ type alternative struct {
 // concepts analyses a query: each word is a concept that its own term
 // satisfies fully and its related terms partly; a document scores the
 // best of a concept's alternatives, so a word and its synonym both present
-// count once. An abbreviation becomes the concepts of its expansion.
-func (ix *Index) concepts(query string) [][]alternative {
-	var out [][]alternative
+// count once. An abbreviation becomes the concepts of its expansion. The
+// words of the values a query quotes count ValueWeight as much; the terms
+// of what it excludes are returned apart.
+func (ix *Index) concepts(query string) (out [][]alternative, negated []string) {
+	p := parsedQuery{text: query}
+	if ix.opts.ReadQuery {
+		p = parseQuery(query)
+	} else {
+		p.hints = hints(query)
+	}
 	seen := map[string]bool{}
-	add := func(t string, expanded bool) {
+	add := func(t string, expanded bool, w float64) {
 		if seen[t] {
 			return
 		}
 		seen[t] = true
-		c := []alternative{{t, 1}}
+		c := []alternative{{t, w}}
 		if ix.th != nil && ix.opts.Thesaurus {
 			for _, r := range ix.th.related[t] {
-				c = append(c, alternative{r, ix.opts.Related})
+				c = append(c, alternative{r, w * ix.opts.Related})
 			}
 		}
 		if ix.th != nil && ix.opts.WordNet && !expanded {
 			for _, r := range ix.th.general[t] {
-				c = append(c, alternative{r, ix.opts.General})
+				c = append(c, alternative{r, w * ix.opts.General})
 			}
 		}
 		out = append(out, c)
 	}
-	ws := words(query, ix.an.prose())
+	ix.addText(p.text, 1, add)
+	ix.addText(p.values, ix.opts.ValueWeight, add)
+	for _, h := range p.hints {
+		add(ix.an.queryTerm(h), true, 1)
+	}
+	for _, w := range words(p.negated, ix.an.prose()) {
+		if t := ix.an.queryTerm(w); !stopwords[w] && !seen[t] {
+			negated = append(negated, t)
+		}
+	}
+	return out, negated
+}
+
+// addText adds the concepts of text's phrases and words, at weight w.
+func (ix *Index) addText(text string, w float64, add func(t string, expanded bool, w float64)) {
+	ws := words(text, ix.an.prose())
 	if ix.th != nil && ix.opts.Thesaurus {
 		all := make([]string, len(ws))
 		for i, w := range ws {
 			all[i] = ix.an.queryTerm(w)
 		}
 		for _, t := range ix.th.phraseTerms(all) {
-			add(t, true)
+			add(t, true, w)
 		}
 	}
-	for _, w := range ws {
-		if stopwords[w] {
+	for _, word := range ws {
+		if stopwords[word] {
 			continue
 		}
-		t := ix.an.queryTerm(w)
-		add(t, false)
+		t := ix.an.queryTerm(word)
+		if ix.opts.Typos && !ix.known(t) {
+			if near := ix.nearestTerm(t); near != "" {
+				t = near
+			}
+		}
+		add(t, false, w)
 		if ix.th != nil && ix.opts.Thesaurus {
 			for _, e := range ix.th.expand[t] {
-				add(e, true)
+				add(e, true, w)
 			}
 		}
 	}
-	for _, h := range hints(query) {
-		add(ix.an.queryTerm(h), true)
+}
+
+// known reports whether a query's term means anything to the index: a
+// tool holds it, the thesaurus relates it, or the word vectors know it.
+func (ix *Index) known(t string) bool {
+	if len(ix.postings[t]) > 0 {
+		return true
 	}
-	return out
+	if ix.th != nil && (len(ix.th.related[t]) > 0 || len(ix.th.expand[t]) > 0 || len(ix.th.general[t]) > 0) {
+		return true
+	}
+	if ix.dense != nil {
+		_, ok := ix.dense.table.rows[t]
+		return ok
+	}
+	return false
+}
+
+// penalise lowers the scores of the tools whose names hold a term the
+// query excludes ("create a ticket, not a comment": add_comment).
+func (ix *Index) penalise(negated []string, scores []float64) {
+	if len(negated) == 0 || ix.opts.NegationPenalty == 0 {
+		return
+	}
+	done := map[int32]bool{}
+	for _, t := range negated {
+		for _, d := range ix.named[t] {
+			if !done[d] {
+				done[d] = true
+				scores[d] *= 1 - ix.opts.NegationPenalty
+			}
+		}
+	}
 }

@@ -182,7 +182,8 @@ func TestPhrasesKeepTheirStopWords(t *testing.T) {
 		t.Errorf(`"open a" expands to %v`, exp)
 	}
 	ix := Build(catalog, DefaultOptions())
-	for _, c := range ix.concepts("show the open PRs") {
+	cs, _ := ix.concepts("show the open PRs")
+	for _, c := range cs {
 		if c[0].term == "creat" {
 			t.Errorf("a concept %v from a phrase the query does not hold", c)
 		}
