@@ -1,6 +1,5 @@
 package search
 
-
 // The dense part of the ranking: a tool and a query are each the weighted
 // mean of their terms' vectors (static word embeddings, model2vec-style:
 // no encoder runs, a table lookup per term), compared by cosine. It finds
@@ -50,7 +49,6 @@ func (ix *Index) buildDense(fields [][numFields][]string) {
 	}
 	ix.dense = d
 }
-
 
 // queryVector embeds a query's concepts (their own terms, not their
 // alternatives), or returns nil when the table knows none of them.

@@ -115,10 +115,20 @@ func TestSearchFilterAndLimit(t *testing.T) {
 	if got := ix.Search("create issue", 1, nil); len(got) != 1 {
 		t.Errorf("limit 1 gave %d hits", len(got))
 	}
-	for _, q := range []string{"", "   ", "the of and", "zzzz qqqq"} {
+	for _, q := range []string{"", "   ", "zzzz qqqq"} {
 		if got := ix.Search(q, 5, nil); len(got) != 0 {
 			t.Errorf("%q matched %v", q, got)
 		}
+	}
+	// A query of stop words has no concept: the word vectors still answer
+	// it, the lexical ranking alone cannot.
+	if got := ix.Search("the of and", 5, nil); len(got) == 0 {
+		t.Error(`"the of and" found nothing`)
+	}
+	lexical := DefaultOptions()
+	lexical.Dense = false
+	if got := Build(catalog, lexical).Search("the of and", 5, nil); len(got) != 0 {
+		t.Errorf(`"the of and" matched %v lexically`, got)
 	}
 	for i := 1; i < len(hits); i++ {
 		if hits[i].Score > hits[i-1].Score {
