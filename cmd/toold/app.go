@@ -224,7 +224,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		// only by credentials, so the anonymous caller decides only when
 		// the operator says so.
 		SelfApproval: cfg.Approvals.SelfApproval, Tracer: a.tracing.Tracer(),
-		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), AlwaysLoaded: cfg.Search.AlwaysLoaded, Pins: keeper,
+		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), Pinned: cfg.Search.PinnedPatterns(), Pins: keeper,
 		AnonymousWithheld: a.anonymousWithheld, Credentials: a.vault, Delegate: a.delegate})
 	if err != nil {
 		return nil, err

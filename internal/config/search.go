@@ -15,15 +15,28 @@ type Toolset struct {
 	Tools []string `yaml:"tools"`
 	// Description says what the toolset is for (shown to MCP clients).
 	Description string `yaml:"description"`
+	// Pinned are patterns of the toolset's tools that a deferred listing
+	// of the toolset (?toolset=<name>) lists in full, besides
+	// search.pinned.
+	Pinned []string `yaml:"pinned" validate:"dive,required"`
 }
 
 // SearchConfig configures tool search (GET /tools/search, the
 // search_tools tool) and deferred loading.
 type SearchConfig struct {
-	// AlwaysLoaded are patterns of the tools a deferred listing
-	// (?format=anthropic&defer_loading=true) still loads, besides
-	// search_tools: the few a model needs on every turn.
+	// Pinned are patterns (path.Match, as keys' tools) of the tools a
+	// deferred listing (?format=anthropic&defer_loading=true) still lists
+	// in full, besides search_tools: the few a model needs on every turn,
+	// which it should never have to search for.
+	Pinned []string `yaml:"pinned" validate:"dive,required"`
+	// AlwaysLoaded is the older name of Pinned; both are honoured.
 	AlwaysLoaded []string `yaml:"always_loaded" validate:"dive,required"`
+}
+
+// PinnedPatterns are the patterns of search.pinned and its older name,
+// search.always_loaded.
+func (s SearchConfig) PinnedPatterns() []string {
+	return append(slices.Clone(s.Pinned), s.AlwaysLoaded...)
 }
 
 // ToolsetList returns the toolsets, sorted by name, as the registry takes
@@ -32,7 +45,7 @@ func (c *Config) ToolsetList() []registry.Toolset {
 	var out []registry.Toolset
 	for _, name := range slices.Sorted(maps.Keys(c.Toolsets)) {
 		t := c.Toolsets[name]
-		out = append(out, registry.Toolset{Name: name, Description: t.Description, Tools: t.Tools})
+		out = append(out, registry.Toolset{Name: name, Description: t.Description, Tools: t.Tools, Pinned: t.Pinned})
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/reqbody"
 	"github.com/toold/toold/internal/tools"
+	"github.com/toold/toold/internal/tools/catalog"
 	"github.com/toold/toold/internal/tracing"
 )
 
@@ -227,11 +229,37 @@ func (s *Server) visibleTools(p *auth.Principal, r *mcp.ListToolsResult) mcp.Res
 		}
 	}
 	cp := *r
-	cp.Tools = visible
+	cp.Tools = s.describeSearch(visible)
 	if x := s.executionOf(visible); x != nil {
 		return withExecution{ListToolsResult: &cp, execution: x}
 	}
 	return &cp
+}
+
+// describeSearch renders search_tools, when the caller sees it, with the
+// description of what the caller can find with it (catalog.Describe of
+// the other visible tools).
+func (s *Server) describeSearch(visible []*mcp.Tool) []*mcp.Tool {
+	at := -1
+	var search *registry.Entry
+	others := make([]*registry.Entry, 0, len(visible))
+	for i, t := range visible {
+		switch e := s.entry(t.Name); {
+		case e == nil:
+		case e.Spec.Name == catalog.Name:
+			at, search = i, e
+		default:
+			others = append(others, e)
+		}
+	}
+	if search == nil {
+		return visible
+	}
+	t := *visible[at]
+	t.Description = search.WithDescription(catalog.Describe(registry.Integrations(others))).MCP().Description
+	out := slices.Clone(visible)
+	out[at] = &t
+	return out
 }
 
 // handler runs one tools/call through the pipeline.

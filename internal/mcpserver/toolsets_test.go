@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -169,3 +170,35 @@ func (n namedTool) Spec() tools.Spec {
 }
 
 func (namedTool) Execute(context.Context, *tools.Call) (any, error) { return map[string]any{}, nil }
+
+// TestSearchToolDescribedOverMCP: tools/list describes search_tools by
+// the caller's view: a toolset's client hears of the toolset's tools, a
+// client of /mcp of the whole catalog.
+func TestSearchToolDescribedOverMCP(t *testing.T) {
+	h := newHarness(t, harnessOpts{toolsets: testToolsets(t)})
+	description := func(path string) string {
+		t.Helper()
+		lr, err := h.clientAt(path, "2025-06-18", "", nil).ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range lr.Tools {
+			if tl.Name == catalog.Name {
+				return tl.Description
+			}
+		}
+		t.Fatalf("%s lists no %s", path, catalog.Name)
+		return ""
+	}
+	if got := description("/mcp/ops"); !strings.Contains(got, "the 1 tool you can use") || !strings.Contains(got, "built-in (1).") {
+		t.Errorf("/mcp/ops: %q", got)
+	}
+	whole := description("/mcp")
+	lr, err := h.clientAt("/mcp", "2025-06-18", "", nil).ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("the %d tools you can use", len(lr.Tools)-1); !strings.Contains(whole, want) {
+		t.Errorf("/mcp: %q lacks %q", whole, want)
+	}
+}

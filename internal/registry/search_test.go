@@ -52,11 +52,14 @@ func TestSearchSwapsWithTheSnapshot(t *testing.T) {
 			}
 		}
 	})
+	// the upstream's tools: the word vectors find other.ping a little
+	// similar too
+	upstream := func(e *Entry) bool { return e.Spec.Source == "up" }
 	for range 4 {
 		wg.Go(func() {
 			for range rounds {
 				snap := live.Load()
-				hits := snap.Search("widget operation", 50, nil)
+				hits := snap.Search("widget operation", 50, upstream)
 				if len(hits) != 20 {
 					t.Errorf("%d hits: a search saw part of a list", len(hits))
 					return
@@ -113,5 +116,41 @@ func TestNewToolsets(t *testing.T) {
 	}
 	if _, err := sets.Patterns([]string{"nope"}); err == nil || !strings.Contains(err.Error(), "chat, code") {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestSearchIndexOncePerSnapshot: a snapshot builds its index once, and
+// callers with different views share it, each filtered at query time; a
+// new snapshot has its own.
+func TestSearchIndexOncePerSnapshot(t *testing.T) {
+	first, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive(first, Options{})
+	live.SetSource("up", generation(1))
+	snap := live.Load()
+	ix := snap.SearchIndex()
+	even := func(e *Entry) bool { return strings.HasSuffix(e.Spec.Name, "0") || strings.HasSuffix(e.Spec.Name, "2") }
+	var wg sync.WaitGroup
+	for _, keep := range []func(*Entry) bool{nil, even, func(*Entry) bool { return false }} {
+		wg.Go(func() {
+			for _, h := range snap.Search("widget operation", 50, keep) {
+				if keep != nil && !keep(h.Entry) {
+					t.Errorf("%s is outside the caller's view", h.Entry.Spec.Name)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if snap.SearchIndex() != ix {
+		t.Error("the snapshot's index was built again")
+	}
+	if n := len(snap.Search("widget operation", 50, even)); n != 4 {
+		t.Errorf("the even view found %d tools, want 4", n)
+	}
+	live.SetSource("up", generation(2))
+	if live.Load().SearchIndex() == ix {
+		t.Error("a new snapshot kept the old index")
 	}
 }

@@ -19,6 +19,9 @@ type Toolset struct {
 	Name        string
 	Description string
 	Tools       []string
+	// Pinned are patterns of the tools a deferred listing of the toolset
+	// lists in full (toolsets.<name>.pinned).
+	Pinned []string
 }
 
 // Contains reports whether the tool belongs to the toolset.
@@ -40,7 +43,7 @@ func NewToolsets(sets []Toolset) (Toolsets, error) {
 		case len(t.Tools) == 0:
 			probs = append(probs, fmt.Sprintf("toolset %q: tools names no pattern; list the tools (or patterns such as github.*) it holds", t.Name))
 		}
-		for _, p := range t.Tools {
+		for _, p := range append(slices.Clone(t.Tools), t.Pinned...) {
 			if _, err := path.Match(p, ""); err != nil || p == "" {
 				probs = append(probs, fmt.Sprintf("toolset %q: the pattern %q is malformed", t.Name, p))
 			}

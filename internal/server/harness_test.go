@@ -50,10 +50,10 @@ type harness struct {
 }
 
 type harnessOpts struct {
-	// toolsets and alwaysLoaded configure search (Options.Toolsets,
-	// Options.AlwaysLoaded).
+	// toolsets and pinned configure search (Options.Toolsets,
+	// Options.Pinned).
 	toolsets     registry.Toolsets
-	alwaysLoaded []string
+	pinned       []string
 	// metrics, when set, receives the limiter's metrics.
 	metrics *prometheus.Registry
 	keys    []auth.Key
@@ -178,7 +178,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	srv, err := New(Options{Dispatcher: disp, Keyring: kr, OAuth: verifier, Logger: log, OpenAPI: api.OpenAPI, Bodies: bodies,
 		AllowedOrigins: o.origins, MaxBodyBytes: o.maxBody, WriteTimeout: o.writeTimeout, Executions: ex, Store: st, Recorder: rec, Tracer: o.tracer,
-		StuckCalls: lim.StuckCalls, Toolsets: o.toolsets, AlwaysLoaded: o.alwaysLoaded, AnonymousWithheld: o.withheld,
+		StuckCalls: lim.StuckCalls, Toolsets: o.toolsets, Pinned: o.pinned, AnonymousWithheld: o.withheld,
 		MCP: mcpHandler, MCPToolsets: mcpToolsets})
 	if err != nil {
 		t.Fatal(err)

@@ -79,8 +79,8 @@ func notModified(r *http.Request, etag string) bool {
 }
 
 // listTools is GET /tools: the caller's view of the registry (narrowed by
-// ?toolset=) in ?format=; with format=anthropic, ?defer_loading=true marks
-// every tool but the search tool and search.always_loaded deferred. The
+// ?toolset=) in ?format=, search_tools described by that view; with format=anthropic, ?defer_loading=true marks
+// every tool but the search tool and the pinned ones deferred. The
 // renderings of formats whose content depends only on the snapshot are
 // cached per view; every answer carries an ETag and If-None-Match gets 304.
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
@@ -112,8 +112,9 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	render := func() ([]byte, error) {
+		entries := registry.Described(entries, catalog.Name, catalog.Describe)
 		if deferred {
-			return registry.RenderDeferred(entries, s.alwaysLoaded)
+			return registry.RenderDeferred(entries, s.pinned(set))
 		}
 		return registry.Render(f, entries)
 	}
@@ -172,10 +173,13 @@ func namesKey(entries []*registry.Entry) string {
 	return "\x00policy\x00" + string(h.Sum(nil))
 }
 
-// alwaysLoaded reports whether a deferred listing loads the tool: the
-// search tool, and the tools search.always_loaded names.
-func (s *Server) alwaysLoaded(e *registry.Entry) bool {
-	return e.Spec.Name == catalog.Name || e.Matches(s.opts.AlwaysLoaded)
+// pinned reports whether a deferred listing lists a tool in full: the
+// search tool, the tools search.pinned names, and those the toolset
+// listed (when set) pins.
+func (s *Server) pinned(set *registry.Toolset) func(*registry.Entry) bool {
+	return func(e *registry.Entry) bool {
+		return e.Spec.Name == catalog.Name || e.Matches(s.opts.Pinned) || set != nil && e.Matches(set.Pinned)
+	}
 }
 
 func containsTool(entries []*registry.Entry, name string) bool {

@@ -43,7 +43,8 @@ func searchCatalog() []tools.Tool {
 }
 
 // newSearchHarness serves the catalog, echo and search_tools (searching
-// the harness's own registry), with a toolset "code" of GitHub and GitLab.
+// the harness's own registry), with a toolset "code" of GitHub and GitLab
+// that pins GitLab's tools; search.pinned is echo.
 func newSearchHarness(t *testing.T, keys []auth.Key) *harness {
 	t.Helper()
 	var h *harness
@@ -56,12 +57,13 @@ func newSearchHarness(t *testing.T, keys []auth.Key) *harness {
 		}
 		return out
 	})
-	sets, err := registry.NewToolsets([]registry.Toolset{{Name: "code", Tools: []string{"github.*", "gitlab__*", catalog.Name}}})
+	sets, err := registry.NewToolsets([]registry.Toolset{{Name: "code", Tools: []string{"github.*", "gitlab__*", catalog.Name},
+		Pinned: []string{"gitlab.*"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h = newHarness(t, harnessOpts{keys: keys, tools: append(searchCatalog(), testTools()[0], search),
-		toolsets: sets, alwaysLoaded: []string{"echo"}})
+		toolsets: sets, pinned: []string{"echo"}})
 	return h
 }
 
@@ -203,7 +205,7 @@ func TestListingNotModified(t *testing.T) {
 }
 
 // TestDeferredListing: format=anthropic&defer_loading=true defers every
-// tool but search_tools and search.always_loaded.
+// tool but search_tools and search.pinned's.
 func TestDeferredListing(t *testing.T) {
 	h := newSearchHarness(t, nil)
 	r := h.do("GET", "/tools?format=anthropic&defer_loading=true", nil, nil)
@@ -223,6 +225,82 @@ func TestDeferredListing(t *testing.T) {
 	for _, q := range []string{"format=openai&defer_loading=true", "format=anthropic&defer_loading=maybe"} {
 		if r := h.do("GET", "/tools?"+q, nil, nil); r.status != 400 || !strings.Contains(r.env.Error.Message, "defer_loading") {
 			t.Errorf("%s: %d %s", q, r.status, r.body)
+		}
+	}
+}
+
+// TestPinnedToolset: a deferred listing of a toolset lists in full the
+// tools the toolset pins, besides search.pinned's and search_tools; the
+// same tools are deferred in a listing of the whole catalog.
+func TestPinnedToolset(t *testing.T) {
+	h := newSearchHarness(t, nil)
+	loaded := func(q string) []string {
+		t.Helper()
+		r := h.do("GET", "/tools?format=anthropic&defer_loading=true"+q, nil, nil)
+		var items []map[string]any
+		if r.status != 200 || json.Unmarshal(r.body, &items) != nil {
+			t.Fatalf("%s: %d %s", q, r.status, r.body)
+		}
+		var out []string
+		for _, it := range items {
+			if it["defer_loading"] != true {
+				out = append(out, it["name"].(string))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := loaded("&toolset=code"), []string{"gitlab__list_merge_requests", catalog.Name}; !slices.Equal(got, want) {
+		t.Errorf("toolset code: loaded %v, want %v", got, want)
+	}
+	if got, want := loaded(""), []string{"echo", catalog.Name}; !slices.Equal(got, want) {
+		t.Errorf("the whole catalog: loaded %v, want %v", got, want)
+	}
+}
+
+// TestSearchToolDescribesTheView: in every listing, search_tools'
+// description counts the tools of the caller's view by integration, so
+// each key's model knows what it can find.
+func TestSearchToolDescribesTheView(t *testing.T) {
+	h := newSearchHarness(t, []auth.Key{
+		{Name: "all", SHA256: auth.Hash("key-all"), Tools: []string{"*"}},
+		{Name: "github", SHA256: auth.Hash("key-github"), Tools: []string{"github.*", catalog.Name}},
+	})
+	describe := func(key, q string) string {
+		t.Helper()
+		r := h.do("GET", "/tools?format=openai"+q, nil, map[string]string{"Authorization": "Bearer " + key})
+		var items []struct {
+			Function struct{ Name, Description string }
+		}
+		if r.status != 200 || json.Unmarshal(r.body, &items) != nil {
+			t.Fatalf("%s %s: %d %s", key, q, r.status, r.body)
+		}
+		for _, it := range items {
+			if it.Function.Name == catalog.Name {
+				return it.Function.Description
+			}
+		}
+		t.Fatalf("%s %s: no %s in %s", key, q, catalog.Name, r.body)
+		return ""
+	}
+	for _, tc := range []struct {
+		key, query string
+		want, not  []string
+	}{
+		{"key-all", "", []string{"the 6 tools you can use", "github (2)", "built-in (1)", "jira (1)", "slack (1)"}, nil},
+		{"key-github", "", []string{"the 2 tools you can use", "They cover: github (2)."}, []string{"jira", "slack", "built-in"}},
+		{"key-all", "&toolset=code", []string{"the 3 tools you can use", "github (2), gitlab (1)."}, []string{"jira"}},
+	} {
+		got := describe(tc.key, tc.query)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s%s: %q lacks %q", tc.key, tc.query, got, w)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(got, w) {
+				t.Errorf("%s%s: %q names %q", tc.key, tc.query, got, w)
+			}
 		}
 	}
 }

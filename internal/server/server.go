@@ -106,9 +106,10 @@ type Options struct {
 	Toolsets registry.Toolsets
 	// MCPToolsets serve /mcp/<toolset>, by toolset name.
 	MCPToolsets map[string]http.Handler
-	// AlwaysLoaded are the patterns of the tools a deferred listing
-	// (?format=anthropic&defer_loading=true) still loads.
-	AlwaysLoaded []string
+	// Pinned are the patterns of the tools a deferred listing
+	// (?format=anthropic&defer_loading=true) lists in full (search.pinned;
+	// a toolset adds its own).
+	Pinned []string
 	// Pins, when set, serves the changes of hosted tools that wait for
 	// an admin (GET /tools/changes, POST /tools/changes/{name}).
 	Pins *pins.Keeper

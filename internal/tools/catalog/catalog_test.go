@@ -3,14 +3,16 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/toold/toold/internal/tools"
 )
 
 // TestSearchTool: search_tools hands the searcher the query, the limit
-// (5 when none is asked), whether schemas are wanted and the call's view,
-// and answers a list, empty rather than null.
+// (5 when none is asked), whether schemas are wanted (unless asked not to)
+// and the call's view, and answers a list, empty rather than null.
 func TestSearchTool(t *testing.T) {
 	var got Query
 	tool := Tool(func(_ context.Context, q Query) []Match {
@@ -27,9 +29,10 @@ func TestSearchTool(t *testing.T) {
 		schemas   bool
 		wantTools int
 	}{
-		{`{"query":"list issues"}`, DefaultLimit, false, 1},
+		{`{"query":"list issues"}`, DefaultLimit, true, 1},
 		{`{"query":"list issues","limit":3,"include_schemas":true}`, 3, true, 1},
-		{`{"query":"nothing"}`, DefaultLimit, false, 0},
+		{`{"query":"list issues","include_schemas":false}`, DefaultLimit, false, 1},
+		{`{"query":"nothing"}`, DefaultLimit, true, 0},
 	} {
 		call := tools.NewCall(json.RawMessage(tc.args), "r1", "alice", nil)
 		call.Allowed = allowed
@@ -47,5 +50,41 @@ func TestSearchTool(t *testing.T) {
 	}
 	if spec := tool.Spec(); spec.Name != Name || !spec.Effects.ReadOnly || spec.Category != tools.Direct {
 		t.Errorf("spec %+v", spec)
+	}
+}
+
+// TestDescribe: the description counts the caller's tools and names their
+// integrations, largest first, toold's own as built-in, and bounds the
+// list.
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   map[string]int
+		want []string
+		not  []string
+	}{
+		{"empty", map[string]int{}, []string{"None is available"}, []string{"cover"}},
+		{"one", map[string]int{"github": 1}, []string{"the 1 tool you can use", "github (1)."}, nil},
+		{"ordered", map[string]int{"slack": 3, "github": 12, "": 2, "jira": 3},
+			[]string{"the 20 tools you can use", "They cover: github (12), jira (3), slack (3), built-in (2)."}, nil},
+	} {
+		got := Describe(tc.in)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q lacks %q", tc.name, got, w)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(got, w) {
+				t.Errorf("%s: %q holds %q", tc.name, got, w)
+			}
+		}
+	}
+	many := map[string]int{}
+	for i := range maxGroups + 5 {
+		many[fmt.Sprintf("server%02d", i)] = 1
+	}
+	if got := Describe(many); !strings.Contains(got, ", and 5 more.") || strings.Contains(got, "server28") {
+		t.Errorf("a long list: %q", got)
 	}
 }
