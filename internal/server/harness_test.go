@@ -52,8 +52,8 @@ type harness struct {
 type harnessOpts struct {
 	// toolsets and pinned configure search (Options.Toolsets,
 	// Options.Pinned).
-	toolsets     registry.Toolsets
-	pinned       []string
+	toolsets registry.Toolsets
+	pinned   []string
 	// metrics, when set, receives the limiter's metrics.
 	metrics *prometheus.Registry
 	keys    []auth.Key

@@ -64,10 +64,10 @@ type Out struct {
 // Tool returns search_tools, searching with search.
 func Tool(search Searcher) tools.Tool {
 	return tools.Typed(tools.Spec{
-		Name:        Name,
-		Title:       "Search tools",
-		Effects:     tools.Effects{ReadOnly: true, Idempotent: true},
-		Category:    tools.Direct,
+		Name:     Name,
+		Title:    "Search tools",
+		Effects:  tools.Effects{ReadOnly: true, Idempotent: true},
+		Category: tools.Direct,
 		Description: "Searches the tools this server offers for the ones that do what you describe, and returns the best matches " +
 			"(name, description, input schema), best first, ready to call.",
 		Instructions: "Use it whenever the tool you need is not among those you were given: describe the task in a few words, " +
