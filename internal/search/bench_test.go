@@ -55,15 +55,38 @@ var benchQueries = []string{
 	"who is on call right now", "give the customer their money back", "bounce the pods of checkout",
 	"what was the CPU usage of the web hosts over the last hour", "find all open bugs assigned to me",
 	"upload a file to the bucket", "email the report to finance", "create a calendar event with attendees",
+	"revenue this year", "how far away is the airport",
 }
+
+// scanQueries share no word with the catalog: the hybrid ranking reads
+// every tool's vector (its worst case).
+var scanQueries = []string{"what can I do here", "videoconference", "earnings"}
+
+// rankings are the two rankings measured side by side: toold's (hybrid:
+// BM25F and word vectors) and its lexical part alone (issue 28's).
+var rankings = []struct {
+	name  string
+	dense bool
+}{{"hybrid", true}, {"lexical", false}}
 
 // BenchmarkSearch10k searches 10,000 tools, one query at a time, and
 // reports the 99th percentile of a search (run it on one core: -cpu 1),
 // by the wall clock and by its thread's CPU time (which other processes
-// on a shared machine do not inflate), and the index's heap.
+// on a shared machine do not inflate), and the index's heap; for the
+// hybrid ranking and the lexical one alone, in one run.
 func BenchmarkSearch10k(b *testing.B) {
 	docs := largeCatalog(b, 10000)
 	thesaurusFor(true) // parsed once per process, not per index
+	if _, err := vectors(); err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range rankings {
+		b.Run(r.name, func(b *testing.B) { benchSearch(b, docs, r.dense, benchQueries) })
+	}
+	b.Run("hybrid-scan", func(b *testing.B) { benchSearch(b, docs, true, scanQueries) })
+}
+
+func benchSearch(b *testing.B, docs []Doc, dense bool, queries []string) {
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
@@ -71,7 +94,9 @@ func BenchmarkSearch10k(b *testing.B) {
 		return m.HeapAlloc
 	}
 	before := heap()
-	ix := Build(docs, DefaultOptions())
+	o := DefaultOptions()
+	o.Dense = dense
+	ix := Build(docs, o)
 	indexMiB := float64(heap()-before) / (1 << 20)
 	keep := func(d int) bool { return d%7 != 0 } // a caller's view
 	runtime.LockOSThread()
@@ -81,7 +106,7 @@ func BenchmarkSearch10k(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		start, startCPU := time.Now(), threadCPU()
-		if len(ix.Search(benchQueries[i%len(benchQueries)], 5, keep)) == 0 {
+		if len(ix.Search(queries[i%len(queries)], 5, keep)) == 0 {
 			b.Fatal("no hits")
 		}
 		cpu = append(cpu, threadCPU()-startCPU)
@@ -105,7 +130,27 @@ func BenchmarkSearch10k(b *testing.B) {
 func BenchmarkBuild10k(b *testing.B) {
 	docs := largeCatalog(b, 10000)
 	thesaurusFor(true)
+	if _, err := vectors(); err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range rankings {
+		b.Run(r.name, func(b *testing.B) {
+			o := DefaultOptions()
+			o.Dense = r.dense
+			for b.Loop() {
+				Build(docs, o)
+			}
+		})
+	}
+}
+
+// BenchmarkLoadTables parses the embedded thesaurus, WordNet's table and
+// the word vectors: what a process pays once, at its first search.
+func BenchmarkLoadTables(b *testing.B) {
 	for b.Loop() {
-		Build(docs, DefaultOptions())
+		parseThesaurus(true)
+		if _, err := parseVectors(vectorFile); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

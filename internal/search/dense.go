@@ -89,61 +89,90 @@ func (ix *Index) fallback(query string, limit int, keep func(int) bool) []Hit {
 
 // denseScores writes each tool's cosine with q into out.
 func (d *denseIndex) denseScores(q []float32, out []float32) {
-	dims := d.dims
 	for i := range out {
-		v := d.vecs[i*dims : (i+1)*dims : (i+1)*dims]
-		var s0, s1, s2, s3 float32
-		j := 0
-		for ; j+4 <= dims; j += 4 {
-			s0 += q[j] * v[j]
-			s1 += q[j+1] * v[j+1]
-			s2 += q[j+2] * v[j+2]
-			s3 += q[j+3] * v[j+3]
-		}
-		for ; j < dims; j++ {
-			s0 += q[j] * v[j]
-		}
-		out[i] = s0 + s1 + s2 + s3
+		out[i] = d.cosine(q, i)
 	}
 }
 
-// fuse combines the lexical scores and the dense ones into scores, for
-// the tools keep accepts.
-func (ix *Index) fuse(lexical []float64, dense []float32, keep func(int) bool) []float64 {
-	o := ix.opts
+// cosine is tool i's cosine with q (both unit length).
+func (d *denseIndex) cosine(q []float32, i int) float32 {
+	dims := d.dims
+	v := d.vecs[i*dims : (i+1)*dims : (i+1)*dims]
+	q = q[:dims:dims]
+	var s0, s1, s2, s3 float32
+	j := 0
+	for ; j+4 <= dims; j += 4 {
+		s0 += q[j] * v[j]
+		s1 += q[j+1] * v[j+1]
+		s2 += q[j+2] * v[j+2]
+		s3 += q[j+3] * v[j+3]
+	}
+	for ; j < dims; j++ {
+		s0 += q[j] * v[j]
+	}
+	return s0 + s1 + s2 + s3
+}
 
-	fused := make([]float64, len(lexical))
-	switch o.Fusion {
-	case Linear:
-		bestLex, bestDense := 0.0, 0.0
-		for d := range lexical {
-			bestLex = max(bestLex, lexical[d])
-			bestDense = max(bestDense, float64(dense[d])-o.DenseFloor)
-		}
-		for d := range lexical {
-			if bestLex > 0 {
-				fused[d] = lexical[d] / bestLex
-			}
-			if s := float64(dense[d]) - o.DenseFloor; s > 0 && bestDense > 0 {
-				fused[d] += o.DenseWeight * s / bestDense
-			}
-		}
-	default:
-		k := o.RRFK
-		for r, h := range top(lexical, o.FusionDepth, keep) {
-			fused[h.Doc] += 1 / (k + float64(r+1))
-		}
-		ds := make([]float64, len(dense))
-		for d, s := range dense {
-			if float64(s) > o.DenseFloor {
-				ds[d] = float64(s)
-			}
-		}
-		for r, h := range top(ds, o.FusionDepth, keep) {
-			fused[h.Doc] += o.DenseWeight / (k + float64(r+1))
+// fuse combines, in place, the lexical scores with the tools' cosines with
+// q, for the tools keep accepts; limit is how many the search returns.
+func (ix *Index) fuse(lexical []float64, q []float32, b *buffers, limit int, keep func(int) bool) {
+	if ix.opts.Fusion == RRF {
+		ix.fuseRanks(lexical, q, b, keep)
+		return
+	}
+	ix.fuseLinear(lexical, q, limit, keep)
+}
+
+// fuseLinear scores a tool its lexical score, scaled to the best one, plus
+// DenseWeight times its cosine above DenseFloor. A tool's cosine adds at
+// most DenseWeight*(1-DenseFloor), so once limit tools score more than that
+// lexically, only the tools that could reach the last of them need their
+// cosine: the exact answer, without a pass over every tool's vector when
+// the words already found enough.
+func (ix *Index) fuseLinear(lexical []float64, q []float32, limit int, keep func(int) bool) {
+	o := ix.opts
+	best := 0.0
+	for _, s := range lexical {
+		best = max(best, s)
+	}
+	if best > 0 {
+		for d, s := range lexical {
+			lexical[d] = s / best
 		}
 	}
-	return fused
+	reach := o.DenseWeight * (1 - o.DenseFloor)
+	last := 0.0
+	if hits := top(lexical, limit, keep); len(hits) == limit {
+		last = hits[limit-1].Score
+	}
+	for d, s := range lexical {
+		if last >= reach && s+reach <= last {
+			continue
+		}
+		lexical[d] = s + o.DenseWeight*max(float64(ix.dense.cosine(q, d))-o.DenseFloor, 0)
+	}
+}
+
+// fuseRanks is reciprocal rank fusion (measured by bench/search's
+// ablation): a tool scores 1/(k+rank) in each ranking, the dense one's
+// times DenseWeight.
+func (ix *Index) fuseRanks(lexical []float64, q []float32, b *buffers, keep func(int) bool) {
+	o := ix.opts
+	if b.dense == nil {
+		b.dense = make([]float64, ix.n)
+	}
+	for d := range b.dense {
+		b.dense[d] = max(float64(ix.dense.cosine(q, d))-o.DenseFloor, 0)
+	}
+	lex := top(lexical, o.FusionDepth, keep)
+	clear(lexical)
+	for r, h := range lex {
+		lexical[h.Doc] += 1 / (o.RRFK + float64(r+1))
+	}
+	for r, h := range top(b.dense, o.FusionDepth, keep) {
+		lexical[h.Doc] += o.DenseWeight / (o.RRFK + float64(r+1))
+	}
+	clear(b.dense)
 }
 
 // Dense reports whether the index ranks with word vectors too.

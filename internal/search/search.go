@@ -110,7 +110,7 @@ func DefaultOptions() Options {
 		K1:      1.2, Related: 0.5, General: 0.25, ServerBoost: 0.5,
 		ReadQuery: true, ValueWeight: 0.3, NegationPenalty: 0.5, Typos: true,
 		Dense: true, DenseFields: [numFields]float64{1, 0, 1, 0, 0, 0},
-		Fusion: Linear, DenseWeight: 0.05, RRFK: 60, FusionDepth: 100}
+		Fusion: Linear, DenseWeight: 0.1, RRFK: 60, FusionDepth: 100}
 }
 
 // Index is a searchable set of documents.
@@ -134,6 +134,7 @@ type Index struct {
 // buffers are one search's scratch arrays.
 type buffers struct {
 	scores, best []float64
+	dense        []float64 // each tool's cosine with the query (for RRF)
 	touched      []int32
 }
 
@@ -292,14 +293,12 @@ func (ix *Index) Search(query string, limit int, keep func(doc int) bool) []Hit 
 	}
 	b.touched = touched
 	ix.boostServers(concepts, scores)
+	ix.penalise(negated, scores)
 	if ix.dense != nil {
 		if q := ix.queryVector(concepts); q != nil {
-			dense := make([]float32, ix.n)
-			ix.dense.denseScores(q, dense)
-			scores = ix.fuse(scores, dense, keep)
+			ix.fuse(scores, q, b, limit, keep)
 		}
 	}
-	ix.penalise(negated, scores)
 	return top(scores, limit, keep)
 }
 
