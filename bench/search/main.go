@@ -72,6 +72,7 @@ func run(args []string, out io.Writer) error {
 		splits = []string{*split}
 	}
 	fmt.Fprintf(out, "%d tools of %d integrations, %d queries; split by integration (docs/search.md)\n", len(set.Tools), countIntegrations(set), len(set.Queries))
+	fmt.Fprintln(out, "toold: the hybrid ranking (BM25F and word vectors); toold lexical: its BM25F part alone")
 	ix := ixRanker(search.Build(set.Tools, search.DefaultOptions()))
 	lexical := search.DefaultOptions()
 	lexical.Dense = false
@@ -83,7 +84,7 @@ func run(args []string, out io.Writer) error {
 		fmt.Fprintln(out, "ranker         kind          n    R@1    R@3    R@5    MRR")
 		ours := evalset.Evaluate(set, qs, ix)
 		ours.Print(out, "toold")
-		evalset.Evaluate(set, qs, lex).Print(out, "toold-dense")
+		evalset.Evaluate(set, qs, lex).Print(out, "toold lexical")
 		evalset.Evaluate(set, qs, base).Print(out, "plain BM25")
 		if *misses && sp == evalset.Dev {
 			ours.PrintMisses(out)

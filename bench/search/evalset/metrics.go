@@ -100,7 +100,18 @@ func (r *Result) Print(out io.Writer, name string) {
 		fmt.Fprintf(out, "%-14s %-12s %3d  %.3f  %.3f  %.3f  %.3f\n", name, k, s.N, s.R1, s.R3, s.R5, s.MRR)
 	}
 	s := r.Scores(func(Query) bool { return true })
-	fmt.Fprintf(out, "%-14s %-12s %3d  %.3f  %.3f  %.3f  %.3f\n", name, "all", s.N, s.R1, s.R3, s.R5, s.MRR)
+	fmt.Fprintf(out, "%-14s %-12s %3d  %.3f  %.3f  %.3f  %.3f  (%d empty answers)\n", name, "all", s.N, s.R1, s.R3, s.R5, s.MRR, r.Empty())
+}
+
+// Empty counts the queries answered with no tool at all.
+func (r *Result) Empty() int {
+	n := 0
+	for _, t := range r.top {
+		if len(t) == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // PrintMisses lists the queries whose tool is not first.
