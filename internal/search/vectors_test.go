@@ -1,6 +1,11 @@
 package search
 
-import "testing"
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
 
 // TestVectorTable: the embedded table parses, and its vectors mean what
 // the words do: a word is nearer its neighbours in meaning than an
@@ -82,6 +87,52 @@ func TestDenseFindsWhatNoWordShares(t *testing.T) {
 		}
 		if hits := Build(docs, lexical).Search(tc.query, 2, nil); len(hits) != 0 {
 			t.Errorf("%q: the lexical ranking found %v", tc.query, hits)
+		}
+	}
+}
+
+// TestFusionSkipsOnlyWhatCannotRank: the linear fusion reads a tool's
+// vector only when its words could still place it among the first limit;
+// for every query of the evaluation set, the first five it answers are the
+// first five of the ranking that reads every tool's vector (a search for
+// every tool reads them all).
+func TestFusionSkipsOnlyWhatCannotRank(t *testing.T) {
+	docs := largeCatalog(t, 327) // catalog.txt, each tool once
+	b, err := os.ReadFile("../../bench/search/testdata/queries.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries := append(slices.Clone(benchQueries), scanQueries...)
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.SplitN(line, " | ", 3); len(f) == 3 && !strings.HasPrefix(line, "#") {
+			queries = append(queries, f[2])
+		}
+	}
+	if len(queries) < 200 {
+		t.Fatalf("%d queries", len(queries))
+	}
+	for _, w := range []float64{DefaultOptions().DenseWeight, 0.3, 0.6} {
+		o := DefaultOptions()
+		o.DenseWeight = w
+		checkFusion(t, Build(docs, o), docs, queries)
+	}
+}
+
+func checkFusion(t *testing.T, ix *Index, docs []Doc, queries []string) {
+	t.Helper()
+	for _, limit := range []int{1, 5} {
+		for _, q := range queries {
+			got, all := ix.Search(q, limit, nil), ix.Search(q, len(docs), nil)
+			all = all[:min(limit, len(all))]
+			if len(got) != len(all) {
+				t.Fatalf("%q: %d hits, want %d", q, len(got), len(all))
+			}
+			for i := range got {
+				if got[i].Score != all[i].Score {
+					t.Errorf("weight %.1f, %q, limit %d: hit %d is %s %.4f, want %s %.4f", ix.opts.DenseWeight, q, limit, i,
+						docs[got[i].Doc].Name, got[i].Score, docs[all[i].Doc].Name, all[i].Score)
+				}
+			}
 		}
 	}
 }
