@@ -67,9 +67,9 @@ func (d *Dispatcher) Policy() *policy.Engine { return d.opts.Policy }
 // the tools allowed accepts (nil: all), listing by way of via: every
 // listing filters through it (registry.View).
 func (d *Dispatcher) View(id *auth.Identity, allowed func(string) bool, via string) *registry.View {
-	v := &registry.View{Allowed: allowed, Policy: d.opts.Policy, Toolsets: d.opts.Toolsets, Via: via, Now: time.Now()}
-	if v.Policy != nil {
-		v.Principal = policy.NewPrincipal(id)
+	v := &registry.View{Allowed: allowed, Toolsets: d.opts.Toolsets}
+	if eng := d.opts.Policy; eng != nil {
+		v.Listing = eng.Listing(id, via, time.Now())
 	}
 	return v
 }

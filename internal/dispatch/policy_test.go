@@ -200,9 +200,11 @@ func (n named) Spec() tools.Spec {
 func (named) Execute(context.Context, *tools.Call) (any, error) { return nil, nil }
 
 // BenchmarkPolicyListing prices a listing's view with the 100 policies of
-// BenchmarkPolicyCall over catalogs of 100 and 1,000 tools: one list
-// decision and one relaxed call decision per tool, so ten times the tools
-// cost ten times as much (O(tools)).
+// BenchmarkPolicyCall over catalogs of 100 and 1,000 tools, three ways in
+// one run: each tool decided on its own (per-tool: Engine.Lists, what a
+// listing cost before listings were kept), a principal's first listing
+// (first: a new principal each time, its tools decided once per class of
+// tools alike) and a principal's next ones (again: its listing kept).
 //
 //	go test ./internal/dispatch -run '^$' -bench BenchmarkPolicyListing -count 5
 func BenchmarkPolicyListing(b *testing.B) {
@@ -217,20 +219,47 @@ func BenchmarkPolicyListing(b *testing.B) {
 	}
 	eng := loadPolicy(b, sb.String())
 	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			ts := make([]tools.Tool, n)
-			for i := range ts {
-				ts[i] = named(fmt.Sprintf("tool%d", i))
-			}
-			reg, err := registry.New(registry.Options{}, ts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			d := policyDispatcher(b, eng, registry.NewLive(reg, registry.Options{}))
+		ts := make([]tools.Tool, n)
+		for i := range ts {
+			ts[i] = named(fmt.Sprintf("tool%d", i))
+		}
+		reg, err := registry.New(registry.Options{}, ts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := policyDispatcher(b, eng, registry.NewLive(reg, registry.Options{}))
+		shown := len(d.Registry().Visible(d.View(ops, nil, policy.ViaREST)))
+		b.Run(fmt.Sprintf("tools=%d/per-tool", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if len(d.Registry().Visible(d.View(ops, nil, policy.ViaREST))) == 0 {
-					b.Fatal("nothing shown")
+				p, now, k := policy.NewPrincipal(ops), time.Now(), 0
+				for _, e := range d.Registry().Entries() {
+					if eng.Lists(p, e.PolicyResource(nil), policy.ViaREST, now) {
+						k++
+					}
+				}
+				if k != shown {
+					b.Fatalf("%d shown, want %d", k, shown)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("tools=%d/first", n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				who := *ops
+				who.Subject = fmt.Sprintf("u%d", i) // a principal the engine has not seen
+				if k := len(d.Registry().Visible(d.View(&who, nil, policy.ViaREST))); k != shown {
+					b.Fatalf("%d shown, want %d", k, shown)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("tools=%d/again", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if k := len(d.Registry().Visible(d.View(ops, nil, policy.ViaREST))); k != shown {
+					b.Fatalf("%d shown, want %d", k, shown)
 				}
 			}
 		})

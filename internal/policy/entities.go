@@ -1,6 +1,10 @@
 package policy
 
 import (
+	"slices"
+	"strconv"
+	"sync/atomic"
+
 	"github.com/cedar-policy/cedar-go/types"
 
 	"github.com/toold/toold/internal/auth"
@@ -69,6 +73,11 @@ type Tool struct {
 // of it.
 type Resource struct {
 	entity types.Entity
+	// The classes of tools a listing decides alike (listing.go): this
+	// tool alone (its name and attributes), or every tool with these
+	// attributes.
+	nameClass, attrClass string
+	class                atomic.Pointer[resourceClass] // its number in the engine that last asked
 }
 
 // NewResource builds the resource of a tool.
@@ -86,7 +95,33 @@ func NewResource(t Tool) *Resource {
 	if t.Server != "" {
 		attrs["server"] = types.String(t.Server)
 	}
-	return &Resource{entity: types.Entity{UID: types.NewEntityUID(TypeTool, types.String(t.Name)), Attributes: types.NewRecord(attrs)}}
+	attr := attrClass(t)
+	// A tool named alone is still told apart by its attributes: a new
+	// snapshot may serve the same name with others (a hosted tool whose
+	// annotations changed, a toolset that took it in).
+	return &Resource{entity: types.Entity{UID: types.NewEntityUID(TypeTool, types.String(t.Name)), Attributes: types.NewRecord(attrs)},
+		nameClass: "n" + strconv.Itoa(len(t.Name)) + ":" + t.Name + attr, attrClass: attr}
+}
+
+// attrClass names a tool's attributes, as the resource has them: two tools
+// with the same class have the same attributes. Each part is length
+// prefixed; the toolsets are a set.
+func attrClass(t Tool) string {
+	b := []byte{'a'}
+	part := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	part(t.Kind)
+	part(t.Server) // empty: absent, as NewResource leaves it
+	b = strconv.AppendBool(append(strconv.AppendBool(b, t.ReadOnly), ','), t.Destructive)
+	sets := slices.Clone(t.Toolsets)
+	slices.Sort(sets)
+	for _, s := range slices.Compact(sets) {
+		part(s)
+	}
+	return string(b)
 }
 
 // Name is the tool's name.

@@ -76,6 +76,15 @@ type Engine struct {
 	all   bool
 	count int
 	info  map[types.PolicyID]policyInfo
+	// What a listing's decisions depend on (listing.go): the tools list
+	// and call policies name, whether tools alike in their attributes
+	// are decided alike (no policy compares the resource itself), and
+	// whether a policy reads the time.
+	named        map[types.String]bool
+	byAttributes bool
+	readsTime    bool
+	listings     listings
+	classes      classes
 }
 
 type policyInfo struct {
@@ -266,7 +275,8 @@ func Load(cfg Config, read func(string) ([]byte, error)) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{byAction: map[Action]*index{}, maybeCall: &index{}, names: map[string]bool{}, info: map[types.PolicyID]policyInfo{}}
+	e := &Engine{byAction: map[Action]*index{}, maybeCall: &index{}, names: map[string]bool{}, info: map[types.PolicyID]policyInfo{},
+		named: map[types.String]bool{}, byAttributes: true, classes: classes{m: map[string]int{}}}
 	for _, a := range Actions {
 		e.byAction[a] = &index{}
 	}
@@ -341,6 +351,9 @@ func (e *Engine) add(id types.PolicyID, p *cedar.Policy) {
 		}
 	}
 	for _, a := range actionsOf(ast.Action) {
+		if a == List || a == Call {
+			e.listingReads(ast)
+		}
 		e.byAction[a].add(entry{id, p}, tool, named, reads)
 		if a != Call {
 			continue

@@ -15,7 +15,11 @@ import (
 
 // readsArguments reports whether n reads context.arguments, or the
 // context as a whole (which holds them).
-func readsArguments(n xast.IsNode) bool {
+func readsArguments(n xast.IsNode) bool { return readsContext(n, "arguments") }
+
+// readsContext reports whether n reads context's member name, or the
+// context as a whole (which holds it).
+func readsContext(n xast.IsNode, name types.String) bool {
 	found := false
 	xast.Inspect(xast.NewNode(n), func(n xast.IsNode) bool {
 		if found {
@@ -24,12 +28,12 @@ func readsArguments(n xast.IsNode) bool {
 		switch x := n.(type) {
 		case xast.NodeTypeAccess:
 			if isContext(x.Arg) {
-				found = x.Value == "arguments"
+				found = x.Value == name
 				return false
 			}
 		case xast.NodeTypeHas:
 			if isContext(x.Arg) {
-				found = x.Value == "arguments"
+				found = x.Value == name
 				return false
 			}
 		case xast.NodeTypeVariable:

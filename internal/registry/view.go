@@ -2,14 +2,13 @@ package registry
 
 import (
 	"sync"
-	"time"
 
 	"github.com/toold/toold/internal/policy"
 )
 
 // View is what one caller sees of a snapshot: the tools its credentials
 // let it use (Allowed), within a toolset when it came through one (Set),
-// that the policy lets it list (Policy: list is allowed and some call
+// that the policy lets it list (Listing: list is allowed and some call
 // could be). Every listing — GET /tools, /tools/search, search_tools,
 // MCP tools/list, the console — filters through one, so a way in cannot
 // show what another hides.
@@ -19,17 +18,13 @@ type View struct {
 	Allowed func(tool string) bool
 	// Set narrows the view to a toolset; nil: the whole catalog.
 	Set *Toolset
-	// Policy decides what the caller may list; nil lists all (no
-	// policy configured).
-	Policy *policy.Engine
+	// Listing is the policy's listing for the caller, its way in and
+	// the time (policy.Engine.Listing); nil lists all (no policy
+	// configured).
+	Listing *policy.Listing
 	// Toolsets are the configured toolsets, which the policy sees as
 	// the tool's toolsets.
 	Toolsets Toolsets
-	// Principal and Via are who lists and how, for the policy; Now the
-	// time it decides at.
-	Principal *policy.Principal
-	Via       string
-	Now       time.Time
 }
 
 // Shows reports whether the view shows the tool.
@@ -37,7 +32,7 @@ func (v *View) Shows(e *Entry) bool {
 	if v.Allowed != nil && !v.Allowed(e.Spec.Name) || v.Set != nil && !v.Set.Contains(e) {
 		return false
 	}
-	return v.Policy == nil || v.Policy.Lists(v.Principal, e.PolicyResource(v.Toolsets), v.Via, v.Now)
+	return v.Listing == nil || v.Listing.Shows(e.PolicyResource(v.Toolsets))
 }
 
 // Visible returns the snapshot's tools the view shows, sorted by name:
