@@ -74,6 +74,7 @@ var (
 		{Kind: auth.KindAnonymous},
 		{Kind: auth.KindKey, Name: "ci"},
 		{Kind: auth.KindKey, Name: "other"},
+		{Kind: auth.KindKey, Name: LocalID}, // the local caller's id, as a key's
 		{Kind: auth.KindToken, Issuer: "i", Subject: "alice", Client: "c1", Groups: []string{"ops"}},
 		{Kind: auth.KindToken, Issuer: "i", Subject: "alice", Client: "c1", Groups: []string{"ops", "ops"}},
 		{Kind: auth.KindToken, Issuer: "i", Subject: "alice", Client: "c1", Groups: []string{"ops", "dev"}},
@@ -228,11 +229,11 @@ func TestListingConcurrent(t *testing.T) {
 func TestListingKept(t *testing.T) {
 	e := mustLoad(t, `@id("all") permit (principal, action, resource);`)
 	now := time.Now()
-	a, b := randIdentities[4], randIdentities[5] // alice, her groups repeated: the same entity
+	a, b := randIdentities[5], randIdentities[6] // alice, her groups repeated: the same entity
 	if e.Listing(a, ViaREST, now) != e.Listing(b, ViaREST, now.Add(time.Hour)) {
 		t.Error("the same entity and way in: a listing not kept")
 	}
-	if e.Listing(a, ViaREST, now) == e.Listing(a, ViaMCP, now) || e.Listing(a, ViaREST, now) == e.Listing(randIdentities[6], ViaREST, now) {
+	if e.Listing(a, ViaREST, now) == e.Listing(a, ViaMCP, now) || e.Listing(a, ViaREST, now) == e.Listing(randIdentities[7], ViaREST, now) {
 		t.Error("a listing shared by another way in or other groups")
 	}
 	timed := mustLoad(t, `@id("day") permit (principal, action, resource) when { context.time < datetime("2026-12-06T09:00:00.500Z") };`)
