@@ -111,6 +111,61 @@ func TestHeldToolRefused(t *testing.T) {
 	}
 }
 
+// hosted is a tool of the upstream source "up", read-only or not.
+type hosted struct {
+	name string
+	ro   bool
+}
+
+func (h hosted) Spec() tools.Spec {
+	return tools.Spec{Name: h.name, Description: "A hosted tool.", Category: tools.Direct, Source: "up",
+		Parameters: []byte(`{"type":"object"}`), Effects: tools.Effects{ReadOnly: h.ro}}
+}
+func (hosted) Execute(context.Context, *tools.Call) (any, error) { return nil, nil }
+
+// TestListingAcrossSnapshots: a principal's listing is kept from one
+// request to the next, yet a new snapshot — a tool that arrives, one
+// served again with other attributes, one named by a policy — is shown as
+// the policy decides it now.
+func TestListingAcrossSnapshots(t *testing.T) {
+	eng := loadPolicy(t, `
+@id("read-only") permit (principal, action in [toold::Action::"list", toold::Action::"call"], resource) when { resource.read_only };
+@id("b read-only") forbid (principal, action == toold::Action::"call", resource == toold::Tool::"up_b") when { resource.read_only };
+@id("b otherwise") permit (principal, action in [toold::Action::"list", toold::Action::"call"], resource == toold::Tool::"up_b") when { !resource.read_only };
+`)
+	reg, err := registry.New(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := registry.NewLive(reg, registry.Options{})
+	d := policyDispatcher(t, eng, live)
+	shown := func() []string {
+		var out []string
+		for _, e := range d.Registry().Visible(d.View(ops, nil, policy.ViaMCP)) {
+			out = append(out, e.Spec.Name)
+		}
+		return out
+	}
+	steps := []struct {
+		tools []tools.Tool
+		want  []string
+	}{
+		{[]tools.Tool{hosted{"up_a", true}, hosted{"up_b", true}, hosted{"up_c", false}}, []string{"up_a"}},
+		{[]tools.Tool{hosted{"up_a", false}, hosted{"up_b", false}, hosted{"up_c", false}, hosted{"up_d", true}}, []string{"up_b", "up_d"}},
+		{[]tools.Tool{hosted{"up_a", true}, hosted{"up_b", true}, hosted{"up_c", true}}, []string{"up_a", "up_c"}},
+	}
+	for i, st := range steps {
+		if errs := live.SetSource("up", st.tools); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for range 2 { // decided, then kept
+			if got := shown(); !slices.Equal(got, st.want) {
+				t.Errorf("snapshot %d: shown %v, want %v", i, got, st.want)
+			}
+		}
+	}
+}
+
 // TestSearchSeesTheListing: a tool the call runs (search_tools) sees of
 // the catalog only what the caller could list.
 func TestSearchSeesTheListing(t *testing.T) {

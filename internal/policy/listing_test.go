@@ -193,7 +193,7 @@ func TestListingConcurrent(t *testing.T) {
 `)
 	r := rand.New(rand.NewPCG(1, 2))
 	var catalog []*Resource
-	for range 20 {
+	for range 10 {
 		catalog = append(catalog, randCatalog(r)...) // hundreds of classes: the answers' words grow while read
 	}
 	var wg sync.WaitGroup
