@@ -77,6 +77,12 @@ type Introspection struct {
 	// CacheFor bounds how long an active answer is trusted before the
 	// issuer is asked again (default 60s; never past the token's exp).
 	CacheFor time.Duration `yaml:"cache_for" validate:"gte=0"`
+	// AudienceOptional accepts an answer that holds no aud. Off, such an
+	// answer is refused: an issuer that answers every client about every
+	// token would otherwise let in a token issued to another resource.
+	// Turn it on only for an issuer that answers only the clients a token
+	// is for (RFC 7662 §4), and introspect as toold's own client.
+	AudienceOptional bool `yaml:"audience_optional"`
 }
 
 // Console is the console's single sign-on client (authorization code with

@@ -14,10 +14,11 @@ import (
 )
 
 // introspect asks the issuer about an opaque token (RFC 7662). The answer
-// must say active; an iss or aud it holds must be the issuer and this
-// resource (an IdP that leaves aud out has judged the audience itself: it
-// answers only the clients a token is for, as RFC 7662 §4 allows); a sub
-// is required. An active answer is trusted for cacheFor at most, and
+// must say active; an iss it holds must be the issuer; its aud must name
+// this resource — an answer without aud is refused unless the issuer's
+// introspection.audience_optional says the IdP judged the audience itself
+// (it answers only the clients a token is for, as RFC 7662 §4 allows); a
+// sub is required. An active answer is trusted for cacheFor at most, and
 // never past its exp.
 func (is *issuer) introspect(ctx context.Context, raw string) (*auth.Principal, time.Time, error) {
 	endpoint := is.cfg.Introspection.URL
@@ -40,6 +41,10 @@ func (is *issuer) introspect(ctx context.Context, raw string) (*auth.Principal, 
 	}
 	if iss := c.str("iss"); iss != "" && iss != is.cfg.Issuer {
 		return nil, time.Time{}, invalid("the token's issuer %q is not %q", clip(iss), is.cfg.Issuer)
+	}
+	if _, ok := c["aud"]; !ok && !is.cfg.Introspection.AudienceOptional {
+		return nil, time.Time{}, invalid("the issuer's introspection answer names no aud, so nothing says the token was issued for %q "+
+			"(set auth.oauth.introspection.audience_optional: true only if the issuer answers just the clients a token is for)", is.cfg.Audience)
 	}
 	if _, ok := c["aud"]; ok && !c.hasAudience(is.cfg.Audience) {
 		return nil, time.Time{}, invalid("the token was not issued for this resource (its aud does not name %q)", is.cfg.Audience)

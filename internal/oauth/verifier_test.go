@@ -28,10 +28,11 @@ const resource = "http://toold.test/mcp"
 var (
 	agent    = oidctest.Client{ID: "agent", Secret: "agent-secret", RedirectURIs: []string{"http://127.0.0.1:*/cb"}, Audience: []string{resource}}
 	opaque   = oidctest.Client{ID: "opaque", Secret: "opaque-secret", RedirectURIs: []string{"http://127.0.0.1:*/cb"}, Audience: []string{resource}, Opaque: true}
+	noAud    = oidctest.Client{ID: "opaque-no-aud", Secret: "no-aud-secret", RedirectURIs: []string{"http://127.0.0.1:*/cb"}, Audience: []string{resource}, Opaque: true, IntrospectWithoutAud: true}
 	other    = oidctest.Client{ID: "other", Secret: "other-secret", RedirectURIs: []string{"http://127.0.0.1:*/cb"}, Audience: []string{"https://elsewhere.test/mcp"}}
 	alice    = oidctest.User{ID: "u-alice", Username: "alice", Password: "alice-pw", Groups: []string{"approvers", "readers"}}
 	bob      = oidctest.User{ID: "u-bob", Username: "bob", Password: "bob-pw"}
-	provided = oidctest.Config{Clients: []oidctest.Client{agent, opaque, other}, Users: []oidctest.User{alice, bob}}
+	provided = oidctest.Config{Clients: []oidctest.Client{agent, opaque, noAud, other}, Users: []oidctest.User{alice, bob}}
 )
 
 // setup starts a provider and a verifier trusting it.
@@ -261,6 +262,49 @@ func TestIntrospection(t *testing.T) {
 	}
 	if _, err := v.Authenticate(context.Background(), "not-a-token-the-issuer-made"); err == nil {
 		t.Error("an unknown opaque token was accepted")
+	}
+}
+
+// TestIntrospectionWithoutAudience: an introspection answer that names no
+// aud says nothing of whom the token was issued for, so it is refused —
+// unless the issuer's introspection.audience_optional says the IdP judged
+// the audience itself. An answer naming another resource is refused
+// either way.
+func TestIntrospectionWithoutAudience(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		client   oidctest.Client
+		optional bool
+		refusal  string // "" accepted
+	}{
+		{"no aud, not optional", noAud, false, "names no aud"},
+		{"no aud, optional", noAud, true, ""},
+		{"aud named", opaque, false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, v, _, _ := setup(t, func(c *Config) {
+				c.Introspection = Introspection{ClientID: tt.client.ID, ClientSecret: tt.client.Secret, AudienceOptional: tt.optional}
+			})
+			tok := p.SignIn(tt.client, alice, "openid", "toold:call").AccessToken
+			pr, err := v.Authenticate(context.Background(), tok)
+			switch {
+			case tt.refusal == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.refusal == "" && pr.Subject != "u-alice":
+				t.Fatalf("principal %+v", pr.Identity)
+			case tt.refusal != "" && (err == nil || !strings.Contains(err.Error(), tt.refusal) || !strings.Contains(err.Error(), "audience_optional")):
+				t.Fatalf("got %v, want a refusal saying %q and naming audience_optional", err, tt.refusal)
+			}
+		})
+	}
+	// An answer naming another resource is refused, audience_optional or not.
+	p, v, _, _ := setup(t, func(c *Config) {
+		c.Audience = "https://elsewhere.test/other"
+		c.Introspection = Introspection{ClientID: opaque.ID, ClientSecret: opaque.Secret, AudienceOptional: true}
+	})
+	if _, err := v.Authenticate(context.Background(), p.SignIn(opaque, alice, "openid", "toold:call").AccessToken); err == nil ||
+		!strings.Contains(err.Error(), "not issued for this resource") {
+		t.Fatalf("a token for another resource: %v", err)
 	}
 }
 

@@ -48,6 +48,9 @@ type Client struct {
 	// AccessTTL is its access tokens' lifetime in seconds (0: five
 	// minutes).
 	AccessTTL int `json:"access_ttl,omitempty"`
+	// IntrospectWithoutAud leaves aud out of the introspection answers
+	// about its tokens (most IdPs name it).
+	IntrospectWithoutAud bool `json:"introspect_without_aud,omitempty"`
 }
 
 // User is a person who can sign in.
