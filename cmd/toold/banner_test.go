@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,30 +30,25 @@ func TestBannerNamesConsole(t *testing.T) {
 
 // TestPortInUse: an address already taken stops toold with what to do,
 // as the state directory's error does: that it is in use, and the flag,
-// variable and key that move this listener (or turn the admin one off).
+// variable and key that move this listener (or turn the admin one off),
+// with an address to try that is free and none of toold's own: here the
+// port after the taken one is taken too, and the one after that is the
+// admin listener's.
 func TestPortInUse(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	addr := taken.Addr().String()
-	_, port, _ := net.SplitHostPort(addr)
-	if port == "65535" {
-		t.Skip("the port taken is the last one: there is no next to suggest")
-	}
-	next := nextPort(addr)
+	taken, port := takenRun(t)
+	addr := taken[0].Addr().String()
+	at := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
 	for _, tc := range []struct {
 		name string
 		args []string
 		say  []string
 	}{
-		{"the API", []string{"-listen", addr, "-admin-listen", "off"},
+		{"the API", []string{"-listen", addr, "-admin-listen", at(port + 2)},
 			[]string{"the API and the console cannot listen on " + addr + ": the address is in use", "Stop that one",
-				"-listen ADDRESS, TOOLD_LISTEN=ADDRESS or listen in its config (-listen " + next + ", say)"}},
-		{"the admin listener", []string{"-listen", "127.0.0.1:0", "-admin-listen", addr},
+				"-listen ADDRESS, TOOLD_LISTEN=ADDRESS or listen in its config (-listen " + at(port+3) + ", say)"}},
+		{"the admin listener", []string{"-listen", at(port + 2), "-admin-listen", addr},
 			[]string{"metrics and pprof cannot listen on " + addr + ": the address is in use",
-				"-admin-listen ADDRESS, TOOLD_ADMIN_LISTEN=ADDRESS or admin_listen in its config (-admin-listen " + next + ", say)",
+				"-admin-listen ADDRESS, TOOLD_ADMIN_LISTEN=ADDRESS or admin_listen in its config (-admin-listen " + at(port+3) + ", say)",
 				"or run without it: -admin-listen off"}},
 		{"the admin listener of -stdio", []string{"-stdio", "-admin-listen", addr},
 			[]string{"metrics and pprof cannot listen on " + addr + ": the address is in use", "-admin-listen off"}},
@@ -71,4 +67,45 @@ func TestPortInUse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// takenRun holds two consecutive loopback ports, P and P+1, with P+2 and
+// P+3 free when it returns (tried a few times: another process may take
+// one meanwhile).
+func takenRun(t *testing.T) ([]net.Listener, int) {
+	t.Helper()
+	for range 20 {
+		first, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := first.Addr().(*net.TCPAddr).Port
+		if p > 65530 {
+			first.Close()
+			continue
+		}
+		second, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
+		if err != nil {
+			first.Close()
+			continue
+		}
+		free := true
+		for _, q := range []int{p + 2, p + 3} {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
+			if err != nil {
+				free = false
+				break
+			}
+			ln.Close()
+		}
+		if !free {
+			first.Close()
+			second.Close()
+			continue
+		}
+		t.Cleanup(func() { first.Close(); second.Close() })
+		return []net.Listener{first, second}, p
+	}
+	t.Fatal("found no run of four free loopback ports")
+	return nil, 0
 }

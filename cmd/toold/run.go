@@ -88,6 +88,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	a, err := build(cfg, log, lookupEnv, withState)
 	if err != nil {
 		fmt.Fprintf(stderr, "toold: cannot start:\n%v\n", err)
+		if hint := secondTooldHint(err, cfg, o.stdio); hint != "" {
+			fmt.Fprintln(stderr, hint)
+		}
 		return exitCode(2)
 	}
 	defer a.close()
@@ -194,7 +197,7 @@ func absPath(dir string) string {
 
 // serve runs the listeners until ctx ends, then drains.
 func (a *app) serve(ctx context.Context, stdout io.Writer) error {
-	ln, err := apiEndpoint.listen(a.cfg.Listen)
+	ln, err := apiEndpoint.listen(a.cfg.Listen, a.cfg.AdminListen)
 	if err != nil {
 		return err
 	}
@@ -206,7 +209,7 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 	}
 	var adminLn net.Listener
 	if a.cfg.AdminListen != "" {
-		if adminLn, err = adminEndpoint.listen(a.cfg.AdminListen); err != nil {
+		if adminLn, err = adminEndpoint.listen(a.cfg.AdminListen, a.cfg.Listen); err != nil {
 			ln.Close()
 			return err
 		}
@@ -241,7 +244,7 @@ func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer)
 	// With a store, this process's workers run the executions it parks
 	// and resumes (and their wait timers); without one they are idle.
 	if a.cfg.AdminListen != "" {
-		adminLn, err := adminEndpoint.listen(a.cfg.AdminListen)
+		adminLn, err := adminEndpoint.listen(a.cfg.AdminListen, a.cfg.Listen)
 		if err != nil {
 			return err
 		}

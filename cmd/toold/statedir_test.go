@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"net"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,10 +32,13 @@ func TestStateDirPerWorkspace(t *testing.T) {
 		t.Errorf("state directories: %v, want one per workspace", dirs)
 	}
 
+	// The second is started as the first was (the same addresses, which
+	// the README's default would give both).
+	apiAddr, adminAddr := strings.TrimPrefix(first.url, "http://"), strings.TrimPrefix(first.admin, "http://")
 	var stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := run(ctx, []string{"-listen", "127.0.0.1:0", "-admin-listen", "off", "-workspace", a},
+	err := run(ctx, []string{"-listen", apiAddr, "-admin-listen", adminAddr, "-workspace", a},
 		func(string) (string, bool) { return "", false }, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	if err == nil {
 		t.Fatal("a second toold on the same workspace's store started")
@@ -43,5 +48,22 @@ func TestStateDirPerWorkspace(t *testing.T) {
 		if !strings.Contains(stderr.String(), say) {
 			t.Errorf("stderr %q does not say %q", stderr.String(), say)
 		}
+	}
+	// And the whole command that runs a second one beside it: its own
+	// directory, and addresses free now, neither the first's nor each other.
+	m := regexp.MustCompile(`toold -state-dir DIR -listen (\S+) -admin-listen (\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("stderr does not say how to run a second toold: %s", stderr.String())
+	}
+	if m[1] == apiAddr || m[1] == adminAddr || m[2] == apiAddr || m[2] == adminAddr || m[1] == m[2] {
+		t.Errorf("suggested -listen %s -admin-listen %s beside the first's %s and %s", m[1], m[2], apiAddr, adminAddr)
+	}
+	for _, addr := range m[1:] {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("the suggested address %s is not free: %v", addr, err)
+			continue
+		}
+		ln.Close()
 	}
 }
