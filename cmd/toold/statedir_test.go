@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"net"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
