@@ -215,7 +215,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()
 	}
-	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, OAuth: verifier, Logger: log, OpenAPI: api.OpenAPI,
+	a.srv, err = server.New(server.Options{Dispatcher: disp, Keyring: keyring, OAuth: verifier, Logger: log, OpenAPI: api.OpenAPI, Version: versionString(),
 		AllowedOrigins: cfg.Server.AllowedOrigins, AllowedHosts: cfg.Server.AllowedHosts,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, WriteTimeout: cmp.Or(cfg.Server.WriteTimeout, 30*time.Second), Registerer: a.metrics, MCP: mcpHandler, Ready: a.upstream.Ready,
 		StuckCalls: lim.StuckCalls, Measured: toolMetrics.Measured, Executions: a.exec, Store: a.store, Recorder: rec,

@@ -26,6 +26,7 @@ var publicRoutes = map[string]string{
 	"GET /healthz":                     "liveness probe: an orchestrator has no key",
 	"GET /readyz":                      "readiness probe: an orchestrator has no key",
 	"GET /openapi.yaml":                "the contract, as public as the docs",
+	"GET /":                            "the index: a browser goes on to the console (which signs in), an API client reads where the routes and docs are",
 	"GET /auth/session":                "says whether the request is signed in, and where to sign in",
 	"GET /console":                     "the console's static page: its scripts call the API with the user's credentials",
 	"GET /console/*":                   "the console's static assets",

@@ -119,6 +119,9 @@ type Options struct {
 	// Delegate holds the OAuth connections callers make (/connections);
 	// nil has none.
 	Delegate *delegate.Manager
+	// Version is toold's version, in GET /'s index (and the docs it
+	// links are that release's).
+	Version string
 }
 
 // Server serves the API; build it with New, serve Handler.
@@ -299,6 +302,9 @@ func (s *Server) publicRoutes(r chi.Router) {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Get("/openapi.yaml", s.openapi)
+	// GET / sends a browser to the console and tells an API client where
+	// the routes and docs are (index.go): nothing a caller's key unlocks.
+	r.Get("/", s.originOnly(s.indexHandler()))
 	// GET /auth/session says whether the request is signed in, and where
 	// to sign in: it reads the session itself (sso.go).
 	r.Get("/auth/session", s.originOnly(s.session))

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toold/toold/api"
+	"github.com/toold/toold/internal/apitest"
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/tools"
@@ -398,5 +402,66 @@ func TestAccessLog(t *testing.T) {
 				t.Fatal("an argument reached the log")
 			}
 		}
+	}
+}
+
+// TestIndex: GET / sends a browser to the console and answers an API
+// client with the index: every operation of the contract (and so every
+// route the router serves, which the contract tests hold it to), how to
+// authenticate, and the docs.
+func TestIndex(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	noFollow := &http.Client{Transport: apitest.Checker(t, http.DefaultTransport), Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, accept := range []string{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "text/html"} {
+		req, _ := http.NewRequest("GET", h.url+"/", nil)
+		req.Header.Set("Accept", accept)
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/console/" {
+			t.Errorf("a browser (Accept %s): %d, Location %q", accept, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	for _, accept := range []string{"", "application/json", "*/*", "application/json, text/html"} {
+		r := h.do("GET", "/", nil, map[string]string{"Accept": accept})
+		var idx Index
+		if r.status != 200 || json.Unmarshal(r.body, &idx) != nil {
+			t.Fatalf("an API client (Accept %q): %d %s", accept, r.status, r.body)
+		}
+		if idx.Console != "/console/" || idx.OpenAPI != "/openapi.yaml" || !idx.Auth.None || idx.Auth.Keys ||
+			!strings.HasSuffix(idx.Docs["api"], "/main/docs/api.md") {
+			t.Errorf("index: %+v", idx)
+		}
+		served := map[string]bool{}
+		for _, rt := range idx.Routes {
+			served[rt.Method+" "+rt.Path] = rt.Summary != ""
+		}
+		for _, want := range []string{"GET /tools", "POST /tools/{name}/execute", "GET /approvals", "GET /", "POST /executions/{id}/resume"} {
+			if !served[want] {
+				t.Errorf("the index lacks %s (or its summary): %v", want, idx.Routes)
+			}
+		}
+	}
+	// Every GET, POST and DELETE route of the router is in the index.
+	idx := map[string]bool{}
+	for _, rt := range contractRoutes(api.OpenAPI) {
+		idx[rt.Method+" "+rt.Path] = true
+	}
+	_ = chi.Walk(h.srv.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if method == "OPTIONS" || strings.HasSuffix(route, "/*") || route == "/console" {
+			return nil
+		}
+		if !idx[method+" "+route] {
+			t.Errorf("the router serves %s %s, which the index (the contract) does not list", method, route)
+		}
+		return nil
+	})
+	keyed := newHarness(t, harnessOpts{keys: []auth.Key{{Name: "a", SHA256: auth.Hash("toold_index_key_for_tests_0001"), Tools: []string{"*"}}}})
+	var k Index
+	if r := keyed.do("GET", "/", nil, nil); json.Unmarshal(r.body, &k) != nil || !k.Auth.Keys || k.Auth.None {
+		t.Errorf("with keys, the index says %+v", k.Auth)
 	}
 }
