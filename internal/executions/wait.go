@@ -77,15 +77,19 @@ func (s *Service) waitOf(env *dispatch.Envelope, now time.Time) *Wait {
 }
 
 // errNoStoreToWait answers a synchronous call that paused, or waits for
-// an approval, where no store can keep the wait.
+// an approval, where no store can keep the wait. The store being off is
+// this toold's mode, not a passing state: the refusal is no_store, a
+// user_error the caller (a model) reads and goes on without, never a
+// retryable store_unavailable it would retry forever.
 func errNoStoreToWait(env *dispatch.Envelope) *tools.Error {
 	if env.Waiting != nil && env.Waiting.For == tools.WaitApproval {
-		return tools.Errorf(tools.OverloadError, "the call waits for a person's approval, and waiting needs the state store, which is off").
-			WithCode(tools.CodeStoreUnavailable).
-			WithSuggestion("ask the operator to turn the state store on (state.enabled; for -stdio, state.dir or state.nats.url), or to give the tool confirmation: token")
+		return tools.NewUserError("this call waits for a person's approval, and this toold keeps no waits: its state store is off").
+			WithCode(tools.CodeNoStore).
+			WithSuggestion("do without this tool here; the operator can turn the state store on (state.enabled; for -stdio, state.dir or state.nats.url), or give the tool confirmation: token")
 	}
-	return tools.Errorf(tools.OverloadError, "the tool waits for an answer, and waiting needs the state store, which is off").
-		WithCode(tools.CodeStoreUnavailable).WithSuggestion("ask the operator to turn the state store on (state.enabled; for -stdio, state.dir or state.nats.url)")
+	return tools.NewUserError("this tool waits for an answer, and this toold keeps no waits: its state store is off").
+		WithCode(tools.CodeNoStore).
+		WithSuggestion("do without this tool here (ask in your reply instead); the operator can turn the state store on (state.enabled; for -stdio, state.dir or state.nats.url)")
 }
 
 // Park keeps a synchronous call that paused (or waits for an approval) as

@@ -219,12 +219,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // visibleTools is a tools/list result with the tools p sees (those it may
-// use that the policy lets it list), each saying how it may be called.
+// use that the policy lets it list) and that can work in this mode
+// (usable), each saying how it may be called.
 func (s *Server) visibleTools(p *auth.Principal, r *mcp.ListToolsResult) mcp.Result {
 	visible := make([]*mcp.Tool, 0, len(r.Tools))
 	v := s.opts.Dispatcher.View(p.Who(), p.Allows, policy.ViaMCP)
 	for _, t := range r.Tools {
-		if e := s.entry(t.Name); e != nil && v.Shows(e) {
+		if e := s.entry(t.Name); e != nil && v.Shows(e) && s.usable(e) {
 			visible = append(visible, t)
 		}
 	}
@@ -260,6 +261,18 @@ func (s *Server) describeSearch(visible []*mcp.Tool) []*mcp.Tool {
 	out := slices.Clone(visible)
 	out[at] = &t
 	return out
+}
+
+// usable reports whether e can work in this mode. A tool that always waits
+// — for a person's answer (it pauses) or approval (confirmation: human) —
+// needs the state store to keep the wait: without one (-stdio without
+// state.dir or state.nats.url, or state.enabled: false) every call would
+// be refused, so it is not listed, and a model is not offered a tool it
+// would retry forever. (A call by name still gets a refusal saying why,
+// not retryable: executions' no_store.)
+func (s *Server) usable(e *registry.Entry) bool {
+	waits := e.Spec.Pauses || e.Spec.Confirmation == tools.ConfirmHuman
+	return !waits || s.opts.Executions.Durable()
 }
 
 // handler runs one tools/call through the pipeline.

@@ -81,7 +81,9 @@ func TestListAndCall(t *testing.T) {
 					t.Errorf("danger is not destructive: %+v", tl.Annotations)
 				}
 			}
-			if want := []string{"ask_first", "danger", "delegate", "echo", "fail", "guarded", "guarded_ask", "request_user_input", "sleep", "slow", "stream"}; !cmp.Equal(names, want) {
+			// Without a store the tools that always wait are not listed
+			// (TestWaitingToolsNeedAStore).
+			if want := []string{"ask_first", "danger", "echo", "fail", "sleep", "slow", "stream"}; !cmp.Equal(names, want) {
 				t.Errorf("tools/list = %v, want %v", names, want)
 			}
 
@@ -151,8 +153,56 @@ func TestKeysScopeTools(t *testing.T) {
 		t.Errorf("a forbidden tool must look absent: %v vs %v", errSleep, errNope)
 	}
 	full := h.client("2025-06-18", fullKey, nil)
-	if lr, err := full.ListTools(ctx, nil); err != nil || len(lr.Tools) != 11 {
+	if lr, err := full.ListTools(ctx, nil); err != nil || len(lr.Tools) != 7 {
 		t.Errorf("full key lists %d tools: %v", len(lr.Tools), err)
+	}
+}
+
+// TestWaitingToolsNeedAStore: a tool that always waits (for an answer, or
+// a person's approval) is listed only where a store keeps waits; without
+// one (-stdio without state.dir, state.enabled: false) it is not listed,
+// and a call by name is refused with no_store, not retryable — never a
+// retryable store_unavailable a model would retry forever.
+func TestWaitingToolsNeedAStore(t *testing.T) {
+	waiting := []string{"delegate", "guarded", "guarded_ask", "request_user_input"}
+	for _, withStore := range []bool{false, true} {
+		h := newHarness(t, harnessOpts{store: withStore})
+		cs := h.client("2025-11-25", "", nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lr, err := cs.ListTools(ctx, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := map[string]bool{}
+		for _, tl := range lr.Tools {
+			listed[tl.Name] = true
+		}
+		for _, name := range waiting {
+			if listed[name] != withStore {
+				t.Errorf("store %v: %s listed %v", withStore, name, listed[name])
+			}
+		}
+		if !listed["echo"] {
+			t.Errorf("store %v: echo is not listed", withStore)
+		}
+		if withStore {
+			continue
+		}
+		for _, name := range []string{"request_user_input", "guarded"} {
+			args := map[string]any{}
+			if name == "request_user_input" {
+				args["prompt"] = "Which branch?"
+			}
+			res, err := callTool(t, cs, name, args, nil)
+			if err != nil || !res.IsError {
+				t.Fatalf("%s by name without a store: %v %+v", name, err, res)
+			}
+			e, _ := res.Meta["toold/error"].(map[string]any)
+			if e["code"] != "no_store" || e["retryable"] != false || e["type"] != "user_error" {
+				t.Errorf("%s by name without a store: %v", name, e)
+			}
+		}
 	}
 }
 
