@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toold/toold/internal/registry"
 )
 
 // hostName is the rule MCP hosts hold tool names to: Claude Desktop and
@@ -172,4 +174,99 @@ func TestExampleMCPNamesEveryHostAccepts(t *testing.T) {
 			t.Errorf("the Inspector's call over %s: %s", who, res)
 		}
 	}
+}
+
+// TestEveryRenderingIsPortable: examples/mcp.yaml — toold's own tools and
+// the two reference servers it hosts, whose schemas toold did not write —
+// rendered for each consumer, breaks none of the portable subset's rules
+// (registry.PortabilityProblems: one type per schema, no empty or bare-true
+// schema, no remote $ref; what Gemini's function declarations and the
+// strict hosts take), and the MCP Inspector's --strict check reports
+// nothing on /mcp: no error and no warning.
+func TestEveryRenderingIsPortable(t *testing.T) {
+	dir := interop(t)
+	chdir(t, "../..")
+	in := start(t, nil, "-config", "examples/mcp.yaml", "-workspace", "test/mcp")
+	waitReady(t, in)
+
+	schemaKeys := map[string][]string{
+		"native":    {"parameters", "output"},
+		"openai":    {"function.parameters"},
+		"anthropic": {"input_schema"},
+		"mcp":       {"inputSchema", "outputSchema"},
+	}
+	for format, keys := range schemaKeys {
+		status, body := in.get("/tools?format=" + format)
+		if status != 200 {
+			t.Fatalf("%s listing: %d %s", format, status, body)
+		}
+		var items []map[string]any
+		if format == "openai" || format == "anthropic" {
+			err := json.Unmarshal(body, &items)
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			var l struct{ Tools []map[string]any }
+			if err := json.Unmarshal(body, &l); err != nil {
+				t.Fatal(err)
+			}
+			items = l.Tools
+		}
+		if len(items) < 29 {
+			t.Fatalf("%s lists %d tools", format, len(items))
+		}
+		schemas := 0
+		for _, it := range items {
+			for _, key := range keys {
+				var v any = it
+				for _, part := range strings.Split(key, ".") {
+					m, _ := v.(map[string]any)
+					v = m[part]
+				}
+				if v == nil {
+					continue
+				}
+				schemas++
+				raw, _ := json.Marshal(v)
+				if p := registry.PortabilityProblems(raw); len(p) > 0 {
+					t.Errorf("%s: %v's %s: %v", format, it["name"], key, p)
+				}
+			}
+		}
+		if schemas < len(items) {
+			t.Errorf("%s: %d schemas for %d tools", format, schemas, len(items))
+		}
+	}
+
+	findings := inspectorStrict(t, dir, in.url+"/mcp")
+	if len(findings) > 0 {
+		t.Errorf("the Inspector's --strict check reports: %s", findings)
+	}
+}
+
+// inspectorStrict lists target's tools with the Inspector CLI's --strict
+// check and returns its findings (warnings too; an error-severity finding
+// fails the run).
+func inspectorStrict(t *testing.T, dir string, target ...string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	args := append([]string{cli, "--cli", "--format", "json", "-q", "--strict", "--method", "tools/list", "--"}, target...)
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the Inspector CLI --strict: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	var out struct {
+		Result         json.RawMessage
+		SchemaFindings json.RawMessage
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.Result == nil {
+		t.Fatalf("the Inspector CLI's output %q: %v", stdout.String(), err)
+	}
+	return out.SchemaFindings
 }

@@ -142,6 +142,12 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 		return nil, fail("limits: %v", err)
 	}
 	spec.Limits = limits
+	// One form of each schema for validation, every rendering and search:
+	// the portable one (portable.go), which means the same.
+	spec.Parameters = Portable(spec.Parameters)
+	if spec.Output != nil {
+		spec.Output = Portable(spec.Output)
+	}
 	e := &Entry{Tool: t, Spec: spec, fname: FunctionName(spec.Name)}
 	if e.params, err = tools.CompileSchema(spec.Name, "parameters", spec.Parameters); err != nil {
 		return nil, fail("%v", err)

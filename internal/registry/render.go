@@ -379,10 +379,10 @@ func typeName(s *jsonschema.Schema) string {
 	if s.Ref != nil {
 		return typeName(s.Ref)
 	}
-	if s.Types == nil || s.Types.IsEmpty() {
+	ts := typesOf(s)
+	if len(ts) == 0 || len(ts) >= len(anyType) {
 		return "any"
 	}
-	ts := s.Types.ToStrings()
 	if ts[0] == "array" {
 		if it, ok := s.Items.(*jsonschema.Schema); ok {
 			return "array of " + typeName(it)
@@ -392,6 +392,22 @@ func typeName(s *jsonschema.Schema) string {
 		}
 	}
 	return strings.Join(ts, " or ")
+}
+
+// typesOf is the types a schema allows: its type, or, for a union written
+// portably (anyOf of one type each, see portable.go), the branches' types.
+func typesOf(s *jsonschema.Schema) []string {
+	if s.Types != nil && !s.Types.IsEmpty() {
+		return s.Types.ToStrings()
+	}
+	var ts []string
+	for _, b := range s.AnyOf {
+		if b.Types == nil || len(b.Types.ToStrings()) != 1 {
+			return nil
+		}
+		ts = append(ts, b.Types.ToStrings()[0])
+	}
+	return ts
 }
 
 // ordered returns the keys of m in the given order, then any others sorted.
