@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/netguard"
 )
 
 // Config is one trusted issuer (auth.oauth, or one entry of its list).
@@ -158,6 +159,15 @@ func (c *Config) check(ps *problems, at string) {
 		ps.add(at+"issuer", "%q is not an issuer URL such as https://idp.example.com/realms/main", c.Issuer)
 	} else if u.Scheme == "http" && !c.AllowHTTP {
 		ps.add(at+"issuer", "%q is plain http; set allow_http (a loopback test IdP only) or use https", c.Issuer)
+	} else {
+		c.checkReach(ps, at, "issuer", u)
+	}
+	if in := c.Introspection.URL; in != "" {
+		if u, err := url.Parse(in); err != nil || u.Host == "" {
+			ps.add(at+"introspection.url", "%q is not a URL", in)
+		} else {
+			c.checkReach(ps, at, "introspection.url", u)
+		}
 	}
 	if strings.ContainsAny(c.Audience, " \t\r\n\"") {
 		ps.add(at+"audience", "%q holds spaces or quotes", c.Audience)
@@ -185,6 +195,32 @@ func (c *Config) check(ps *problems, at string) {
 	if in := c.Introspection; in.ClientID == "" && (in.URL != "" || in.ClientSecret != "") {
 		ps.add(at+"introspection.client_id", "is required to introspect tokens")
 	}
+}
+
+// checkReach reports, without any network traffic, a URL of the issuer
+// that the outbound guard of its allow and allow_http will refuse at
+// start: an address literal or a name (localhost) that is not public and
+// not allowed. A name that resolves to such an address is found only when
+// it is reached; the warning then names the key too.
+func (c *Config) checkReach(ps *problems, at, key string, u *url.URL) {
+	g, err := netguard.New(netguard.Policy{Allow: c.Allow, AllowHTTP: c.AllowHTTP})
+	if err != nil {
+		ps.add(at+"allow", "%v", err)
+		return
+	}
+	var refused *netguard.RefusedError
+	if err := g.CheckURL(u); errors.As(err, &refused) {
+		if u.Scheme == "http" && !c.AllowHTTP {
+			return // reported on its own
+		}
+		why, _, _ := strings.Cut(refused.Reason, "; add it")
+		ps.add(at+"allow", "the %s %s is refused by the outbound guard (%s); %s", key, u.Redacted(), why, AllowHint(u.Hostname()))
+	}
+}
+
+// AllowHint is how to let toold reach host, an issuer's: the key to set.
+func AllowHint(host string) string {
+	return fmt.Sprintf("set auth.oauth.allow: [%s] if the issuer is meant to be there", host)
 }
 
 // algorithms resolves the configured algorithm names: known asymmetric

@@ -119,7 +119,7 @@ func (is *issuer) metadata(ctx context.Context) (*discovery, error) {
 	if err != nil {
 		is.failed = is.now()
 		is.m.fetch(is.cfg.Issuer, "discovery", err)
-		return nil, fmt.Errorf("%w: %v", errUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	is.m.fetch(is.cfg.Issuer, "discovery", nil)
 	is.meta = d

@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"time"
 
@@ -38,6 +39,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/netguard"
 )
 
 // Options configure a Verifier.
@@ -202,6 +204,17 @@ func (v *Verifier) Warm(ctx context.Context) {
 	for _, is := range v.issuers {
 		go func() {
 			if err := is.refresh(ctx, 0); err != nil {
+				var refused *netguard.RefusedError
+				if errors.As(err, &refused) {
+					// The guard, not the issuer: say which key lets it through.
+					host := is.cfg.Issuer
+					if u, perr := url.Parse(is.cfg.Issuer); perr == nil {
+						host = u.Hostname()
+					}
+					v.log.Warn("the issuer cannot be reached: the outbound guard refuses it; "+AllowHint(host),
+						zap.String("issuer", is.cfg.Issuer), zap.String("key", "auth.oauth.allow"), zap.String("reason", refused.Reason))
+					return
+				}
 				v.log.Warn("the issuer's keys could not be fetched yet", zap.String("issuer", is.cfg.Issuer), zap.Error(err))
 			}
 		}()

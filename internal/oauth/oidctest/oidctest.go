@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,7 +74,12 @@ type Provider struct {
 	Issuer string
 	t      testing.TB
 	http   *http.Client
+	stop   func()
 }
+
+// Stop stops the provider before the test ends: its port then refuses
+// connections.
+func (p *Provider) Stop() { p.stop() }
 
 // Binary finds the provider's binary; without one the test skips (or
 // fails, with TOOLD_REQUIRE_OIDC=1).
@@ -103,14 +109,15 @@ func Start(t testing.TB, cfg Config) *Provider {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	stop := sync.OnceFunc(func() { cancel(); _ = cmd.Wait() })
+	t.Cleanup(stop)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	issuer, ok := strings.CutPrefix(strings.TrimSpace(line), "issuer ")
 	if err != nil || !ok {
 		t.Fatalf("the provider did not say its issuer: %q %v", line, err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	return &Provider{Issuer: issuer, t: t, http: &http.Client{Timeout: 10 * time.Second,
+	return &Provider{Issuer: issuer, t: t, stop: stop, http: &http.Client{Timeout: 10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
