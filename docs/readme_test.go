@@ -2,6 +2,7 @@ package docs
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -43,5 +44,53 @@ func TestReadmeNamesEveryPeer(t *testing.T) {
 	}
 	if !strings.Contains(section, "grep -c -- '--- SKIP'") {
 		t.Error("README's Tests section does not say how to count the skips")
+	}
+}
+
+// TestQuickStartInstalls: the README's Quick start installs toold (every
+// host configuration and `claude mcp add` start the installed binary),
+// says where it goes, and its install line works as written: run from the
+// repository's root with GOBIN a directory of the test's own, it leaves a
+// toold there that runs.
+func TestQuickStartInstalls(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Quick start\n")
+	if !ok {
+		t.Fatal("README.md has no Quick start section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	m := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(section)
+	if m == nil {
+		t.Fatal("the Quick start has no sh block")
+	}
+	var install string
+	for line := range strings.Lines(m[1]) {
+		if cmd, _, _ := strings.Cut(line, "#"); strings.HasPrefix(cmd, "go install ") {
+			install = strings.TrimSpace(cmd)
+		}
+	}
+	if install == "" {
+		t.Fatalf("the Quick start's commands install no toold:\n%s", m[1])
+	}
+	if !strings.Contains(section, "$(go env GOPATH)/bin") {
+		t.Error("the Quick start does not say where toold was installed")
+	}
+	if testing.Short() {
+		t.Skip("SKIPPED: -short; the install line itself is run without it")
+	}
+	gobin := t.TempDir()
+	fields := strings.Fields(install)
+	cmd := exec.Command("go", fields[1:]...)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", install, err, out)
+	}
+	out, err := exec.Command(filepath.Join(gobin, "toold"), "-version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "toold") {
+		t.Fatalf("the installed toold -version: %v %s", err, out)
 	}
 }
