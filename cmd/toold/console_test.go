@@ -545,14 +545,28 @@ func TestConsoleWithoutKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := start(t, nil, "-config", cfg, "-workspace", workspace(t))
+		// A call made before the console opens: its activity is shown.
 		a := send(t, "POST", in.url+"/tools/echo/execute", `{"message":"deploy"}`)
 		id := decodeWaiting(t, a).ExecutionID
 		b := newBrowser(t, in.url)
-		b.open("approvals", "")
-		card := `article.approval[data-id="` + id + `"]`
-		b.waitText(card+" h3", "echo")
-		buttons := eval[int](b, `document.querySelectorAll('`+card+` button.approve').length`)
+		// The console as a newcomer opens it: no view named, no key to enter
+		// (toold has none, so the key box is not shown).
+		b.do(chromedp.Navigate(b.base+"/console/"), chromedp.WaitNotVisible(chromedp.CSS("#key-form")))
+		b.waitText("#who", "toold has no keys")
 		if !self {
+			// No one can approve here: it opens on Activity, which works, with the
+			// call made before it opened; Approvals says in one line why it is
+			// off and how to turn it on.
+			b.do(chromedp.WaitVisible(chromedp.CSS("#view-activity")))
+			b.waitText(`#activity-rows tr[data-tool="echo"]`, "echo")
+			b.do(chromedp.Navigate(b.base+"/console/#approvals"), chromedp.WaitVisible(chromedp.CSS("#view-approvals")))
+			off := b.waitText("#approvals-off", "Approvals are off")
+			if !strings.Contains(off, "approvals.self_approval: true") || !strings.Contains(off, "auth.keys") || strings.Count(off, ". ") > 2 {
+				t.Errorf("the line on approvals: %q", off)
+			}
+			card := `article.approval[data-id="` + id + `"]`
+			b.waitText(card+" h3", "echo")
+			buttons := eval[int](b, `document.querySelectorAll('`+card+` button.approve').length`)
 			text := b.waitText(card+" .refusal", "cannot decide")
 			if buttons != 0 || !strings.Contains(text, "approvals.self_approval: true") {
 				t.Errorf("without keys: %d buttons, the card says %q", buttons, text)
@@ -560,6 +574,13 @@ func TestConsoleWithoutKeys(t *testing.T) {
 			b.shot("no-keys")
 			continue
 		}
+		// With self-approval, approving works: it opens on Approvals.
+		b.do(chromedp.WaitVisible(chromedp.CSS("#view-approvals")))
+		if eval[bool](b, `!document.getElementById('approvals-off').hidden`) {
+			t.Error("with self_approval the console says approvals are off")
+		}
+		card := `article.approval[data-id="` + id + `"]`
+		b.waitText(card+" h3", "echo")
 		b.waitText("#approvals-notice", "any process that reaches toold locally")
 		b.do(chromedp.Click(chromedp.CSS(card + " button.approve")))
 		b.waitText("#approvals-status", "Approved echo")

@@ -25,6 +25,9 @@ type Position struct {
 	// FromStart, without After, replays everything retained; otherwise
 	// only what arrives from now on.
 	FromStart bool
+	// Since, without After, starts at what was stored at or after it
+	// (the calls of the last minutes, for a page that just opened).
+	Since time.Time
 	// Until, when not zero, ends the subscription after the message of
 	// that sequence (a read of what the stream held, rather than a tail).
 	Until uint64
@@ -39,6 +42,9 @@ func Subscribe(ctx context.Context, st *state.Store, stream string, subjects []s
 	switch {
 	case !pos.After.IsZero():
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, pos.After.Seq
+	case !pos.Since.IsZero():
+		since := pos.Since
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	case pos.FromStart:
 		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -120,9 +121,14 @@ func (s *Server) streamFrom(w http.ResponseWriter, r *http.Request) (events.ID, 
 	return after, true
 }
 
+// maxSince bounds GET /events?since=: what the console shows on opening,
+// not a bulk export (the audit log is that).
+const maxSince = 24 * time.Hour
+
 // activity is GET /events: every replica's call events, filtered by
-// ?tool=, ?caller= and ?status= (a status or an event type), from now or
-// after Last-Event-ID.
+// ?tool=, ?caller= and ?status= (a status or an event type), from now,
+// from ?since= ago (the calls made before a page opened), or after
+// Last-Event-ID.
 func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.caller(w, r)
 	if !ok {
@@ -134,12 +140,22 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	f := events.Filter{Tool: q.Get("tool"), Caller: q.Get("caller"), Status: q.Get("status")}
+	pos := events.Position{After: after}
+	if v := q.Get("since"); v != "" && after.IsZero() {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > maxSince {
+			s.refuse(w, r, "", dispatch.StatusRejected, badParam("since", fmt.Sprintf("%q is not a duration from 1s to 24h", v),
+				"send since=15m for the last quarter of an hour's calls, or leave it out for calls from now on"))
+			return
+		}
+		pos.Since = time.Now().Add(-d)
+	}
 	ctx, cancel := s.sseContext(r)
 	defer cancel()
 	stream := openSSE(w)
 	defer stream.keepAlive()()
 	observes := s.opts.Dispatcher.Observes(p.Who(), via(r)) // the policy's observe
-	err := events.Activity(ctx, s.opts.Store, events.Position{After: after}, f, func(ev events.Event) bool {
+	err := events.Activity(ctx, s.opts.Store, pos, f, func(ev events.Event) bool {
 		if ev.Tool != "" && !observes(ev.Tool) {
 			return true
 		}

@@ -465,3 +465,32 @@ func TestIndex(t *testing.T) {
 		t.Errorf("with keys, the index says %+v", k.Auth)
 	}
 }
+
+// TestConsoleModeAndRecentActivity: GET /auth/session tells the console
+// of a toold without keys that no key is needed and, with
+// approvals.self_approval off, in one line why no one can approve and what
+// to set; a toold with keys says neither. GET /events?since= is a bounded
+// duration, refused with the parameter named otherwise.
+func TestConsoleModeAndRecentActivity(t *testing.T) {
+	open := newHarness(t, harnessOpts{store: true})
+	r := open.do("GET", "/auth/session", nil, nil)
+	var v struct {
+		NoCredentials bool   `json:"no_credentials"`
+		ApprovalsOff  string `json:"approvals_off"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &v) != nil || !v.NoCredentials ||
+		!strings.Contains(v.ApprovalsOff, "approvals.self_approval: true") || !strings.Contains(v.ApprovalsOff, "auth.keys") {
+		t.Errorf("without keys: %d %s", r.status, r.body)
+	}
+	for _, since := range []string{"bogus", "-1m", "0s", "48h"} {
+		r := open.do("GET", "/events?since="+since, nil, nil)
+		if r.status != 400 || !strings.Contains(string(r.body), `"invalid_parameter"`) || !strings.Contains(string(r.body), "since") {
+			t.Errorf("since=%s: %d %s", since, r.status, r.body)
+		}
+	}
+	keyed := newHarness(t, harnessOpts{keys: []auth.Key{{Name: "k", SHA256: auth.Hash("toold_some_key_for_the_mode_test"), Tools: []string{"*"}}}})
+	r = keyed.do("GET", "/auth/session", nil, nil)
+	if r.status != 200 || strings.Contains(string(r.body), "no_credentials") || strings.Contains(string(r.body), "approvals_off") {
+		t.Errorf("with keys: %d %s", r.status, r.body)
+	}
+}

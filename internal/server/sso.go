@@ -89,6 +89,13 @@ type sessionView struct {
 	ExpiresAt *time.Time     `json:"expires_at,omitempty"`
 	CSRFToken string         `json:"csrf_token,omitempty"`
 	SignIn    []signInOption `json:"sign_in"`
+	// NoCredentials: toold has no API keys and no token issuers, so a
+	// local caller needs no key (and the console shows no key box).
+	NoCredentials bool `json:"no_credentials,omitempty"`
+	// ApprovalsOff says, in one line, why no one can decide an approval
+	// here and what to set: without keys only approvals.self_approval lets
+	// the local user decide.
+	ApprovalsOff string `json:"approvals_off,omitempty"`
 }
 
 type signInOption struct {
@@ -112,9 +119,20 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		exp := sess.Expires.UTC()
 		v.SignedIn, v.Principal, v.Roles, v.ExpiresAt, v.CSRFToken = true, &sess.Principal.Identity, sess.Principal.Roles(), &exp, sess.CSRF
 	}
+	if !s.authEnabled() {
+		v.NoCredentials = true
+		if !s.opts.SelfApproval {
+			v.ApprovalsOff = approvalsOff
+		}
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, v)
 }
+
+// approvalsOff is why a toold without credentials cannot decide an
+// approval, and the two ways to change it.
+const approvalsOff = "Approvals are off: toold has no API keys and approvals.self_approval is off, so no one can approve " +
+	"a call here. Set approvals.self_approval: true to approve from this console, or configure auth.keys with the approve role."
 
 // signOut is POST /auth/logout: the session is revoked on every replica
 // (until it would have expired: a copy of the cookie is good for nothing

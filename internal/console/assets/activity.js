@@ -1,5 +1,5 @@
-// Activity: GET /events (every replica's calls, observe role) read as a
-// stream, filtered by tool, caller and status on the server; a row's
+// Activity: GET /events (every replica's calls, observe role; the last
+// hour's first) read as a stream, filtered by tool, caller and status on the server; a row's
 // button opens the event, and the execution when this key may read it.
 import { call, problem, stream } from './api.js';
 import { el, pretty, meta } from './dom.js';
@@ -25,7 +25,9 @@ export function start() {
     const v = document.getElementById('f-' + n).value.trim();
     if (v) q.set(n, v);
   }
-  const path = '/events' + (q.toString() ? '?' + q : '');
+  // The calls made before the page opened (the last hour's), then live.
+  q.set('since', '1h');
+  const path = '/events?' + q;
   status('connecting…');
   stream(path, {
     signal: abort.signal,

@@ -17,12 +17,28 @@ function who() {
   document.getElementById('who').textContent = key()
     ? 'Using the key you entered (kept in this tab only).'
     : sso.signedIn() ? sso.describe()
-      : sso.failure() || 'No key: toold without keys serves loopback only, with every role.';
+      : sso.failure() || (sso.noCredentials() ? 'toold has no keys: it serves this machine only, with every role, and needs none.'
+        : 'No key: enter one, or sign in.');
+}
+
+// home is the view the console opens on: Approvals, unless no one can
+// approve here (no keys, approvals.self_approval off); then Activity, which
+// works.
+function home() { return sso.approvalsOff() ? 'activity' : 'approvals'; }
+
+// mode fits the page to what works: no key box where toold takes no keys,
+// and the one line on why approvals are off.
+function mode() {
+  document.getElementById('key-form').hidden = sso.noCredentials() && !key();
+  const off = document.getElementById('approvals-off');
+  off.textContent = sso.approvalsOff();
+  off.hidden = !off.textContent;
+  document.getElementById('tab-approvals').title = sso.approvalsOff();
 }
 
 function show() {
-  const name = (location.hash || '#approvals').slice(1);
-  const view = views[name] ? name : 'approvals';
+  const name = (location.hash || '#' + home()).slice(1);
+  const view = views[name] ? name : home();
   if (current && current !== view) views[current].stop();
   for (const n of Object.keys(views)) {
     document.getElementById('view-' + n).hidden = n !== view;
@@ -34,6 +50,7 @@ function show() {
 }
 
 function restart() {
+  mode();
   who();
   if (current) views[current].stop();
   current = null;
@@ -56,6 +73,7 @@ document.addEventListener('DOMContentLoaded', async () => {
   // shown, so a waiting approval is never missed.
   approvals.background();
   questions.background();
+  mode();
   who();
   show();
 });

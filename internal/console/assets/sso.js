@@ -13,6 +13,14 @@ let failed = '';
 
 export function signedIn() { return session.signed_in; }
 
+// noCredentials: toold has no keys and no issuers; a local caller needs
+// no key, so there is no key to enter.
+export function noCredentials() { return !!session.no_credentials; }
+
+// approvalsOff is the line saying why no one can approve here, and what
+// to set; '' when approvals work.
+export function approvalsOff() { return session.approvals_off || ''; }
+
 // failure says why the last sign-in failed, if it did.
 export function failure() { return failed ? 'Signing in failed (' + failed + '). Try again, or use a key.' : ''; }
 
