@@ -51,6 +51,11 @@ func TestConnectConfigsPerPlatform(t *testing.T) {
 				if !slices.Equal(sortedKeys(base), sortedKeys(twin)) {
 					t.Fatalf("servers %v, the Linux configuration's are %v", sortedKeys(twin), sortedKeys(base))
 				}
+				for name, e := range twin {
+					if (e.Command == "") != (base[name].Command == "") || e.Type != base[name].Type {
+						t.Errorf("%s: %+v, the Linux configuration's is %+v: one shape per host, whatever the platform", name, e, base[name])
+					}
+				}
 				stdio := 0
 				for name, e := range twin {
 					if e.Command == "" {

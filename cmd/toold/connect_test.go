@@ -46,8 +46,15 @@ func TestConnectConfigs(t *testing.T) {
 	in := start(t, nil, "-workspace", ws) // for the URL entries
 	for _, f := range files {
 		entries := connectEntries(t, f)
-		if len(entries) == 0 {
-			t.Fatalf("%s names no server", f)
+		if len(entries) != 1 {
+			// One shape per host: two entries (stdio and HTTP) list every tool
+			// twice, and the HTTP one fails while no toold runs.
+			t.Fatalf("%s names %d servers, want one: %v", f, len(entries), sortedKeys(entries))
+		}
+		for name, e := range entries {
+			if e.URL != "" && e.Type == "" {
+				t.Errorf("%s: %s has a url and no type: Claude Code refuses such an entry (\"type\": \"http\")", f, name)
+			}
 		}
 		for name, e := range entries {
 			t.Run(filepath.Base(f)+"/"+name, func(t *testing.T) {
