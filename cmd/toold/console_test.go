@@ -339,8 +339,15 @@ func TestConsoleQuestion(t *testing.T) {
 			t.Errorf("the form has no labelled control %q", label)
 		}
 	}
+	// Nothing is chosen for the person: the required region starts on a
+	// placeholder, and sending it so is refused in the page.
+	if got := eval[string](b, `document.querySelector('`+card+` select').value`); got != "" {
+		t.Errorf("the region is chosen before the person chose: %q", got)
+	}
 	num := card + ` input[type=number]`
 	b.do(chromedp.SendKeys(chromedp.CSS(num), "9"), chromedp.Click(chromedp.CSS(card+" button[type=submit]")))
+	b.waitText(card+" .error", "choose one")
+	b.do(chromedp.SetValue(chromedp.CSS(card+" select"), "0"), chromedp.Click(chromedp.CSS(card+" button[type=submit]")))
 	refusal := b.waitText(card+" .error", "/answer/replicas")
 	b.shot("questions")
 	if eval[int](b, `document.querySelectorAll('`+card+`').length`) != 1 {

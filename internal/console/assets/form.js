@@ -22,7 +22,7 @@ function choiceField(id, label, choices) {
   const fs = el('fieldset', {}, el('legend', {}, label));
   choices.forEach((c, i) => {
     const rid = id + '-' + i;
-    fs.append(el('div', {}, el('input', { type: 'radio', name: id, id: rid, value: c, checked: i === 0 }), ' ', el('label', { for: rid }, c)));
+    fs.append(el('div', {}, el('input', { type: 'radio', name: id, id: rid, value: c }), ' ', el('label', { for: rid }, c)));
   });
   return {
     node: fs,
@@ -63,10 +63,18 @@ function field(id, label, s, required) {
   const wrap = (control) => el('div', { class: 'field' }, el('label', { for: id }, label), control, help);
   const described = help ? id + '-help' : undefined;
   if (Array.isArray(s.enum)) {
+    // Nothing is picked for the person: a required choice starts on a
+    // placeholder that cannot be sent.
     const sel = el('select', { id, 'aria-describedby': described },
-      required ? null : el('option', { value: '' }, '(none)'),
+      required ? el('option', { value: '', disabled: true, selected: true }, '(choose one)') : el('option', { value: '' }, '(none)'),
       s.enum.map((v, i) => el('option', { value: String(i) }, typeof v === 'string' ? v : JSON.stringify(v))));
-    return { node: wrap(sel), value: () => (sel.value === '' ? undefined : s.enum[Number(sel.value)]) };
+    return {
+      node: wrap(sel),
+      value() {
+        if (sel.value === '' && required) throw new Error(label + ': choose one');
+        return sel.value === '' ? undefined : s.enum[Number(sel.value)];
+      },
+    };
   }
   switch (s.type) {
     case 'boolean': {
