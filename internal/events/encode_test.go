@@ -71,9 +71,10 @@ func same[T any](t *testing.T, i int, want T, got []byte) {
 // meet the recorder's item: a new field must be carried there too.
 func TestAppendersEveryField(t *testing.T) {
 	// ID is the position a reader gives an event it read from the stream;
-	// the recorder never writes it. A principal's tool narrowing is the
-	// caller's and its executions', never an event's or a record's.
-	narrowing := []string{"Principal.Narrowed", "Principal.Narrow"}
+	// the recorder never writes it. A principal's tool narrowing and a
+	// token's groups are the caller's and its executions', never an
+	// event's or a record's (auth.Identity.AppendJSON without narrow).
+	narrowing := []string{"Principal.Narrowed", "Principal.Narrow", "Principal.Groups"}
 	for _, v := range encodetest.Variants[Event](t, append(narrowing, "ID")...) {
 		ev := *v.Value
 		r := &Recorder{replica: ev.Replica}
