@@ -178,6 +178,9 @@ func keyFields(t reflect.Type) []reflect.StructField {
 	var out []reflect.StructField
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if !f.IsExported() {
+			continue // no key (launch.Network's own state)
+		}
 		if name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
 			out = append(out, keyFields(f.Type)...)
 			continue

@@ -2,9 +2,15 @@ package launch
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toold/toold/internal/egress"
 )
 
 // Config is what the launcher learns once for every program it starts: the
@@ -30,6 +36,10 @@ type Config struct {
 	KillGrace time.Duration `yaml:"kill_grace" validate:"gte=0,lte=30s"`
 	// Bwrap is the bubblewrap binary (default: "bwrap" on PATH).
 	Bwrap string `yaml:"bwrap"`
+	// Egress is what the egress proxies of allow-list runs get from
+	// toold (metrics, the resolver, whether a credential vault exists).
+	// Set by toold's wiring, never from the file.
+	Egress egress.Options `yaml:"-" validate:"-"`
 	// Private are toold's own files and directories (its state, its
 	// configuration, the audit key): no program may read or write them,
 	// whatever its sandbox allows (macOS: denied by the Seatbelt profile;
@@ -87,12 +97,15 @@ type Sandbox struct {
 	// the commands section's containment, itself auto by default). See the
 	// package doc.
 	Containment string `yaml:"containment" validate:"omitempty,oneof=auto none namespaces bwrap seatbelt job"`
-	// Network lets the program reach the network. Off by default for
-	// command tools and MCP servers, on for consultation CLIs (they call
-	// their vendor). Without it, under namespaces and bwrap, the program
-	// has no interface but a down loopback; containment none cannot take
-	// the network away.
-	Network *bool `yaml:"network"`
+	// Network is the program's network: false (none: under namespaces
+	// and bwrap no interface but a down loopback), true (all of it but
+	// toold's own ports), or an allow-list, {allow, inject, ca_files,
+	// max_connections, max_bytes}: the program's only way out is then
+	// toold's egress proxy inside its network namespace (internal/egress;
+	// namespaces and bwrap only). Off by default for command tools and MCP
+	// servers, on for consultation CLIs (they call their vendor);
+	// containment none cannot take the network away.
+	Network *Network `yaml:"network"`
 	// WorkspaceWritable lets the program change the workspace. Off by
 	// default: under namespaces and bwrap the workspace is mounted
 	// read-only. Containment none relies on file permissions.
@@ -135,8 +148,10 @@ type Sandbox struct {
 }
 
 // Check reports what the struct tags cannot: every read_only_paths and
-// unix_sockets entry must be absolute. The launcher checks it again when it resolves the
-// sandbox.
+// unix_sockets entry must be absolute, and an allow-list must hold
+// (egress.Policy.Check; a caller's own credential is checked against the
+// vault when the launcher resolves the sandbox). The launcher checks it
+// again then.
 func (s Sandbox) Check() error {
 	for _, p := range s.ReadOnlyPaths {
 		if !filepath.IsAbs(p) {
@@ -148,11 +163,73 @@ func (s Sandbox) Check() error {
 			return fmt.Errorf("unix_sockets: %q is not absolute", p)
 		}
 	}
+	if p := s.Network.AllowList(); p != nil {
+		if err := p.Check(true); err != nil {
+			return prefixLines("network.", err)
+		}
+	}
 	return nil
 }
 
-// networkOn says whether the sandbox has the network: as set, else off.
-func (s Sandbox) networkOn() bool { return s.Network != nil && *s.Network }
+// prefixLines puts prefix before every line of err.
+func prefixLines(prefix string, err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+// networkOn says whether the sandbox shares the host's network: as set,
+// else off; an allow-list does not.
+func (s Sandbox) networkOn() bool { return s.Network != nil && s.Network.on && !s.Network.list }
+
+// Network is a sandbox's `network:`, written as a boolean or as an
+// allow-list mapping (egress.Policy's keys).
+type Network struct {
+	on, list      bool
+	egress.Policy `yaml:",inline"`
+}
+
+// NetworkOn is `network: true`, NetworkOff `network: false`.
+func NetworkOn() *Network  { return &Network{on: true} }
+func NetworkOff() *Network { return &Network{} }
+
+// AllowList is `network:` as an allow-list.
+func AllowList(p egress.Policy) *Network { return &Network{on: true, list: true, Policy: p} }
+
+// On says whether the program has a network at all (true, or an
+// allow-list).
+func (n *Network) On() bool { return n != nil && n.on }
+
+// AllowList is the policy of the mapping form, or nil.
+func (n *Network) AllowList() *egress.Policy {
+	if n == nil || !n.list {
+		return nil
+	}
+	return &n.Policy
+}
+
+// UnmarshalYAML takes true, false or a mapping.
+func (n *Network) UnmarshalYAML(v *yaml.Node) error {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		var b bool
+		if err := v.Decode(&b); err != nil {
+			return fmt.Errorf("line %d: network: give true, false, or a mapping with allow (and inject, ca_files, max_connections, max_bytes)", v.Line)
+		}
+		*n = Network{on: b}
+		return nil
+	case yaml.MappingNode:
+		var p egress.Policy
+		if err := v.Decode(&p); err != nil {
+			return err
+		}
+		*n = *AllowList(p)
+		return nil
+	}
+	return fmt.Errorf("line %d: network: give true, false, or a mapping with allow", v.Line)
+}
 
 // Defaults of the package, documented on the fields above.
 const (

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toold/toold/internal/egress"
 )
 
 // Mode is how a command is isolated from the host.
@@ -55,6 +57,12 @@ type sandbox struct {
 	plat     platformSandbox
 	// enforced is what each limit is enforced by, for every result.
 	enforced map[string]string
+	// egress is the allow-list of network: {allow: ...} (egress.go);
+	// net is one run's proxy, in the copy of the sandbox made for that
+	// run; self is toold's binary, for bwrap's egress helper.
+	egress *egress.Compiled
+	net    *netRun
+	self   *os.File
 }
 
 // rlimit is one resource limit to apply to a child (on a platform with
@@ -107,6 +115,8 @@ func (sb *sandbox) describe() string {
 		parts = append(parts, fmt.Sprintf("uid %d", sb.uid))
 	}
 	switch {
+	case sb.egress != nil:
+		parts = append(parts, "network: "+sb.egress.Describe())
 	case sb.network && sb.mode == ModeSeatbelt:
 		parts = append(parts, "network allowed but toold's own ports (on every address) and the host's unix sockets")
 	case sb.network && sb.mode == ModeJob:
@@ -324,6 +334,11 @@ type host struct {
 	ports     *portGuard   // ProtectPorts' ruleset (Linux); nil before
 	plat      platformHost // what the OS's own modes learned (platform.go)
 	seen      map[exposure]bool
+	// self is toold's own binary, opened once for the egress helper of
+	// bwrap runs (egress.go).
+	self     *os.File
+	selfErr  error
+	selfOnce sync.Once
 }
 
 // exposure is what decides whether a sandbox's runs can reach toold's own
@@ -360,6 +375,12 @@ func (l *Launcher) Exposed() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// selfExe opens toold's own binary once.
+func (h *host) selfExe() (*os.File, error) {
+	h.selfOnce.Do(func() { h.self, h.selfErr = os.Open("/proc/self/exe") })
+	return h.self, h.selfErr
 }
 
 // cgroups finds the host's cgroups on first use.

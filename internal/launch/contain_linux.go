@@ -48,19 +48,31 @@ func (sb *sandbox) command(argv []string, dir, workspace, tmp string, env []stri
 			u := sb.launcher.userns
 			cmd.Path, cmd.Dir = u.trampoline, ""
 			ports := u.ports.Load()
-			cmd.Args = append([]string{u.trampoline, "--", "/proc/self/fd/" + strconv.Itoa(shimExeFD)}, sb.shimArgs(argv, dir, workspace, ports != nil)...)
 			cmd.ExtraFiles = []*os.File{u.exe}
 			if ports != nil {
 				cmd.ExtraFiles = append(cmd.ExtraFiles, ports.file) // shimPortsFD
 			}
+			var eg *egressSpec
+			if sb.net != nil {
+				spec, files := sb.egressFiles(len(cmd.ExtraFiles), nil)
+				cmd.ExtraFiles, eg = append(cmd.ExtraFiles, files...), &spec
+			}
+			cmd.Args = append([]string{u.trampoline, "--", "/proc/self/fd/" + strconv.Itoa(shimExeFD)}, sb.shimArgs(argv, dir, workspace, ports != nil, eg)...)
 		}
 	case ModeBwrap:
 		args := append([]string{sb.bwrap}, sb.bwrapArgs(argv[0], dir, workspace, tmp)...)
 		for _, g := range sb.gitDirs(argv[0], workspace) {
 			args = append(args, "--ro-bind", g, g)
 		}
+		first := 0
 		if sb.filtered() {
 			args = append(args, "--seccomp", strconv.Itoa(filterFD)) // the pipe prepareRun made
+			first = 1
+		}
+		if sb.helped() {
+			spec, files := sb.egressFiles(first, sb.self)
+			cmd.ExtraFiles = files // after the filter pipe (launcher.startRun)
+			argv = helperArgv(3+first, spec, argv)
 		}
 		cmd.Path, cmd.Args, cmd.Dir = sb.bwrap, append(append(args, "--"), argv...), ""
 	}

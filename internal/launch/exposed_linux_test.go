@@ -20,8 +20,7 @@ func TestExposedUntilThePortsAreGuarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	on := true
-	for _, sb := range []Sandbox{{Containment: "none"}, {Containment: "bwrap", Network: &on}, {Containment: "bwrap"}} {
+	for _, sb := range []Sandbox{{Containment: "none"}, {Containment: "bwrap", Network: NetworkOn()}, {Containment: "bwrap"}} {
 		if _, err := l.CommandRunner(sb); err != nil {
 			if errors.Is(err, ErrUnavailable) {
 				launchtest.Unavailable(t, "%s: %v", sb.Containment, err)

@@ -80,6 +80,9 @@ func (l *Launcher) Close() error {
 	l.host.launchers = map[Mode]*launcher{}
 	l.host.cg.close()
 	l.host.closePlatform()
+	if l.host.self != nil {
+		_ = l.host.self.Close()
+	}
 	l.host.mu.Unlock()
 	return os.RemoveAll(l.tmpBase)
 }
@@ -147,6 +150,15 @@ func (l *Launcher) build(c Sandbox, mode Mode, why string, t *launcher) (*sandbo
 		grace: l.cfg.KillGrace, env: buildEnv(c.EnvAllow, c.Env), private: l.cfg.Private}
 	if sb.grace <= 0 {
 		sb.grace = DefaultKillGrace
+	}
+	var err error
+	if sb.egress, err = l.compileNetwork(c, mode); err != nil {
+		return nil, err
+	}
+	if sb.egress != nil && mode == ModeBwrap {
+		if sb.self, err = h.selfExe(); err != nil {
+			return nil, fmt.Errorf("%w: %v", errNoSelf, err)
+		}
 	}
 	lim := c.Rlimits.merge(l.cfg.Rlimits).merge(defaultRlimits())
 	sb.finish(h, lim)

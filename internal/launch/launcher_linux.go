@@ -159,6 +159,9 @@ type runSetup struct {
 	mounts  *callMounts // minimal root: the run's /tmp and paths
 	cgProcs []int       // the run's cgroup.procs files, opened by toold
 	filter  *os.File    // bwrap: the syscall filter, read by bwrap as fd 3
+	// atStop runs while the child is stopped after its exec, its limits
+	// set (the egress proxy's listener of namespaces as root).
+	atStop func(pid int) error
 }
 
 // start starts cmd on the launcher's thread. On error cmd.Process may be
@@ -184,7 +187,8 @@ func (l *launcher) do(f func() error) error {
 // the child, and back.
 func (l *launcher) startRun(cmd *exec.Cmd, rs runSetup) error {
 	if rs.filter != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, rs.filter) // filterFD: bwrap has no other
+		// filterFD: the first; an egress helper's descriptors follow it.
+		cmd.ExtraFiles = append([]*os.File{rs.filter}, cmd.ExtraFiles...)
 	}
 	if l.baseNS < 0 {
 		return startStopped(cmd, rs, l.userns)
@@ -252,6 +256,13 @@ func startStopped(cmd *exec.Cmd, rs runSetup, u *usernsStart) error {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			_ = unix.PtraceDetach(pid)
 			return fmt.Errorf("setting %s: %w", r.name, err)
+		}
+	}
+	if rs.atStop != nil {
+		if err := rs.atStop(pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			_ = unix.PtraceDetach(pid)
+			return err
 		}
 	}
 	if err := unix.PtraceDetach(pid); err != nil {

@@ -120,7 +120,7 @@ func TestSeatbeltHolds(t *testing.T) {
 			t.Errorf("%s: ok %v, want %v (%s)", script, res.OK, ok, res.Stderr)
 		}
 	}
-	nr := runner(t, l, Sandbox{Network: ptr(true), UnixSockets: []string{sock}})
+	nr := runner(t, l, Sandbox{Network: NetworkOn(), UnixSockets: []string{sock}})
 	for script, ok := range map[string]bool{
 		"nc -z -G 2 127.0.0.1 " + otherPort:               true,
 		"nc -z -G 2 127.0.0.1 " + ownPort:                 false,

@@ -82,17 +82,16 @@ func exampleShapes(t *testing.T) []shape {
 	if !ok || len(cmds.Commands.Tools) == 0 || len(mcp.MCP.Servers) == 0 {
 		t.Fatal("the examples no longer have the shapes this test reads (command tools, MCP servers, the claude CLI)")
 	}
-	on := true // a consultation CLI has the network unless its sandbox says otherwise
 	if cli.Sandbox.Network == nil {
-		cli.Sandbox.Network = &on
+		cli.Sandbox.Network = NetworkOn()
 	}
 	out = append(out, shape{name: "consult_claude", sandbox: cli.Sandbox, runner: true, argv: []string{"claude", "-p"}})
 	// Shapes the examples lack, declared as a configuration would.
 	out = append(out,
-		shape{name: "extra_network_socket", argv: []string{"ssh-add", "-l"}, sandbox: Sandbox{Network: &on,
+		shape{name: "extra_network_socket", argv: []string{"ssh-add", "-l"}, sandbox: Sandbox{Network: NetworkOn(),
 			UnixSockets: []string{"/Users/dev/.ssh/agent.sock"}}},
 		shape{name: "extra_git_writable", argv: []string{"git", "commit"}, sandbox: Sandbox{WorkspaceWritable: true}},
-		shape{name: "extra_none", argv: []string{"git", "status"}, sandbox: Sandbox{Containment: string(ModeNone), Network: &on}},
+		shape{name: "extra_none", argv: []string{"git", "status"}, sandbox: Sandbox{Containment: string(ModeNone), Network: NetworkOn()}},
 	)
 	return out
 }

@@ -51,17 +51,16 @@ func TestProtectedPortsAreOutOfReach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer udp.Close()
-	on := true
 	for _, m := range modes {
 		t.Run(string(m), func(t *testing.T) {
 			l := testLauncher(t, m, Config{})
-			before := commandRunner(t, l, Sandbox{Network: &on})
+			before := commandRunner(t, l, Sandbox{Network: NetworkOn()})
 			if err := l.ProtectPorts(toold); errors.Is(err, ErrNoPortGuard) {
 				launchtest.Unavailable(t, "%v", err)
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			after := commandRunner(t, l, Sandbox{Network: &on, Seccomp: new(false)})
+			after := commandRunner(t, l, Sandbox{Network: NetworkOn(), Seccomp: new(false)})
 			for name, r := range map[string]*Runner{"started before": before, "started after": after} {
 				for port, reach := range map[int]bool{toold: false, other: true} {
 					res, err := runFor(t, r, 20*time.Second, "/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/"+strconv.Itoa(port))

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,9 @@ type ProcessSpec struct {
 	// workspace).
 	Dir     string
 	Sandbox Sandbox
+	// Name names the program in the egress metrics (the MCP server's
+	// name), when its sandbox has an allow-list.
+	Name string
 }
 
 // stderrTail is how much of a process's last stderr output Stderr keeps:
@@ -36,6 +40,7 @@ type Process struct {
 
 	k    *killer
 	cg   *runCgroup
+	net  *netRun // its egress proxy, ended with it
 	tmp  string
 	sb   *sandbox
 	done chan struct{}
@@ -67,11 +72,11 @@ func (l *Launcher) Start(spec ProcessSpec) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cwd: %w", err)
 	}
-	p, err := l.start(r.sb, append([]string{program}, spec.Argv[1:]...), dir, true)
+	p, err := l.start(context.Background(), r.sb, append([]string{program}, spec.Argv[1:]...), dir, true, RunNet{Tool: spec.Name})
 	if err != nil {
 		return nil, err
 	}
-	pr := &Process{Stdin: p.pipes.inW, Stdout: p.pipes.outR, k: p.k, cg: p.cg, tmp: p.tmp, sb: r.sb, done: make(chan struct{}),
+	pr := &Process{Stdin: p.pipes.inW, Stdout: p.pipes.outR, k: p.k, cg: p.cg, net: p.net, tmp: p.tmp, sb: r.sb, done: make(chan struct{}),
 		stderrRead: make(chan struct{})}
 	go pr.collectStderr(p.pipes.errR)
 	go func() {
@@ -139,6 +144,7 @@ func (p *Process) Stop(grace time.Duration) {
 		// signalled: kill repeats until the group is empty, as for a run.
 		p.k.kill()
 		p.cg.remove()
+		p.net.close()
 		_ = p.Stdout.Close()
 		_ = os.RemoveAll(p.tmp)
 		// The tree is gone, so stderr ends: wait for its last bytes to be

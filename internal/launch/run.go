@@ -17,6 +17,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toold/toold/internal/egress"
 	"github.com/toold/toold/internal/tracing"
 )
 
@@ -52,6 +53,10 @@ type Result struct {
 	// address_space, file_size, open_files, tmp, descendants, syscalls), what
 	// enforced it for this run, or that nothing did.
 	Limits map[string]string `json:"limits"`
+	// Network is what a run with an allow-list did through its egress
+	// proxy: destinations reached, bytes, and each destination refused
+	// with why (network.refused).
+	Network *egress.Report `json:"network,omitempty"`
 }
 
 // runStats are facts about a run that tests assert and callers ignore.
@@ -76,7 +81,7 @@ func (l *Launcher) run(ctx context.Context, sb *sandbox, spec RunSpec, dir strin
 	// With tracing on, the process is a span and learns it as TRACEPARENT:
 	// an instrumented CLI's own spans join the call's trace.
 	ctx, span := tracing.StartClient(ctx, "exec "+filepath.Base(spec.Argv[0]), semconv.ProcessExecutableName(filepath.Base(spec.Argv[0])))
-	p, err := l.start(sb, spec.Argv, dir, spec.Stdin != nil, tracing.Env(ctx)...)
+	p, err := l.start(ctx, sb, spec.Argv, dir, spec.Stdin != nil, spec.Net, tracing.Env(ctx)...)
 	if err != nil {
 		tracing.End(span, true, "start")
 		return nil, st, err
@@ -88,12 +93,14 @@ func (l *Launcher) run(ctx context.Context, sb *sandbox, spec RunSpec, dir strin
 		go func() { _, _ = io.WriteString(p.pipes.inW, *spec.Stdin); _ = p.pipes.inW.Close() }()
 	}
 	res, err := supervise(ctx, p.cmd, p.pipes, sb, spec, p.k, &st)
-	// Whatever the command left running ends with the run.
+	// Whatever the command left running ends with the run, and so does
+	// its proxy.
 	p.cg.remove()
+	report := p.net.close()
 	endProcessSpan(span, res)
 	if res != nil {
 		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-		res.Containment, res.Limits = sb.short(), sb.enforced
+		res.Containment, res.Limits, res.Network = sb.short(), sb.enforced, report
 	}
 	return res, st, err
 }
@@ -107,6 +114,7 @@ type launched struct {
 	tmp   string     // "" under the minimal root: its /tmp goes with it
 	k     *killer    // its process group, and its run's marker
 	cg    *runCgroup // its cgroups, nil when there are none; the caller removes them
+	net   *netRun    // its egress proxy, nil without an allow-list; the caller closes it
 }
 
 // start starts argv (argv[0] absolute) in dir under sb, as every program
@@ -114,7 +122,7 @@ type launched struct {
 // it), TOOLD_RUN_ID marking its processes, the default PATH unless set, its
 // own pipes (stdin: a pipe, else /dev/null), and the sandbox's launcher
 // thread. On failure nothing is left behind.
-func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, extraEnv ...string) (_ *launched, err error) {
+func (l *Launcher) start(ctx context.Context, sb *sandbox, argv []string, dir string, stdin bool, rn RunNet, extraEnv ...string) (_ *launched, err error) {
 	runID := newRunID()
 	var tmp string
 	undo := []func(){}
@@ -133,12 +141,25 @@ func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, ext
 		}
 		undo = append(undo, func() { _ = os.RemoveAll(tmp) })
 	}
+	var nr *netRun
+	if sb.egress != nil {
+		if nr, err = l.openNet(ctx, sb, rn); err != nil {
+			return nil, err
+		}
+		undo = append(undo, func() { nr.close() })
+		sb = sb.withNet(nr)
+	}
 	rs, cg, release, err := l.prepareRun(sb, argv[0], runID, tmp)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	undo = append(undo, cg.remove)
+	if nr != nil {
+		if err := sb.attachNet(&rs); err != nil {
+			return nil, err
+		}
+	}
 	env := append([]string(nil), sb.env...)
 	for _, v := range tmpVars {
 		env = append(env, v+"="+tmp)
@@ -149,6 +170,9 @@ func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, ext
 	}
 	if !hasVar(env, "PATH") {
 		env = append(env, "PATH="+DefaultPath)
+	}
+	if nr != nil {
+		env = netEnv(env, nr)
 	}
 	cmd := sb.command(argv, dir, l.host.workspace, tmp, env)
 	p, err := openPipes(cmd, stdin)
@@ -163,10 +187,11 @@ func (l *Launcher) start(sb *sandbox, argv []string, dir string, stdin bool, ext
 		return nil, startError(argv[0], err)
 	}
 	p.closeChildEnds()
+	nr.started()
 	if sb.tmpfsTmp() {
 		tmp = ""
 	}
-	return &launched{cmd: cmd, pipes: p, tmp: tmp, cg: cg,
+	return &launched{cmd: cmd, pipes: p, tmp: tmp, cg: cg, net: nr,
 		k: &killer{proc: cmd.Process, pgid: cmd.Process.Pid, sweep: sb.sweeps(cg), runID: runID, cg: cg}}, nil
 }
 

@@ -36,14 +36,19 @@ type RunSpec struct {
 	// Emit, when set, receives the output as it arrives, as valid UTF-8,
 	// with the stream it came from ("stdout" or "stderr").
 	Emit func(stream, data string)
+	// Net is what the run's egress proxy needs (a sandbox with an
+	// allow-list): the tool's name for the metrics, and the call's
+	// principal's credentials for ${user:NAME}.
+	Net RunNet
 }
 
 // Containment describes the sandbox in one phrase, as discovery shows a
 // command tool's and the start-up log says it.
 func (r *Runner) Containment() string { return r.sb.describe() }
 
-// Network says whether the sandbox's programs reach the network.
-func (r *Runner) Network() bool { return r.sb.network }
+// Network says whether the sandbox's programs reach the network (all of
+// it, or an allow-list).
+func (r *Runner) Network() bool { return r.sb.network || r.sb.egress != nil }
 
 // MaxOutputBytes is the cap on each of a run's stdout and stderr: the
 // Sandbox's, else the Config's, else the default. A caller reporting a

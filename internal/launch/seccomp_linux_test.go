@@ -173,10 +173,10 @@ func TestSocketFilter(t *testing.T) {
 		s(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_GENERIC),
 		{call: "socketpair", family: unix.AF_TIPC, typ: unix.SOCK_SEQPACKET},
 	}, filterOnly...)
-	on, off := true, false
+	off := false
 	for _, m := range []Mode{ModeNamespaces, ModeBwrap} {
 		t.Run(string(m), func(t *testing.T) {
-			r := sandboxed(t, m, Config{}, Sandbox{Network: &on})
+			r := sandboxed(t, m, Config{}, Sandbox{Network: NetworkOn()})
 			got := probeSockets(t, r, append(allowed, refused...))
 			for i, c := range allowed {
 				if got[i] != "ok" {
@@ -188,7 +188,7 @@ func TestSocketFilter(t *testing.T) {
 					t.Errorf("%v: %s, want EPERM", c, g)
 				}
 			}
-			r = sandboxed(t, m, Config{}, Sandbox{Network: &on, Seccomp: &off})
+			r = sandboxed(t, m, Config{}, Sandbox{Network: NetworkOn(), Seccomp: &off})
 			got = probeSockets(t, r, filterOnly)
 			for i, g := range got {
 				if strings.HasSuffix(g, " errno 1") {

@@ -72,6 +72,9 @@ type shimSpec struct {
 	// Ports applies the Landlock ruleset of ProtectPorts, passed on
 	// shimPortsFD (ports_linux.go).
 	Ports bool `json:"ports,omitempty"`
+	// Egress opens the egress proxy's listener in the run's network
+	// namespace and sends it to toold (egress_linux.go).
+	Egress *egressSpec `json:"egress,omitempty"`
 }
 
 // Shim runs the sandbox shim, and never returns, when this process was
@@ -88,6 +91,11 @@ func Shim() {
 	if len(os.Args) > 4 && os.Args[1] == shimArg0 && os.Args[3] == "--" {
 		err := runShim(os.Args[2], os.Args[4:])
 		fmt.Fprintf(os.Stderr, "toold sandbox: %v\n", err)
+		os.Exit(127)
+	}
+	if len(os.Args) > 4 && os.Args[1] == egressArg0 && os.Args[3] == "--" {
+		err := runEgressHelper(os.Args[2], os.Args[4:])
+		fmt.Fprintf(os.Stderr, "toold sandbox (egress): %v\n", err)
 		os.Exit(127)
 	}
 }
@@ -128,6 +136,12 @@ func runShim(specJSON string, argv []string) error {
 	closeTrees(trees)
 	if err := unix.Chdir(spec.Dir); err != nil {
 		return fmt.Errorf("chdir %s: %w", spec.Dir, err)
+	}
+	if spec.Egress != nil {
+		// With the namespace's capabilities still: the loopback comes up.
+		if err := sendListener(*spec.Egress); err != nil {
+			return err
+		}
 	}
 	if err := dropAllCaps(); err != nil {
 		return err
@@ -206,9 +220,9 @@ func dropAllCaps() error {
 }
 
 // shimArgs wraps argv in the shim.
-func (sb *sandbox) shimArgs(argv []string, dir, workspace string, ports bool) []string {
+func (sb *sandbox) shimArgs(argv []string, dir, workspace string, ports bool, eg *egressSpec) []string {
 	paths, ro := sb.linuxRunPaths(argv[0], workspace)
-	sp := shimSpec{TmpSize: sb.tmpSize, Paths: paths, RO: ro, Dir: dir, Seccomp: sb.filtered(), Ports: ports}
+	sp := shimSpec{TmpSize: sb.tmpSize, Paths: paths, RO: ro, Dir: dir, Seccomp: sb.filtered(), Ports: ports, Egress: eg}
 	for _, r := range sb.limits {
 		if r.resource == unix.RLIMIT_AS {
 			sp.AddressSpace = &unix.Rlimit{Cur: r.cur, Max: r.max}
@@ -219,9 +233,10 @@ func (sb *sandbox) shimArgs(argv []string, dir, workspace string, ports bool) []
 }
 
 // launcherLimits are the rlimits the launcher sets on the stopped child:
-// all of them, but RLIMIT_AS for the shim, which sets it itself.
+// all of them, but RLIMIT_AS for the shim and the egress helper, which
+// set it themselves.
 func (sb *sandbox) launcherLimits() []rlimit {
-	if !sb.userns {
+	if !sb.userns && !sb.helped() {
 		return sb.limits
 	}
 	var out []rlimit

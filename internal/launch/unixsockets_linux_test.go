@@ -35,13 +35,12 @@ func TestUnixSocketsListed(t *testing.T) {
 		}
 	}()
 	connect := []string{"perl", "-MIO::Socket::UNIX", "-e", "IO::Socket::UNIX->new(Peer => $ARGV[0]) or die qq($!\\n)", sock}
-	on := true
 	for _, mode := range []Mode{ModeNamespaces, ModeBwrap} {
 		t.Run(string(mode), func(t *testing.T) {
 			for _, c := range []struct {
 				sb   Sandbox
 				want bool
-			}{{Sandbox{Network: &on}, false}, {Sandbox{}, false}, {Sandbox{UnixSockets: []string{sock}}, true}} {
+			}{{Sandbox{Network: NetworkOn()}, false}, {Sandbox{}, false}, {Sandbox{UnixSockets: []string{sock}}, true}} {
 				res, err := runFor(t, sandboxed(t, mode, Config{}, c.sb), 10*time.Second, connect...)
 				if err != nil {
 					t.Fatal(err)

@@ -11,5 +11,6 @@ import (
 // unprivileged user namespace and toold can create no cgroup.
 func TestUnprivileged(t *testing.T) {
 	launchtest.RunUnprivileged(t, 65534, "^(TestAutoNeverFallsBackToNone|TestDescendantsGoneWhenRunEnds|TestMinimalRoot|TestLimitsPerRun|"+
-		"TestTimeoutKillsTheTree|TestSecretEnvironmentIsInvisible|TestNetworkOff|TestPrivateTempDirRemoved|TestProcessSpeaksAndStops|TestSyscallFilter|TestSocketFilter|TestProtectedPortsAreOutOfReach)$")
+		"TestTimeoutKillsTheTree|TestSecretEnvironmentIsInvisible|TestNetworkOff|TestPrivateTempDirRemoved|TestProcessSpeaksAndStops|TestSyscallFilter|TestSocketFilter|TestProtectedPortsAreOutOfReach|"+
+		"TestEgressPrograms|TestEgressSecretNowhere|TestEgressRefusals)$")
 }

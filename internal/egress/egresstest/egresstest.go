@@ -20,9 +20,11 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -108,6 +110,7 @@ type Server struct {
 	Port int
 	mu   sync.Mutex
 	seen []Seen
+	git  http.Handler // /repo.git/: git's smart HTTP, once Git was called
 }
 
 // Server starts one with a certificate for names, signed by the CA. A
@@ -125,11 +128,16 @@ func (ca *CA) Server(t testing.TB, names ...string) *Server {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
 	seen := Seen{Method: r.Method, Host: r.Host, Path: r.URL.Path, Header: r.Header.Clone()}
 	s.mu.Lock()
 	s.seen = append(s.seen, seen)
+	git := s.git
 	s.mu.Unlock()
+	if git != nil && strings.HasPrefix(r.URL.Path, "/repo.git/") {
+		git.ServeHTTP(w, r)
+		return
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
 	body, _ := json.Marshal(seen)
 	// A header echoing one too: redaction covers headers.
 	if v := r.Header.Get("Authorization"); v != "" {
@@ -144,6 +152,40 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// Git serves a repository of one commit at /repo.git over git's smart
+// HTTP (git http-backend, as CGI) and returns that commit's id.
+func (s *Server) Git(t testing.TB) string {
+	t.Helper()
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skipf("SKIPPED: git is not installed (apt-get install git): %v", err)
+	}
+	dir := t.TempDir()
+	work, bare := filepath.Join(dir, "work"), filepath.Join(dir, "repo.git")
+	run := func(args ...string) string {
+		cmd := exec.Command(git, args...)
+		cmd.Env = []string{"HOME=" + dir, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@test", "GIT_COMMITTER_NAME=t",
+			"GIT_COMMITTER_EMAIL=t@test", "GIT_CONFIG_NOSYSTEM=1"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("init", "-q", "-b", "main", work)
+	if err := os.WriteFile(filepath.Join(work, "README"), []byte("egress\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("-C", work, "add", "README")
+	run("-C", work, "commit", "-q", "-m", "one")
+	run("clone", "-q", "--bare", work, bare)
+	s.mu.Lock()
+	s.git = &cgi.Handler{Path: git, Args: []string{"http-backend"}, Dir: dir,
+		Env: []string{"GIT_PROJECT_ROOT=" + dir, "GIT_HTTP_EXPORT_ALL=1", "HOME=" + dir}}
+	s.mu.Unlock()
+	return run("-C", work, "rev-parse", "HEAD")
 }
 
 // Seen is every request received so far.

@@ -170,7 +170,7 @@ func Names() []string {
 	return out
 }
 
-func on() *bool { v := true; return &v }
+func on() *launch.Network { return launch.NetworkOn() }
 
 // addresses are the addresses of this machine a run might reach port on.
 func addresses(e *env, port int) []string {

@@ -187,7 +187,6 @@ func TestBudget(t *testing.T) {
 // with the network on unless it says network: false, and its path as
 // PATH unless env sets one; the configuration is not changed.
 func TestSandboxOf(t *testing.T) {
-	off := false
 	for _, tc := range []struct {
 		name    string
 		sb      Sandbox
@@ -195,13 +194,13 @@ func TestSandboxOf(t *testing.T) {
 		path    string
 	}{
 		{"defaults", Sandbox{}, true, ""},
-		{"network off", Sandbox{Sandbox: launch.Sandbox{Network: &off}}, false, ""},
+		{"network off", Sandbox{Sandbox: launch.Sandbox{Network: launch.NetworkOff()}}, false, ""},
 		{"path", Sandbox{Path: []string{"/opt/cli/bin", "/usr/bin"}}, true, "/opt/cli/bin:/usr/bin"},
 		{"env's PATH wins", Sandbox{Sandbox: launch.Sandbox{Env: map[string]string{"PATH": "/x"}}, Path: []string{"/y"}}, true, "/x"},
 	} {
 		before := fmt.Sprint(tc.sb.Env)
 		got := sandboxOf(tc.sb)
-		if got.Network == nil || *got.Network != tc.network || got.Env["PATH"] != tc.path {
+		if got.Network == nil || got.Network.On() != tc.network || got.Env["PATH"] != tc.path {
 			t.Errorf("%s: network %v, PATH %q; want %v, %q", tc.name, got.Network, got.Env["PATH"], tc.network, tc.path)
 		}
 		if fmt.Sprint(tc.sb.Env) != before {

@@ -29,8 +29,7 @@ const stderrTail = 2000
 func sandboxOf(sb Sandbox) launch.Sandbox {
 	out := sb.Sandbox
 	if out.Network == nil {
-		on := true
-		out.Network = &on
+		out.Network = launch.NetworkOn()
 	}
 	out.Env = maps.Clone(sb.Env)
 	if len(sb.Path) > 0 && out.Env["PATH"] == "" {
