@@ -27,6 +27,7 @@ import (
 	"github.com/toold/toold/internal/config"
 	"github.com/toold/toold/internal/confirm"
 	"github.com/toold/toold/internal/dispatch"
+	"github.com/toold/toold/internal/egress"
 	"github.com/toold/toold/internal/events"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/launch"
@@ -514,7 +515,11 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 // through (command tools, stdio MCP servers, consultation CLIs) and the
 // command tools on it.
 func (a *app) commandTools() (*command.Set, error) {
-	l, err := launch.New(a.cfg.Commands.Config, a.cfg.Workspace)
+	lc := a.cfg.Commands.Config
+	// The egress proxies of allow-list runs count per tool on toold's
+	// registry. No credential vault yet: ${user:NAME} is refused.
+	lc.Egress = egress.Options{Metrics: egress.NewMetrics(a.metrics)}
+	l, err := launch.New(lc, a.cfg.Workspace)
 	if err != nil {
 		return nil, err
 	}

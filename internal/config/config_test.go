@@ -181,6 +181,7 @@ func TestExpand(t *testing.T) {
 		{"${A", "", "unterminated"},
 		{"${1x}", "", "not an environment variable name"},
 		{"cost $5", "cost $5", ""},
+		{"Bearer ${user:github} ${A}", "Bearer ${user:github} 1", ""},
 	}
 	for _, tt := range tests {
 		got, err := expand(tt.in, e)

@@ -63,3 +63,60 @@ consult:
 		}
 	}
 }
+
+// TestSandboxNetworkForms: network takes true, false or an allow-list
+// mapping wherever a sandbox is written; the mapping's keys are checked
+// like any other (a typo is named with a suggestion), its values by
+// their rules at their paths, ${ENV} in an injected value is expanded at
+// load and ${user:NAME} is kept for the run.
+func TestSandboxNetworkForms(t *testing.T) {
+	body := `
+commands:
+  tools:
+    - name: t
+      description: d
+      argv: ["true"]
+      sandbox:
+        network:
+          allow: [api.github.com, "*.npmjs.org", "127.0.0.1:8443"]
+          inject:
+            - {host: api.github.com, header: Authorization, value: "Bearer ${GH}"}
+            - {host: api.github.com, header: X-User, value: "${user:github}"}
+          max_connections: %s
+  execute_command:
+    sandbox: {network: true}
+mcp:
+  servers:
+    - name: s
+      command: x
+      sandbox: {network: {%s: [a.test]}}
+consult:
+  providers:
+    gemini:
+      sandbox: {network: false}
+`
+	c, err := Load(write(t, fmt.Sprintf(body, "10", "allow")), env(map[string]string{"GH": "tok"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := c.Commands.Tools[0].Sandbox.Network
+	p := n.AllowList()
+	if p == nil || len(p.Allow) != 3 || p.Inject[0].Value != "Bearer tok" || p.Inject[1].Value != "${user:github}" || p.MaxConnections != 10 {
+		t.Errorf("the allow-list: %+v", p)
+	}
+	if !c.Commands.ExecuteCommand.Sandbox.Network.On() || c.Commands.ExecuteCommand.Sandbox.Network.AllowList() != nil {
+		t.Error("network: true")
+	}
+	if c.Consult.Providers["gemini"].Sandbox.Network.On() {
+		t.Error("network: false")
+	}
+	_, err = Load(write(t, fmt.Sprintf(body, "-1", "alow")), env(map[string]string{"GH": "tok"}))
+	got := problemMap(t, err)
+	if !strings.Contains(got["mcp.servers[0].sandbox.network.alow"], `did you mean "allow"`) {
+		t.Errorf("a typo in the mapping: %v", got)
+	}
+	_, err = Load(write(t, fmt.Sprintf(body, "-1", "allow")), env(map[string]string{"GH": "tok"}))
+	if got := problemMap(t, err); !strings.Contains(got["commands.tools.0.sandbox.network.max_connections"], "at least 0") {
+		t.Errorf("a bound below zero: %v", got)
+	}
+}

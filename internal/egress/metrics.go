@@ -46,3 +46,6 @@ func (m *Metrics) moved(tool string, n int64) {
 		m.bytes.WithLabelValues(tool).Add(float64(n))
 	}
 }
+
+// Refused is a tool's refused counter (for tests and dashboards' checks).
+func (m *Metrics) Refused(tool string) prometheus.Counter { return m.refused.WithLabelValues(tool) }

@@ -118,7 +118,7 @@ func (d *declared) Execute(ctx context.Context, call *tools.Call) (any, error) {
 		}
 		args = append(args[:1:1], guarded...)
 	}
-	spec := launch.RunSpec{Argv: args, Dir: d.workdir, SuccessCodes: d.successes}
+	spec := launch.RunSpec{Argv: args, Dir: d.workdir, SuccessCodes: d.successes, Net: launch.RunNet{Tool: d.spec.Name}}
 	if d.stdin != "" {
 		if v, ok := params[d.stdin]; ok {
 			str, ok := v.(string)

@@ -166,7 +166,8 @@ func (t *execTool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 	if in.Timeout > 0 && time.Duration(in.Timeout*float64(time.Second)) < timeout {
 		timeout = time.Duration(in.Timeout * float64(time.Second))
 	}
-	spec := launch.RunSpec{Argv: append([]string{prog.path}, args...), Dir: in.Cwd, Stdin: in.Stdin, Timeout: timeout}
+	spec := launch.RunSpec{Argv: append([]string{prog.path}, args...), Dir: in.Cwd, Stdin: in.Stdin, Timeout: timeout,
+		Net: launch.RunNet{Tool: ExecuteCommandName}}
 	res, err := run(ctx, t.r, call, spec)
 	if err != nil {
 		return nil, err

@@ -73,7 +73,8 @@ func (c *cliProvider) ask(ctx context.Context, q query) outcome {
 		}
 	}
 	meta := map[string]any{"containment": c.runner.Containment(), "prompt_via": c.s.cfg.Prompt}
-	res, err := c.runner.Run(ctx, launch.RunSpec{Argv: argv, Stdin: stdin, Timeout: q.timeout, Emit: emit})
+	res, err := c.runner.Run(ctx, launch.RunSpec{Argv: argv, Stdin: stdin, Timeout: q.timeout, Emit: emit,
+		Net: launch.RunNet{Tool: "consult:" + c.s.name}})
 	if err != nil {
 		o := c.failed(ctx, err)
 		o.meta = meta
@@ -154,7 +155,7 @@ func (c *cliProvider) probe(ctx context.Context, timeout time.Duration) availabi
 	}
 	a := availability{Installed: true}
 	argv := append([]string{c.s.cfg.Command}, c.s.cfg.VersionArgs...)
-	res, err := c.runner.Run(ctx, launch.RunSpec{Argv: argv, Timeout: timeout})
+	res, err := c.runner.Run(ctx, launch.RunSpec{Argv: argv, Timeout: timeout, Net: launch.RunNet{Tool: "consult:" + c.s.name}})
 	check := strings.Join(argv, " ")
 	switch {
 	case err != nil:

@@ -265,6 +265,9 @@ func (c Config) checkSandbox(fail func(string, ...any)) {
 	if err := sb.Check(); err != nil {
 		fail("sandbox.%v", err)
 	}
+	if p := sb.Network.AllowList(); p != nil && p.UsesCredentials() {
+		fail("sandbox.network.inject: a server serves every caller, so ${user:NAME}, one caller's own credential, cannot be injected for it; give the value from toold's environment (${VAR})")
+	}
 }
 
 // processSpec is the sandboxed process of a stdio server (as every
@@ -273,5 +276,5 @@ func (c Config) checkSandbox(fail func(string, ...any)) {
 func (c Config) processSpec() launch.ProcessSpec {
 	sb := c.Sandbox
 	sb.EnvAllow, sb.Env = c.EnvAllow, c.Env
-	return launch.ProcessSpec{Argv: append([]string{c.Command}, c.Args...), Dir: c.Cwd, Sandbox: sb}
+	return launch.ProcessSpec{Argv: append([]string{c.Command}, c.Args...), Dir: c.Cwd, Sandbox: sb, Name: c.Name}
 }
