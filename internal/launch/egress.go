@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -36,6 +37,9 @@ import (
 // authority when it injects headers) is a file toold writes to a host
 // directory of the run and binds read-only into the sandbox at the same
 // path; it holds certificates only, never a key.
+
+// ErrNoAllowList is a containment mode that cannot hold an allow-list.
+var ErrNoAllowList = errors.New("an allow-list needs a network namespace of the run's own")
 
 // proxyPort is where the proxy listens in a run's namespace, unless it is
 // one of toold's own ports (which the port guard denies).
@@ -156,7 +160,7 @@ func (l *Launcher) compileNetwork(c Sandbox, mode Mode) (*egress.Compiled, error
 		return nil, nil
 	}
 	if !netModes[mode] {
-		return nil, fmt.Errorf("network: an allow-list needs a network namespace of the run's own, which containment %s does not give: use namespaces or bwrap (Linux)", mode)
+		return nil, fmt.Errorf("network: %w, which containment %s does not give: use namespaces or bwrap (Linux)", ErrNoAllowList, mode)
 	}
 	c2, err := egress.Compile(*p, l.cfg.Egress)
 	if err != nil {

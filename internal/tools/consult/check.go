@@ -26,6 +26,7 @@ var (
 // decided, defaults filled, paths parsed.
 type spec struct {
 	name         string
+	preset       string // the preset applied, if any
 	kind         string // cli or api
 	cfg          ProviderConfig
 	defaultModel string
@@ -115,6 +116,7 @@ func resolve(name string, pc ProviderConfig, probs *ConfigError) *spec {
 	if s.kind == "api" {
 		resolveAPI(at, pc, preset, probs)
 	} else {
+		s.preset = preset
 		pc = overPreset(pc, presets[preset])
 		resolveCLI(at, pc, probs, s)
 	}

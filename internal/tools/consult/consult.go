@@ -3,8 +3,10 @@ package consult
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +29,9 @@ type Options struct {
 	// Redact is applied to a synthesis prompt before it leaves toold: it
 	// carries other providers' answers, which no input sanitizer saw.
 	Redact func(string) string
+	// LookupEnv reads toold's environment (default os.LookupEnv): a preset
+	// CLI's key found there is injected by the egress proxy (apiKeys).
+	LookupEnv func(string) (string, bool)
 }
 
 // Set is the consultation tools of one configuration.
@@ -91,7 +96,25 @@ func build(sp *spec, opts Options) (asker, error) {
 	if opts.Launcher == nil {
 		return nil, fmt.Errorf("a cli provider needs the command sandbox, which toold did not pass")
 	}
-	r, err := opts.Launcher.Runner(sandboxOf(sp.cfg.Sandbox))
+	sb := sp.cfg.Sandbox
+	if k, ok := apiKeys[sp.preset]; ok {
+		env := opts.LookupEnv
+		if env == nil {
+			env = os.LookupEnv
+		}
+		if inj, ok := k.injected(sb, presets[sp.preset].Sandbox.EnvAllow, env); ok {
+			r, err := opts.Launcher.Runner(sandboxOf(inj))
+			if err == nil {
+				return &cliProvider{s: sp, runner: r}, nil
+			}
+			if !errors.Is(err, launch.ErrNoAllowList) {
+				return nil, fmt.Errorf("sandbox (the key injected by the egress proxy): %w", err)
+			}
+			// This containment has no namespace for a proxy: the key
+			// stays in the CLI's environment, as the provider says.
+		}
+	}
+	r, err := opts.Launcher.Runner(sandboxOf(sb))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}

@@ -2,7 +2,10 @@ package consult
 
 import (
 	"cmp"
+	"maps"
+	"slices"
 
+	"github.com/toold/toold/internal/egress"
 	"github.com/toold/toold/internal/launch"
 )
 
@@ -49,6 +52,59 @@ var presets = map[string]ProviderConfig{
 		Sandbox: envAllow("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK",
 			"CLAUDE_CODE_USE_VERTEX"),
 	},
+}
+
+// apiKeys are the presets whose CLI speaks HTTPS to its vendor through a
+// proxy (HTTPS_PROXY) and trusts the run's bundle (NODE_EXTRA_CA_CERTS
+// for the Node CLIs, SSL_CERT_FILE for codex): when toold's environment
+// holds the key and the provider's sandbox does not set network itself,
+// the key moves from the CLI's environment to the egress proxy, which
+// adds it to each request to the vendor's API host. The CLI gets a
+// placeholder in the variable (it refuses to start without one), so a
+// prompt that makes it print its environment prints no key. cursor-agent
+// is not here: its key opens a session with endpoints of its own, not a
+// header a proxy can add; it keeps the variable.
+var apiKeys = map[string]apiKey{
+	"claude": {Env: "ANTHROPIC_API_KEY", BaseURL: "ANTHROPIC_BASE_URL", Host: "api.anthropic.com", Header: "X-Api-Key"},
+	"gemini": {Env: "GEMINI_API_KEY", Host: "generativelanguage.googleapis.com", Header: "X-Goog-Api-Key"},
+	"codex":  {Env: "OPENAI_API_KEY", BaseURL: "OPENAI_BASE_URL", Host: "api.openai.com", Header: "Authorization", Scheme: "Bearer "},
+}
+
+// apiKey is how a preset's CLI sends its key.
+type apiKey struct {
+	Env     string // the variable the CLI reads it from
+	BaseURL string // a variable naming another endpoint: the key then stays in the environment
+	Host    string // the vendor's API host
+	Header  string
+	Scheme  string // before the key in the header's value
+}
+
+// keyPlaceholder is what the CLI reads in place of its key.
+const keyPlaceholder = "toold-injects-this-key-at-its-egress-proxy"
+
+// injected is the sandbox of a preset CLI whose key the proxy injects,
+// or false when the key stays in the environment: the provider sets its
+// own network or env_allow, the key is not in toold's environment, or an
+// endpoint of its own is.
+func (k apiKey) injected(sb Sandbox, presetAllow []string, env func(string) (string, bool)) (Sandbox, bool) {
+	key, ok := env(k.Env)
+	if !ok || key == "" || sb.Network != nil || !slices.Equal(sb.EnvAllow, presetAllow) {
+		return sb, false
+	}
+	if k.BaseURL != "" {
+		if v, set := env(k.BaseURL); set && v != "" {
+			return sb, false
+		}
+	}
+	sb.Network = launch.AllowList(egress.Policy{Allow: []string{k.Host},
+		Inject: []egress.Inject{{Host: k.Host, Header: k.Header, Value: k.Scheme + key}}})
+	sb.EnvAllow = slices.DeleteFunc(slices.Clone(sb.EnvAllow), func(n string) bool { return n == k.Env })
+	sb.Env = maps.Clone(sb.Env)
+	if sb.Env == nil {
+		sb.Env = map[string]string{}
+	}
+	sb.Env[k.Env] = keyPlaceholder
+	return sb, true
 }
 
 // envAllow is a preset's sandbox: the CLI's own variables passed on.
