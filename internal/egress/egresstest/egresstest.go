@@ -197,17 +197,18 @@ func (s *Server) Seen() []Seen {
 
 // Resolver answers names (name -> comma-separated addresses) from
 // memory and knows no other name: Go's resolver, speaking DNS to a
-// responder of the test's own.
-func Resolver(names map[string]string) *net.Resolver {
+// responder of the test's own. asked, when given, sees every name
+// queried.
+func Resolver(names map[string]string, asked ...func(name string)) *net.Resolver {
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		client, server := net.Pipe()
-		go answer(server, names)
+		go answer(server, names, asked)
 		return client, nil
 	}}
 }
 
 // answer serves DNS over a stream (two-byte lengths) until the pipe ends.
-func answer(c net.Conn, names map[string]string) {
+func answer(c net.Conn, names map[string]string, asked []func(string)) {
 	defer c.Close()
 	for {
 		var n [2]byte
@@ -218,7 +219,7 @@ func answer(c net.Conn, names map[string]string) {
 		if _, err := io.ReadFull(c, q); err != nil {
 			return
 		}
-		resp := reply(q, names)
+		resp := reply(q, names, asked)
 		if resp == nil {
 			return
 		}
@@ -229,7 +230,7 @@ func answer(c net.Conn, names map[string]string) {
 	}
 }
 
-func reply(query []byte, names map[string]string) []byte {
+func reply(query []byte, names map[string]string, asked []func(string)) []byte {
 	var p dnsmessage.Parser
 	h, err := p.Start(query)
 	if err != nil {
@@ -240,6 +241,9 @@ func reply(query []byte, names map[string]string) []byte {
 		return nil
 	}
 	name := strings.TrimSuffix(strings.ToLower(q.Name.String()), ".")
+	for _, f := range asked {
+		f(name)
+	}
 	addrs, known := names[name]
 	rcode := dnsmessage.RCodeSuccess
 	if !known {
