@@ -20,12 +20,13 @@ build: ## static binary in bin/, build info stamped
 run: ## the service on 127.0.0.1:8080 with the built-in config
 	go run ./cmd/toold
 
-deps: ## what the tests use besides Go: the MCP peers, the contract's linters, axe-core, the Anthropic and OpenAI SDKs (npm ci, pinned); chromium comes from apt
+deps: ## what the tests use besides Go: the MCP peers, the contract's linters, axe-core, the Anthropic and OpenAI SDKs, undici (npm ci, pinned); chromium comes from apt
 	go mod download
 	npm ci --prefix test/mcp --ignore-scripts --no-audit --no-fund
 	npm ci --prefix test/openapi --ignore-scripts --no-audit --no-fund
 	npm ci --prefix test/console --ignore-scripts --no-audit --no-fund
 	npm ci --prefix test/search --ignore-scripts --no-audit --no-fund
+	npm ci --prefix test/egress --ignore-scripts --no-audit --no-fund
 
 test: ## the tests (those needing make deps skip, saying so with -v)
 	go test ./...

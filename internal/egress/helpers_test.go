@@ -107,3 +107,13 @@ func (f *fixture) counter(t *testing.T, name, tool string) float64 {
 	}
 	return 0
 }
+
+// x509Pool is a pool of the certificates of a PEM bundle.
+func x509Pool(tb testing.TB, pem []byte) *x509.CertPool {
+	tb.Helper()
+	p := x509.NewCertPool()
+	if !p.AppendCertsFromPEM(pem) {
+		tb.Fatal("no certificate in the bundle")
+	}
+	return p
+}
