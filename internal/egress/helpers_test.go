@@ -117,3 +117,11 @@ func x509Pool(tb testing.TB, pem []byte) *x509.CertPool {
 	}
 	return p
 }
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -357,6 +358,39 @@ func TestEgressNoWayAround(t *testing.T) {
 			t.Logf("%s", res.Stdout)
 			for _, s := range w.srv.Seen() {
 				t.Errorf("the server was reached: %+v", s)
+			}
+		})
+	}
+}
+
+// TestEgressProcess: a long-lived program (a stdio MCP server) with an
+// allow-list reaches its host through a proxy that lives as long as it
+// does and ends at Stop.
+func TestEgressProcess(t *testing.T) {
+	w := newEgressWorld(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		launchtest.Unavailable(t, "SKIPPED: curl is not installed (apt-get install curl)")
+	}
+	for _, mode := range []Mode{ModeNamespaces, ModeBwrap} {
+		t.Run(string(mode), func(t *testing.T) {
+			l := testLauncher(t, mode, w.cfg)
+			p, err := l.Start(ProcessSpec{Name: "server", Sandbox: Sandbox{Network: AllowList(w.policy)},
+				Argv: []string{"/bin/sh", "-c", "while read url; do curl -sS \"$url\" 2>&1 | tr -d '\\n'; echo; done"}})
+			if err != nil {
+				skipUnavailable(t, err)
+				t.Fatal(err)
+			}
+			out := bufio.NewReader(p.Stdout)
+			for _, path := range []string{"/one", "/two"} {
+				fmt.Fprintln(p.Stdin, w.url("open.test", "/process-"+string(mode)+path))
+				line, err := out.ReadString('\n')
+				if err != nil || !strings.Contains(line, `"path":"/process-`+string(mode)+path+`"`) {
+					t.Fatalf("%q %v (stderr %s)", line, err, p.Stderr())
+				}
+			}
+			p.Stop(time.Second)
+			if rep := p.net.close(); rep == nil || rep.Connections != 2 {
+				t.Errorf("the proxy's report after Stop: %+v", rep)
 			}
 		})
 	}
