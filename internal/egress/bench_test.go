@@ -26,7 +26,8 @@ func BenchmarkProxy(b *testing.B) {
 	srv := ca.Server(b, "api.test", "open.test")
 	port := strconv.Itoa(srv.Port)
 	c, err := Compile(Policy{Allow: []string{"api.test:" + port, "open.test:" + port, "127.0.0.1:" + port}, CAFiles: []string{ca.File},
-		Inject: []Inject{{Host: "api.test", Header: "Authorization", Value: "Bearer 0123456789abcdef"}}},
+		Inject:         []Inject{{Host: "api.test", Header: "Authorization", Value: "Bearer 0123456789abcdef"}},
+		MaxConnections: 1000000},
 		Options{Resolver: egresstest.Resolver(map[string]string{"api.test": "127.0.0.1", "open.test": "127.0.0.1"})})
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -267,6 +268,21 @@ func (r *Run) injecting(t target) http.Handler {
 				return fmt.Errorf("the response is %s-encoded, which toold cannot redact", ce)
 			}
 			redactHeader(resp.Header, v.secrets)
+			if n := resp.ContentLength; n >= 0 && n <= wholeBody {
+				// A body of known, small length is redacted whole and sent
+				// with its new length, in one write.
+				b, err := io.ReadAll(io.LimitReader(resp.Body, n))
+				_ = resp.Body.Close()
+				if err != nil {
+					return err
+				}
+				b = redactAll(b, v.secrets)
+				resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+				resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+				return nil
+			}
+			// Else it streams, redacted across reads (flushed as it comes:
+			// its length is no longer known).
 			resp.Header.Del("Content-Length")
 			resp.ContentLength = -1
 			resp.Body = readCloser{newRedactor(resp.Body, v.secrets), resp.Body}
@@ -309,6 +325,10 @@ func (r *Run) injecting(t target) http.Handler {
 }
 
 type valueKey struct{}
+
+// wholeBody is the largest response body of known length redacted whole
+// rather than streamed.
+const wholeBody = 1 << 20
 
 // authority is t as a URL's host: the port left out when it is def.
 func (t target) authority(def int) string {

@@ -61,6 +61,7 @@ type redactor struct {
 	secrets [][]byte
 	in      []byte // read from r, not yet decided
 	out     []byte // decided, not yet returned
+	buf     []byte // what each read of r reads into
 	eof     error
 }
 
@@ -73,9 +74,11 @@ func (d *redactor) Read(p []byte) (int, error) {
 		if d.eof != nil {
 			return 0, d.eof
 		}
-		buf := make([]byte, 32<<10)
-		n, err := d.r.Read(buf)
-		d.in = append(d.in, buf[:n]...)
+		if d.buf == nil {
+			d.buf = make([]byte, 32<<10)
+		}
+		n, err := d.r.Read(d.buf)
+		d.in = append(d.in, d.buf[:n]...)
 		if err != nil {
 			d.eof = err
 		}
@@ -83,6 +86,9 @@ func (d *redactor) Read(p []byte) (int, error) {
 	}
 	n := copy(p, d.out)
 	d.out = d.out[n:]
+	if len(d.out) == 0 {
+		d.out = d.out[:0:0]
+	}
 	return n, nil
 }
 
