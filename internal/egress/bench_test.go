@@ -7,18 +7,22 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/toold/toold/internal/egress/egresstest"
 )
 
 // BenchmarkProxy: the proxy's own cost per HTTPS request, a Go client in
-// this process side by side with the same client dialing the server
-// directly, on loopback, each request on a new connection (a new TLS
-// handshake) or on one kept alive. tunnel is CONNECT with the server's
-// own TLS end to end; inject terminates TLS at the proxy (the run's
-// certificate), adds the header and redacts the response.
+// this process, each iteration one request directly to the server, one
+// through a tunnel (CONNECT, the server's TLS end to end) and one through
+// a terminated tunnel (the run's certificate, the header added, the
+// response redacted), alternated so the machine's load falls on all three
+// alike; each on a new connection (a new TLS handshake, two through the
+// proxy) or on one kept alive. It reports each way's median and the
+// proxied ways' ratios to direct.
 //
 //	go test ./internal/egress/ -run '^$' -bench Proxy -benchtime 2000x
 func BenchmarkProxy(b *testing.B) {
@@ -45,32 +49,60 @@ func BenchmarkProxy(b *testing.B) {
 	proxy := http.ProxyURL(&url.URL{Scheme: "http", Host: ln.Addr().String()})
 	roots := x509Pool(b, r.Bundle())
 	for _, keep := range []bool{false, true} {
-		conn := "new-connection"
+		name := "new-connection"
 		if keep {
-			conn = "kept-alive"
+			name = "kept-alive"
 		}
-		for _, w := range []struct {
-			name  string
-			url   string
-			proxy func(*http.Request) (*url.URL, error)
-		}{
-			{"direct", "https://127.0.0.1:" + port + "/", nil},
-			{"tunnel", "https://open.test:" + port + "/", proxy},
-			{"inject", "https://api.test:" + port + "/", proxy},
-		} {
-			b.Run(conn+"/"+w.name, func(b *testing.B) {
-				cl := &http.Client{Transport: &http.Transport{Proxy: w.proxy, DisableKeepAlives: !keep,
+		b.Run(name, func(b *testing.B) {
+			ways := []struct {
+				name string
+				url  string
+				cl   *http.Client
+			}{
+				{"direct", "https://127.0.0.1:" + port + "/", nil},
+				{"tunnel", "https://open.test:" + port + "/", nil},
+				{"inject", "https://api.test:" + port + "/", nil},
+			}
+			for i := range ways {
+				p := proxy
+				if i == 0 {
+					p = nil
+				}
+				ways[i].cl = &http.Client{Transport: &http.Transport{Proxy: p, DisableKeepAlives: !keep,
 					TLSClientConfig: &tls.Config{RootCAs: roots}}}
-				defer cl.CloseIdleConnections()
-				for b.Loop() {
-					resp, err := cl.Get(w.url)
+				defer ways[i].cl.CloseIdleConnections()
+			}
+			took := make([][]time.Duration, len(ways))
+			for b.Loop() {
+				for i, w := range ways {
+					start := time.Now()
+					resp, err := w.cl.Get(w.url)
 					if err != nil {
 						b.Fatal(err)
 					}
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
+					took[i] = append(took[i], time.Since(start))
 				}
-			})
+			}
+			reportSideBySide(b, []string{"direct", "tunnel", "inject"}, took)
+		})
+	}
+}
+
+// reportSideBySide reports each way's median, in µs, and each later
+// way's median over the first's.
+func reportSideBySide(b *testing.B, names []string, took [][]time.Duration) {
+	med := make([]float64, len(took))
+	for i, t := range took {
+		slices.Sort(t)
+		med[i] = float64(t[len(t)/2].Microseconds())
+		b.ReportMetric(med[i], names[i]+"-µs")
+	}
+	for i := 1; i < len(med); i++ {
+		if med[0] > 0 {
+			b.ReportMetric(med[i]/med[0], names[i]+"/"+names[0])
 		}
 	}
+	b.ReportMetric(0, "ns/op")
 }

@@ -94,6 +94,9 @@ func (r *Run) tunnelOrTerminate(ctx context.Context, w http.ResponseWriter, t ta
 		return "hijack"
 	}
 	if !r.track(conn) {
+		if up != nil {
+			_ = up.Close()
+		}
 		return ""
 	}
 	defer r.untrack(conn)

@@ -91,6 +91,9 @@ type Run struct {
 	bytes  atomic.Int64
 	over   atomic.Bool // past maxBytes, noted
 
+	closeOnce sync.Once
+	final     *Report
+
 	mu      sync.Mutex
 	closed  bool
 	wg      sync.WaitGroup // requests being served
@@ -178,8 +181,14 @@ func (r *Run) Serve(ln net.Listener) {
 }
 
 // Close stops the proxy: the listener, every connection, every request
-// (each returns once its connections are closed), and reports.
+// (each returns once its connections are closed), and reports; again, it
+// returns the same report.
 func (r *Run) Close() *Report {
+	r.closeOnce.Do(func() { r.final = r.close() })
+	return r.final
+}
+
+func (r *Run) close() *Report {
 	r.mu.Lock()
 	r.closed = true
 	for c := range r.conns {
