@@ -408,4 +408,3 @@ func (r *Run) transport(tlsToo bool) *http.Transport {
 	}
 	return t
 }
-
