@@ -243,6 +243,9 @@ func (r *Run) untrack(c net.Conn) {
 // note records a refusal: in the report (once per destination and
 // reason, counted) and in the metric.
 func (r *Run) note(host string, port int, reason string) {
+	if len(host) > 253 { // a run's garbage in a request line: the report stays small
+		host = strings.ToValidUTF8(host[:253], "") + "…"
+	}
 	r.c.opts.Metrics.refuse(r.o.Tool)
 	r.mu.Lock()
 	defer r.mu.Unlock()
