@@ -3,7 +3,9 @@ package egress
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +35,11 @@ func (r *Run) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	defer r.wg.Done()
+	if !r.authorized(req) {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="toold egress proxy"`)
+		http.Error(w, "toold egress proxy: this proxy serves one run; its credentials are in the run's HTTPS_PROXY", http.StatusProxyAuthRequired)
+		return
+	}
 	switch {
 	case req.Method == http.MethodConnect:
 		r.connect(w, req)
@@ -45,6 +52,20 @@ func (r *Run) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.refuse(w, req.Host, 0, ReasonBadTarget, http.StatusBadRequest,
 			"this is toold's egress proxy: send it proxy requests (HTTP_PROXY, HTTPS_PROXY), not requests for itself")
 	}
+}
+
+// authorized says whether req carries the run's proxy credentials (or
+// the run needs none).
+func (r *Run) authorized(req *http.Request) bool {
+	if r.o.Token == "" {
+		return true
+	}
+	auth, ok := strings.CutPrefix(req.Header.Get("Proxy-Authorization"), "Basic ")
+	if !ok {
+		return false
+	}
+	got, err := base64.StdEncoding.DecodeString(strings.TrimSpace(auth))
+	return err == nil && subtle.ConstantTimeCompare(got, []byte(proxyUser+":"+r.o.Token)) == 1
 }
 
 // span opens the span of one destination, a child of the run's call.

@@ -351,3 +351,34 @@ func TestPolicyCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyCredentials: a run's proxy with a token (macOS, where it
+// listens on toold's loopback) answers 407 to a request without the run's
+// credentials, and serves the one its HTTPS_PROXY makes.
+func TestProxyCredentials(t *testing.T) {
+	ca := egresstest.NewCA(t)
+	srv := ca.Server(t, "api.test")
+	port := strconv.Itoa(srv.Port)
+	f := serve(t, Policy{Allow: []string{"api.test:" + port, "127.0.0.1:" + port}}, map[string]string{"api.test": "127.0.0.1"},
+		RunOptions{Token: "run-token-123"})
+	if code, body := get(f.client(ca.Pool()), "https://api.test:"+port+"/"); code != 0 || !strings.Contains(body, "Proxy Authentication Required") {
+		t.Errorf("without the run's credentials: %d %s", code, body)
+	}
+	var proxy string
+	for _, kv := range f.run.Env(f.proxy.Host, "") {
+		if v, ok := strings.CutPrefix(kv, "HTTPS_PROXY="); ok {
+			proxy = v
+		}
+	}
+	u, err := url.Parse(proxy)
+	if err != nil || u.User.String() != "toold:run-token-123" {
+		t.Fatalf("HTTPS_PROXY=%q", proxy)
+	}
+	f.proxy = u
+	if code, body := get(f.client(ca.Pool()), "https://api.test:"+port+"/"); code != 200 {
+		t.Errorf("with them: %d %s", code, body)
+	}
+	if s := srv.Seen(); len(s) != 1 || s[0].Header.Get("Proxy-Authorization") != "" {
+		t.Errorf("the server saw %+v", s)
+	}
+}

@@ -59,6 +59,9 @@ type Refusal struct {
 	Count  int    `json:"count"`
 }
 
+// proxyUser is the user name of a run's proxy credentials.
+const proxyUser = "toold"
+
 // maxRefusals bounds a report's list; the counts go on.
 const maxRefusals = 64
 
@@ -72,6 +75,11 @@ type RunOptions struct {
 	Credentials Resolver
 	// DenyPorts are toold's own listening ports: refused on every host.
 	DenyPorts []int
+	// Token, when set, is what every request must carry as its proxy
+	// credentials (user toold): a proxy listening where other programs
+	// of the host reach it too (macOS: toold's loopback) serves the run
+	// only. Env puts it in the proxy's URL.
+	Token string
 }
 
 // Run is one run's egress proxy: it serves the listener the run reaches
@@ -159,6 +167,9 @@ func (r *Run) Bundle() []byte {
 // proxy, which reaches toold's side when the allow-list names it.
 func (r *Run) Env(addr, bundle string) []string {
 	proxy := "http://" + addr
+	if r.o.Token != "" {
+		proxy = "http://" + proxyUser + ":" + r.o.Token + "@" + addr
+	}
 	var env []string
 	for _, v := range ProxyVars {
 		if strings.EqualFold(v, "NO_PROXY") {

@@ -37,9 +37,26 @@ import (
 // authority when it injects headers) is a file toold writes to a host
 // directory of the run and binds read-only into the sandbox at the same
 // path; it holds certificates only, never a key.
+//
+// On macOS (seatbelt) a run has no namespace of its own: the proxy
+// listens on toold's loopback, at a port of its own, and the run's
+// profile allows that one port and no other address, port or resolver
+// (seatbelt.go). Other programs of the Mac reach that port too, so the
+// proxy serves only requests carrying the run's proxy credentials, a
+// random token in the proxy URL of the run's environment. On Windows an
+// AppContainer reaches no address of its own machine (ports_windows.go),
+// so no proxy toold serves there is reachable: a job run's network is
+// true (internetClient: any host but this machine's) or false, and an
+// allow-list is refused when the tool is loaded (ErrNoAllowList).
 
 // ErrNoAllowList is a containment mode that cannot hold an allow-list.
-var ErrNoAllowList = errors.New("an allow-list needs a network namespace of the run's own")
+var ErrNoAllowList = errors.New("an allow-list needs a sandbox whose only way out is toold's egress proxy")
+
+// netModes are the modes that can hold an allow-list: those whose runs
+// have a network namespace of their own (Linux), and seatbelt, whose
+// profile lets a run reach one port of the host's loopback, the proxy's
+// (macOS). Job Objects cannot take the network away (Windows).
+var netModes = map[Mode]bool{ModeNamespaces: true, ModeBwrap: true, ModeSeatbelt: true}
 
 // proxyPort is where the proxy listens in a run's namespace, unless it is
 // one of toold's own ports (which the port guard denies).
@@ -72,7 +89,13 @@ type netRun struct {
 // openNet makes a run's proxy: the egress.Run, its port, its bundle file.
 func (l *Launcher) openNet(ctx context.Context, sb *sandbox, rn RunNet) (_ *netRun, err error) {
 	deny := l.host.protectedPorts()
-	r, err := sb.egress.NewRun(ctx, egress.RunOptions{Tool: rn.Tool, Credentials: rn.Credentials, DenyPorts: deny})
+	o := egress.RunOptions{Tool: rn.Tool, Credentials: rn.Credentials, DenyPorts: deny}
+	if sb.mode == ModeSeatbelt {
+		// The host's loopback: other programs of the host reach the
+		// listener too, so it serves only who has the run's credentials.
+		o.Token = newRunID()
+	}
+	r, err := sb.egress.NewRun(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +107,16 @@ func (l *Launcher) openNet(ctx context.Context, sb *sandbox, rn RunNet) (_ *netR
 	}()
 	for slices.Contains(deny, n.port) {
 		n.port++
+	}
+	if sb.mode == ModeSeatbelt {
+		// No namespace of the run's own: the proxy listens on toold's
+		// loopback, at a port the run's profile alone allows.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("the run's egress proxy: %w", err)
+		}
+		n.port = ln.Addr().(*net.TCPAddr).Port
+		r.Serve(ln)
 	}
 	if b := r.Bundle(); b != nil {
 		if n.dir, err = os.MkdirTemp(l.tmpBase, "egress-"); err != nil {
@@ -145,22 +178,16 @@ func netEnv(env []string, n *netRun) []string {
 	return append(out, n.env...)
 }
 
-// protectedPorts are the ports ProtectPorts took from every run.
-func (h *host) protectedPorts() []int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.ports.list()
-}
-
 // compileNetwork resolves a sandbox's allow-list for mode: only a mode
-// with a network namespace of the run's own can hold one.
+// whose runs can be held to the proxy (netModes) can hold one.
 func (l *Launcher) compileNetwork(c Sandbox, mode Mode) (*egress.Compiled, error) {
 	p := c.Network.AllowList()
 	if p == nil {
 		return nil, nil
 	}
 	if !netModes[mode] {
-		return nil, fmt.Errorf("network: %w, which containment %s does not give: use namespaces or bwrap (Linux)", ErrNoAllowList, mode)
+		return nil, fmt.Errorf("network: %w, which containment %s does not give: use namespaces or bwrap (Linux) or seatbelt (macOS); "+
+			"a job run (Windows) reaches no proxy on its own machine, so its network is true (internet hosts) or false", ErrNoAllowList, mode)
 	}
 	c2, err := egress.Compile(*p, l.cfg.Egress)
 	if err != nil {

@@ -14,9 +14,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// netModes are the modes whose runs have a network namespace of their
-// own, where an egress proxy can be the only way out (egress.go).
-var netModes = map[Mode]bool{ModeNamespaces: true, ModeBwrap: true}
+// protectedPorts are the ports ProtectPorts took from every run: the
+// proxy refuses them on every host too.
+func (h *host) protectedPorts() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ports.list()
+}
 
 // list is the ports the guard takes away.
 func (g *portGuard) list() []int {

@@ -4,16 +4,17 @@ package launch
 
 import "errors"
 
-// netModes: no mode here gives a run a network namespace of its own, so no
-// sandbox here takes an allow-list (egress.go) yet.
-var netModes = map[Mode]bool{}
+// protectedPorts are the ports ProtectPorts took from every run (macOS;
+// none on Windows): the proxy refuses them on every host too.
+func (h *host) protectedPorts() []int { return h.plat.protected() }
 
-// list: no port guard here.
-func (*portGuard) list() []int { return nil }
-
-// attachNet is never reached here: compileNetwork refuses every mode.
-func (*sandbox) attachNet(*runSetup) error {
-	return errors.New("no egress proxy on this platform")
+// attachNet has nothing more to do for seatbelt (openNet listens on
+// toold's loopback); no other mode here takes an allow-list.
+func (sb *sandbox) attachNet(*runSetup) error {
+	if sb.mode == ModeSeatbelt {
+		return nil
+	}
+	return errors.New("no egress proxy for containment " + string(sb.mode))
 }
 
 // started has nothing to close here.

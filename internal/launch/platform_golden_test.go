@@ -1,15 +1,19 @@
 package launch
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toold/toold/internal/egress"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -360,4 +364,57 @@ func TestJobDescribesTheNetwork(t *testing.T) {
 	if !strings.Contains(sb.describe(), "no address of this machine") {
 		t.Errorf("describe %q with the network allowed", sb.describe())
 	}
+}
+
+// TestSeatbeltAllowList pins the profile of a Mac run whose network is an
+// allow-list: the one connection it may make is to its egress proxy on
+// the loopback (the port openNet listened on), it reads the run's bundle,
+// and it has no resolver, no other address, no other port.
+func TestSeatbeltAllowList(t *testing.T) {
+	l := targetLauncher(t, darwinRlimits, macPrivate)
+	l.cfg.Egress.Resolver = nil
+	s := shape{name: "allow_list", argv: []string{"git", "ls-remote"}, sandbox: Sandbox{Network: AllowList(egress.Policy{
+		Allow:  []string{"api.github.com"},
+		Inject: []egress.Inject{{Host: "api.github.com", Header: "Authorization", Value: "Bearer placeholder-of-the-test"}}})}}
+	bundle := "/private/var/folders/x1/abc/T/toold-command-1/egress-1/ca-bundle.pem"
+	sb := s.built(t, l, ModeSeatbelt).withNet(&netRun{port: 49152, bundle: bundle})
+	_, args := sb.seatbeltRun([]string{macProgram["git"], "ls-remote"}, macHost{workspace: macWorkspace, tmp: macTmp, shim: macShim,
+		real: func(p string) string { return p }, ports: tooldPorts, sandboxExec: true})
+	var profile string
+	for i, a := range args {
+		if i > 0 && args[i-1] == "-p" {
+			profile = a
+		}
+	}
+	checkGolden(t, filepath.Join("seatbelt", "allow_list.golden"), profile+"argv: "+strings.Join(args[slices.Index(args, "-p")+2:], " ")+"\n")
+	if _, err := readSBPL(profile); err != nil {
+		t.Fatalf("the profile would not parse: %v", err)
+	}
+	has := func(s string) bool { return strings.Contains(profile, s) }
+	resolver := slices.ContainsFunc(seatbeltNetMach, func(s string) bool { return has(strconv.Quote(s)) }) || has(seatbeltResolver)
+	if !has(`(allow network-outbound (remote ip "localhost:49152"))`) || has(`(remote ip "*:*")`) || resolver ||
+		strings.Count(profile, "(remote ip ") != 1 {
+		t.Errorf("the network of an allow-list run:\n%s", profile)
+	}
+	if !slices.Contains(args, "-DREAD_ONLY_0="+bundle) && !strings.Contains(strings.Join(args, " "), bundle) {
+		t.Errorf("the run cannot read its bundle: %q", args)
+	}
+	if strings.Contains(profile+strings.Join(args, " "), "placeholder-of-the-test") {
+		t.Error("the injected value reached the run's profile or argv")
+	}
+}
+
+// TestJobAllowList pins what holds of an allow-list on Windows: an
+// AppContainer reaches no address of its own machine, so no proxy toold
+// serves is reachable from a job run, and the sandbox is refused when
+// the tool is loaded, saying what to use instead (never started with
+// the whole network, nor with none while the file asks for some).
+func TestJobAllowList(t *testing.T) {
+	l := targetLauncher(t, windowsRlimits, winPrivate)
+	c := Sandbox{Network: AllowList(egress.Policy{Allow: []string{"api.github.com"}})}
+	_, err := l.build(c, ModeJob, "", nil)
+	if !errors.Is(err, ErrNoAllowList) {
+		t.Fatalf("an allow-list in a job run: %v", err)
+	}
+	checkGolden(t, filepath.Join("job", "allow_list.golden"), err.Error()+"\n")
 }

@@ -67,6 +67,9 @@ type seatbeltPolicy struct {
 	Program     string   // the program, when no readable directory holds it
 	Private     []string // toold's own files and directories
 	Ports       []int    // toold's own listening ports (ProtectPorts)
+	// Proxy is the port of the run's egress proxy on the loopback (an
+	// allow-list): the run reaches that and nothing else of the network.
+	Proxy int
 }
 
 // seatbeltSystemDirs are the directories every run may read and map as
@@ -210,7 +213,10 @@ func seatbeltProfile(p seatbeltPolicy) (string, [][2]string) {
 	}
 	b.list("(allow network-outbound", "%s", sockets)
 	b.section("network")
-	if p.Network {
+	if p.Proxy > 0 {
+		b.line("; an allow-list: toold's egress proxy on the loopback is the only way out (names are resolved by toold)")
+		b.line(fmt.Sprintf(`(allow network-outbound (remote ip "localhost:%d"))`, p.Proxy))
+	} else if p.Network {
 		b.line(`(allow network-outbound (remote ip "*:*"))`)
 		b.line(`(allow network-bind network-inbound (local ip "*:*"))`)
 		b.line(fmt.Sprintf("(allow network-outbound (remote unix-socket (path-literal %q)))", seatbeltResolver))
@@ -281,6 +287,9 @@ func (b *profileWriter) portDenies(ports []int) {
 func (sb *sandbox) seatbeltPolicy(program, workspace, tmp string, real func(string) string, ports []int) seatbeltPolicy {
 	p := seatbeltPolicy{Workspace: real(workspace), Writable: sb.writable, Network: sb.network, Tmp: real(tmp),
 		GitWritable: filepath.Base(program) == "git", Ports: ports}
+	if sb.net != nil {
+		p.Proxy = sb.net.port
+	}
 	for _, d := range sb.roPaths {
 		p.ReadOnly = append(p.ReadOnly, real(d))
 	}
