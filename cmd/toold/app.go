@@ -517,8 +517,12 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 func (a *app) commandTools() (*command.Set, error) {
 	lc := a.cfg.Commands.Config
 	// The egress proxies of allow-list runs count per tool on toold's
-	// registry. No credential vault yet: ${user:NAME} is refused.
+	// registry, and inject ${user:NAME} from the caller's own vault
+	// (refused without credentials.key).
 	lc.Egress = egress.Options{Metrics: egress.NewMetrics(a.metrics)}
+	if a.vaults != nil {
+		lc.Egress.Vault = a.vaults
+	}
 	l, err := launch.New(lc, a.cfg.Workspace)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/credentials"
 	"github.com/toold/toold/internal/netguard"
 )
 
@@ -22,15 +24,28 @@ type Options struct {
 	// Resolver looks allowed names up (default net.DefaultResolver); the
 	// outbound guard checks every answer.
 	Resolver *net.Resolver
-	// Vault says whether toold has a credential vault: without one a
-	// policy that injects ${user:NAME} is refused.
-	Vault bool
+	// Vault is toold's credential vault (internal/credentials): a run
+	// whose values name ${user:NAME} asks it for the principal of the
+	// run's call (auth.IdentityFrom of NewRun's ctx), at the first
+	// request that needs the value. Without one such a policy is refused.
+	Vault credentials.Resolver
 }
 
 // Resolver returns a credential of the call's principal by name: the
 // credential interface, bound to one caller. It returns an error wrapping
 // ErrNoCredential when the principal has none of that name.
 type Resolver func(ctx context.Context, name string) ([]byte, error)
+
+// callerOf binds v to who, the principal of one run's call.
+func callerOf(v credentials.Resolver, who *auth.Identity) Resolver {
+	return func(ctx context.Context, name string) ([]byte, error) {
+		val, err := v.Resolve(ctx, who, name)
+		if errors.Is(err, credentials.ErrMissing) {
+			return nil, fmt.Errorf("%w: %w", ErrNoCredential, err)
+		}
+		return val, err
+	}
+}
 
 // ErrNoCredential is a principal without the credential an injection
 // names: the run's request is refused, saying which.
@@ -73,7 +88,7 @@ type valuePart struct {
 // the outbound guard of each port, which admits exactly the addresses
 // listed for it.
 func Compile(p Policy, o Options) (*Compiled, error) {
-	if err := p.Check(o.Vault); err != nil {
+	if err := p.Check(o.Vault != nil); err != nil {
 		return nil, err
 	}
 	c := &Compiled{allow: slices.Clone(p.Allow), opts: o, guards: map[int]*netguard.Guard{},

@@ -6,7 +6,11 @@
 // allowed names itself through the outbound guard (netguard), and for the
 // hosts of `inject` terminates TLS with a certificate authority made for
 // the run, in memory, so that it adds a header the program never sees and
-// redacts the header's value from what the server sends back.
+// redacts the header's value from what the server sends back. A value
+// may name the calling principal's own credential, ${user:NAME}: the run
+// asks toold's vault (Options.Vault, internal/credentials) for the
+// principal of the call its ctx carries, at the first request that
+// needs it.
 //
 // internal/launch owns the rest: the network namespace, the listener in
 // it, the run's environment (HTTP_PROXY and the CA variables) and the

@@ -21,7 +21,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/http/httpguts"
 
+	"github.com/toold/toold/internal/credentials"
 	"github.com/toold/toold/internal/netguard"
 	"github.com/toold/toold/internal/tracing"
 )
@@ -372,8 +374,12 @@ func (r *Run) resolve(ctx context.Context, inj *compiledInject) *injected {
 		switch {
 		case errors.Is(err, ErrNoCredential):
 			return &injected{reason: ReasonNoCredential, detail: fmt.Sprintf("the caller has not set the credential %q (PUT /credentials/%s)", p.credential, p.credential)}
+		case errors.Is(err, credentials.ErrAnonymous):
+			return &injected{reason: ReasonCredential, detail: err.Error()}
 		case err != nil:
 			return &injected{reason: ReasonCredential, detail: fmt.Sprintf("the credential %q could not be read", p.credential)}
+		case !httpguts.ValidHeaderFieldValue(string(val)):
+			return &injected{reason: ReasonCredential, detail: fmt.Sprintf("the credential %q holds a line break or a control character: set it again without them (PUT /credentials/%s)", p.credential, p.credential)}
 		}
 		secrets = append(secrets, val)
 		b.Write(val)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toold/toold/internal/auth"
+	"github.com/toold/toold/internal/credentials"
 	"github.com/toold/toold/internal/egress/egresstest"
 )
 
@@ -24,18 +27,32 @@ type fixture struct {
 	reg   *prometheus.Registry
 }
 
+// unreadableVault is a vault whose every credential fails to open: what
+// a run reaches when it gives no Credentials of its own.
+type unreadableVault struct{}
+
+func (unreadableVault) Resolve(context.Context, *auth.Identity, string) ([]byte, error) {
+	return nil, errors.New("the test's vault opens nothing")
+}
+
 // serve compiles p with names resolved from memory and serves one run.
 func serve(t *testing.T, p Policy, names map[string]string, o RunOptions) *fixture {
 	t.Helper()
+	return serveWith(t, context.Background(), unreadableVault{}, p, names, o)
+}
+
+// serveWith is serve with toold's credential vault, for the call ctx.
+func serveWith(t *testing.T, ctx context.Context, vault credentials.Resolver, p Policy, names map[string]string, o RunOptions) *fixture {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	c, err := Compile(p, Options{Metrics: NewMetrics(reg), Resolver: egresstest.Resolver(names), Vault: true})
+	c, err := Compile(p, Options{Metrics: NewMetrics(reg), Resolver: egresstest.Resolver(names), Vault: vault})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Tool == "" {
 		o.Tool = "t"
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	r, err := c.NewRun(ctx, o)
 	if err != nil {

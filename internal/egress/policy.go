@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/toold/toold/internal/credentials"
 )
 
 // Policy is the mapping form of a sandbox's `network:`: the hosts a run
@@ -247,9 +249,6 @@ func parseTarget(authority string, defaultPort int) (target, error) {
 // credentialRef is ${user:NAME} in an Inject's value.
 var credentialRef = regexp.MustCompile(`\$\{user:([^}]*)\}`)
 
-// credentialName is what a credential may be called.
-var credentialName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
 // UsesCredentials says whether p injects a principal's own credential
 // (${user:NAME}): a run of it needs a Resolver.
 func (p Policy) UsesCredentials() bool {
@@ -312,8 +311,8 @@ func checkInject(i int, in Inject, rules []rule, vault bool, fail func(string, .
 	}
 	for _, m := range credentialRef.FindAllStringSubmatch(in.Value, -1) {
 		switch {
-		case !credentialName.MatchString(m[1]):
-			fail("inject[%d].value: %q is not a credential name (%s)", i, m[1], credentialName)
+		case !credentials.ValidName(m[1]):
+			fail("inject[%d].value: %q is not a credential name (1-64 of a-z A-Z 0-9 _ . -)", i, m[1])
 		case !vault:
 			fail("inject[%d].value: ${user:%s} is a caller's own credential, and toold has no credential vault: set credentials.key, or give the value from toold's environment (${VAR})", i, m[1])
 		}

@@ -206,7 +206,7 @@ func TestTerminatedTunnelHoldsItsHost(t *testing.T) {
 
 // TestCallerCredential: ${user:NAME} is resolved per run through the
 // run's Resolver, at the first request; a caller without it is refused
-// naming the credential, and a run without a Resolver is refused.
+// naming the credential, and one the vault cannot open is refused.
 func TestCallerCredential(t *testing.T) {
 	ca := egresstest.NewCA(t)
 	srv := ca.Server(t, "api.test")
@@ -231,7 +231,7 @@ func TestCallerCredential(t *testing.T) {
 	}{
 		{"alice", alice, 200, ""},
 		{"no such credential", nobody, 403, ReasonNoCredential},
-		{"no resolver", nil, 403, ReasonCredential},
+		{"the vault cannot open it", nil, 403, ReasonCredential},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := serve(t, p, names, RunOptions{Credentials: tc.creds})

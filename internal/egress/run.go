@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toold/toold/internal/auth"
 )
 
 // The reasons a destination is refused, as network.refused names them.
@@ -71,7 +73,9 @@ type RunOptions struct {
 	// consultation provider).
 	Tool string
 	// Credentials resolves ${user:NAME} for the call's principal; nil
-	// refuses such a value's requests.
+	// takes Options.Vault bound to the principal NewRun's ctx carries
+	// (auth.IdentityFrom), and without a vault refuses such a value's
+	// requests.
 	Credentials Resolver
 	// DenyPorts are toold's own listening ports: refused on every host.
 	DenyPorts []int
@@ -121,6 +125,11 @@ type injected struct {
 // NewRun makes the proxy of one run; ctx is the run's (its call's
 // deadline, its span). Nothing listens until Serve.
 func (c *Compiled) NewRun(ctx context.Context, o RunOptions) (*Run, error) {
+	if o.Credentials == nil && c.creds && c.opts.Vault != nil {
+		// The caller's own secrets: resolved for the principal of this
+		// run's call, captured now, whoever asks the proxy later.
+		o.Credentials = callerOf(c.opts.Vault, auth.IdentityFrom(ctx))
+	}
 	r := &Run{c: c, ctx: ctx, o: o, conns: map[net.Conn]struct{}{}, values: map[int]*injected{}}
 	if len(c.injects) > 0 {
 		var hosts []rule
