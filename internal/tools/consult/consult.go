@@ -110,8 +110,9 @@ func build(sp *spec, opts Options) (asker, error) {
 			if !errors.Is(err, launch.ErrNoAllowList) {
 				return nil, fmt.Errorf("sandbox (the key injected by the egress proxy): %w", err)
 			}
-			// This containment has no namespace for a proxy: the key
-			// stays in the CLI's environment, as the provider says.
+			// This containment cannot hold the CLI to a proxy (none,
+			// Windows' job): the key stays in the CLI's environment, as
+			// the provider says.
 		}
 	}
 	r, err := opts.Launcher.Runner(sandboxOf(sb))
