@@ -293,8 +293,15 @@ func TestHomebrewFormula(t *testing.T) {
 		if !slices.Equal(p.install, []string{`bin.install "toold"`}) {
 			t.Errorf("%s/%s: install %q, want bin.install \"toold\"", p.os, p.cpu, p.install)
 		}
-		if !archiveHolds(t, filepath.Join(dist, name), "toold") {
+		files := archiveFiles(t, filepath.Join(dist, name))
+		if mode, ok := files["toold"]; !ok || mode&0o111 == 0 {
 			t.Errorf("%s holds no toold at its root: bin.install \"toold\" would fail", name)
+		}
+		// The README in the archive links to the docs: they travel with it.
+		for _, doc := range readmeDocs(t) {
+			if _, ok := files[doc]; !ok {
+				t.Errorf("%s: README.md links to %s, which the archive does not hold", name, doc)
+			}
 		}
 	}
 	slices.Sort(installed)
@@ -306,9 +313,28 @@ func TestHomebrewFormula(t *testing.T) {
 	}
 }
 
-// archiveHolds reports whether the tar.gz at path has a regular file name
-// at its root.
-func archiveHolds(t testing.TB, path, name string) bool {
+// readmeDocs are the files under docs/ that README.md links to.
+func readmeDocs(t testing.TB) []string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	for _, m := range regexp.MustCompile(`\]\((docs/[^)#\s]+)`).FindAllStringSubmatch(string(b), -1) {
+		if !slices.Contains(docs, m[1]) {
+			docs = append(docs, m[1])
+		}
+	}
+	if len(docs) == 0 {
+		t.Fatal("README.md links to nothing under docs/: the check would hold nothing")
+	}
+	return docs
+}
+
+// archiveFiles returns the regular files of the tar.gz at path, by name,
+// with their modes.
+func archiveFiles(t testing.TB, path string) map[string]int64 {
 	t.Helper()
 	file, err := os.Open(path)
 	if err != nil {
@@ -320,16 +346,17 @@ func archiveHolds(t testing.TB, path, name string) bool {
 		t.Fatalf("%s: %v", path, err)
 	}
 	tr := tar.NewReader(zr)
+	files := map[string]int64{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return false
+			return files
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if h.Name == name && h.Typeflag == tar.TypeReg && h.Mode&0o111 != 0 {
-			return true
+		if h.Typeflag == tar.TypeReg {
+			files[h.Name] = h.Mode
 		}
 	}
 }
