@@ -17,8 +17,10 @@ import (
 // handed straight to the oldest waiter, so waiters are served in order and a
 // newcomer cannot overtake the queue.
 type bulkhead struct {
+	mu sync.Mutex
+	// limits change when a reload resizes the bulkhead (resize); read
+	// them under mu, or through lim.
 	limits  tools.Limits
-	mu      sync.Mutex
 	running int
 	waiters *list.List // of *waiter, oldest first
 	// stuck counts calls that outlived their cancelled context (see
@@ -122,7 +124,8 @@ func (b *bulkhead) admit(ctx context.Context, wait bool) (func(), error) {
 }
 
 func (b *bulkhead) wait(ctx context.Context, w *waiter, el *list.Element) (func(), error) {
-	timer := time.NewTimer(b.limits.QueueWait)
+	lim := b.lim()
+	timer := time.NewTimer(lim.QueueWait)
 	defer timer.Stop()
 	var reason string
 	var err error
@@ -149,7 +152,7 @@ func (b *bulkhead) wait(ctx context.Context, w *waiter, el *list.Element) (func(
 	b.mu.Unlock()
 	b.queued.Dec()
 	if reason == ReasonQueueTimeout {
-		msg := fmt.Sprintf("no slot became free within the queue-wait bound of %v", b.limits.QueueWait)
+		msg := fmt.Sprintf("no slot became free within the queue-wait bound of %v", lim.QueueWait)
 		if stuck > 0 {
 			msg += fmt.Sprintf("; %d of the tool's calls ignored their deadline and still run (see /readyz)", stuck)
 		}
@@ -185,9 +188,10 @@ func (b *bulkhead) giveBack() {
 }
 
 // handoff frees one running slot, giving it to the oldest waiter if there
-// is one. b.mu must be held.
+// is one. A bulkhead shrunk below its running calls (resize) keeps the
+// slot until it is back within its new size. b.mu must be held.
 func (b *bulkhead) handoff() {
-	if front := b.waiters.Front(); front != nil {
+	if front := b.waiters.Front(); front != nil && b.running <= b.limits.MaxInFlight {
 		w := b.waiters.Remove(front).(*waiter)
 		w.granted = true
 		close(w.ready)
@@ -220,10 +224,37 @@ func (m *ewma) mean() time.Duration { return time.Duration(m.v.Load()) }
 // the slots turn over every mean service time, N at a time. Before any call
 // has finished the tool's latency target stands in for the mean.
 func (b *bulkhead) retryAfter(pos int) time.Duration {
+	lim := b.lim()
 	mean := b.service.mean()
 	if mean == 0 {
-		mean = b.limits.Target
+		mean = lim.Target
 	}
-	rounds := (pos + b.limits.MaxInFlight - 1) / b.limits.MaxInFlight
+	rounds := (pos + lim.MaxInFlight - 1) / lim.MaxInFlight
 	return max(time.Duration(rounds)*mean, time.Millisecond)
+}
+
+// lim is the bulkhead's limits now.
+func (b *bulkhead) lim() tools.Limits {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limits
+}
+
+// resize gives the bulkhead new limits while it serves (a reload). No
+// call is dropped: calls running keep their slots (past a smaller size,
+// freed slots are not handed on until the bulkhead is back within it),
+// waiters keep their places (past a shorter queue, newcomers are refused
+// until it drains below), and a larger size hands its new slots to the
+// oldest waiters at once. A waiter's queue-wait bound is the one it
+// started with.
+func (b *bulkhead) resize(l tools.Limits) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.limits = l
+	for b.running < l.MaxInFlight && b.waiters.Len() > 0 {
+		w := b.waiters.Remove(b.waiters.Front()).(*waiter)
+		w.granted = true
+		b.running++
+		close(w.ready)
+	}
 }

@@ -52,7 +52,9 @@ type Limiter struct {
 	bulk     map[string]*bulkhead
 	global   atomic.Int64
 	cap      int64
-	servers  map[string]*serverCap // made by New, never changed
+	// servers are replaced whole by SetServerCaps (a reload); a call
+	// keeps the cap it entered.
+	servers  atomic.Pointer[map[string]*serverCap]
 	inFlight *prometheus.GaugeVec
 	queued   *prometheus.GaugeVec
 	capacity *prometheus.GaugeVec
@@ -63,16 +65,9 @@ type Limiter struct {
 // resolved limits, so a registry can be built before the limiter.
 func New(opts Options) *Limiter {
 	f := promauto.With(opts.Registerer)
-	servers := map[string]*serverCap{}
-	for name, n := range opts.ServerCaps {
-		if n > 0 {
-			servers[name] = &serverCap{name: name, cap: int64(n)}
-		}
-	}
-	return &Limiter{
-		bulk:    map[string]*bulkhead{},
-		cap:     int64(opts.GlobalCap),
-		servers: servers,
+	l := &Limiter{
+		bulk: map[string]*bulkhead{},
+		cap:  int64(opts.GlobalCap),
 		inFlight: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_in_flight",
 			Help: "Executions of the tool running now."}, []string{"tool"}),
 		queued: f.NewGaugeVec(prometheus.GaugeOpts{Name: "toold_tool_queue_depth",
@@ -82,13 +77,22 @@ func New(opts Options) *Limiter {
 		rejected: f.NewCounterVec(prometheus.CounterOpts{Name: "toold_tool_rejections_total",
 			Help: "Calls refused or abandoned before running, by reason."}, []string{"tool", "reason"}),
 	}
+	l.SetServerCaps(opts.ServerCaps)
+	return l
 }
 
 // Register creates the bulkheads of every tool now, so their capacity is
-// exported before the first call.
+// exported before the first call. A tool whose resolved limits changed (a
+// reload) has its bulkhead resized in place: no running or queued call is
+// dropped (see bulkhead.resize).
 func (l *Limiter) Register(entries ...*registry.Entry) {
 	for _, e := range entries {
-		l.bulkhead(e)
+		b := l.bulkhead(e)
+		if lim := e.Spec.Limits; b.lim() != lim {
+			b.resize(lim)
+			l.capacity.WithLabelValues(e.Spec.Name, "in_flight").Set(float64(lim.MaxInFlight))
+			l.capacity.WithLabelValues(e.Spec.Name, "queue").Set(float64(lim.Queue()))
+		}
 	}
 }
 
@@ -107,7 +111,7 @@ func (l *Limiter) bulkhead(e *registry.Entry) *bulkhead {
 		for _, r := range []string{ReasonQueueFull, ReasonQueueTimeout, ReasonGlobalCap, ReasonCancelled, ReasonDeadline} {
 			l.rejected.WithLabelValues(name, r)
 		}
-		if l.servers[e.Spec.Source] != nil {
+		if (*l.servers.Load())[e.Spec.Source] != nil {
 			l.rejected.WithLabelValues(name, ReasonServerCap)
 		}
 		l.bulk[name] = b
@@ -145,12 +149,12 @@ func (l *Limiter) admit(ctx context.Context, e *registry.Entry, wait bool) (func
 		if l.global.Add(1) > l.cap {
 			l.global.Add(-1)
 			b.rejected(ReasonGlobalCap)
-			return nil, overload(tools.CodeGlobalCapacity, "toold is at its global capacity", b.retryAfter(b.limits.Queue()+1))
+			return nil, overload(tools.CodeGlobalCapacity, "toold is at its global capacity", b.retryAfter(b.lim().Queue()+1))
 		}
 	}
 	release, err := b.admit(ctx, wait)
 	if err == nil {
-		release, err = l.servers[e.Spec.Source].enter(b, release)
+		release, err = (*l.servers.Load())[e.Spec.Source].enter(b, release)
 	}
 	if err != nil {
 		if l.cap > 0 {
@@ -172,7 +176,7 @@ func (l *Limiter) Full(e *registry.Entry) error {
 	b := l.bulkhead(e)
 	if l.cap > 0 && l.global.Load() >= l.cap {
 		b.rejected(ReasonGlobalCap)
-		return overload(tools.CodeGlobalCapacity, "toold is at its global capacity", b.retryAfter(b.limits.Queue()+1))
+		return overload(tools.CodeGlobalCapacity, "toold is at its global capacity", b.retryAfter(b.lim().Queue()+1))
 	}
 	return b.full()
 }
@@ -215,11 +219,37 @@ func overload(code tools.Code, msg string, retry time.Duration) *tools.Error {
 		WithSuggestion("retry after %v", retry.Round(time.Millisecond))
 }
 
+// SetServerCaps replaces the caps of Options.ServerCaps while the limiter
+// serves (a reload). A source that keeps a cap keeps its count of calls
+// running, so a smaller cap refuses new calls until enough of them end;
+// a source that loses its cap lets every new call through.
+func (l *Limiter) SetServerCaps(caps map[string]int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := map[string]*serverCap{}
+	var old map[string]*serverCap
+	if p := l.servers.Load(); p != nil {
+		old = *p
+	}
+	for name, n := range caps {
+		if n <= 0 {
+			continue
+		}
+		s := old[name]
+		if s == nil {
+			s = &serverCap{name: name}
+		}
+		s.cap.Store(int64(n))
+		next[name] = s
+	}
+	l.servers.Store(&next)
+}
+
 // serverCap counts the calls running on the tools of one source. It has
 // no queue of its own: a call waits, if at all, in its tool's bulkhead.
 type serverCap struct {
 	name    string
-	cap     int64
+	cap     atomic.Int64
 	running atomic.Int64
 	service ewma // of the source's calls, for Retry-After
 }
@@ -232,11 +262,12 @@ func (s *serverCap) enter(b *bulkhead, release func()) (func(), error) {
 	if s == nil {
 		return release, nil
 	}
-	if s.running.Add(1) > s.cap {
+	limit := s.cap.Load()
+	if s.running.Add(1) > limit {
 		s.running.Add(-1)
 		b.giveBack()
 		b.rejected(ReasonServerCap)
-		return nil, overload(tools.CodeServerCapacity, fmt.Sprintf("the MCP server %q has %d calls running, its limit", s.name, s.cap),
+		return nil, overload(tools.CodeServerCapacity, fmt.Sprintf("the MCP server %q has %d calls running, its limit", s.name, limit),
 			s.retryAfter(b))
 	}
 	start := time.Now()
@@ -254,5 +285,5 @@ func (s *serverCap) enter(b *bulkhead, release func()) (func(), error) {
 // calls; before any has finished, the latency target of the tool asked
 // for.
 func (s *serverCap) retryAfter(b *bulkhead) time.Duration {
-	return max(cmp.Or(s.service.mean(), b.limits.Target), time.Millisecond)
+	return max(cmp.Or(s.service.mean(), b.lim().Target), time.Millisecond)
 }

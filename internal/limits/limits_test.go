@@ -414,3 +414,113 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestResizeKeepsEveryCall: a reload that resizes a bulkhead drops no
+// call. Grown, the new slots go to the oldest waiters at once; shrunk
+// below its running calls, a freed slot is not handed on until the
+// bulkhead is back within its size, and the waiters keep their places.
+func TestResizeKeepsEveryCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		l := New(Options{Registerer: reg})
+		e := entry(t, 1, 4, time.Minute)
+		ctx := context.Background()
+		first, err := l.Admit(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var queued []chan result
+		for range 3 {
+			queued = append(queued, admitAsync(l, ctx, e))
+			synctest.Wait()
+		}
+		// Grown to 3: the two oldest waiters run now, the third waits.
+		l.Register(entry(t, 3, 4, time.Minute))
+		synctest.Wait()
+		var running []func()
+		for i, c := range queued[:2] {
+			select {
+			case r := <-c:
+				if r.err != nil {
+					t.Fatalf("waiter %d: %v", i, r.err)
+				}
+				running = append(running, r.release)
+			default:
+				t.Fatalf("waiter %d still waits after the bulkhead grew", i)
+			}
+		}
+		select {
+		case r := <-queued[2]:
+			t.Fatalf("the third waiter got a slot the bulkhead does not have: %v", r.err)
+		default:
+		}
+		if v := testutil.ToFloat64(l.capacity.WithLabelValues("t", "in_flight")); v != 3 {
+			t.Fatalf("capacity gauge %v after the resize, want 3", v)
+		}
+		// Shrunk to 1 with 3 running: two releases free no slot for the
+		// waiter, the third does.
+		l.Register(entry(t, 1, 4, time.Minute))
+		first()
+		running[0]()
+		synctest.Wait()
+		select {
+		case r := <-queued[2]:
+			t.Fatalf("a waiter got a slot while the shrunk bulkhead was over its size: %v", r.err)
+		default:
+		}
+		running[1]()
+		synctest.Wait()
+		r := <-queued[2]
+		if r.err != nil {
+			t.Fatalf("the waiter was dropped: %v", r.err)
+		}
+		r.release()
+		if v := testutil.ToFloat64(l.inFlight.WithLabelValues("t")); v != 0 {
+			t.Fatalf("%v in flight after every release", v)
+		}
+	})
+}
+
+// TestServerCapsChangeLive: SetServerCaps keeps a source's count of
+// running calls, so a lowered cap refuses until enough of them end.
+func TestServerCapsChangeLive(t *testing.T) {
+	l := New(Options{Registerer: prometheus.NewRegistry(), ServerCaps: map[string]int{"up": 2}})
+	r, err := registry.New(registry.Options{}, spec{Name: "up.a", Description: "d", Category: tools.MCP, Source: "up",
+		Parameters: json.RawMessage(`{"type":"object"}`), Limits: tools.Limits{MaxInFlight: 10, MaxQueue: 10, QueueWait: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := r.Lookup("up.a")
+	ctx := context.Background()
+	a, err := l.Admit(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Admit(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetServerCaps(map[string]int{"up": 1})
+	a()
+	if _, err := l.Admit(ctx, e); err == nil {
+		t.Fatal("a call was admitted past the lowered cap while two ran")
+	}
+	b()
+	c, err := l.Admit(ctx, e)
+	if err != nil {
+		t.Fatalf("the cap of 1 refused the only call: %v", err)
+	}
+	c()
+	l.SetServerCaps(nil)
+	var rel []func()
+	for range 5 {
+		r, err := l.Admit(ctx, e)
+		if err != nil {
+			t.Fatalf("uncapped source refused: %v", err)
+		}
+		rel = append(rel, r)
+	}
+	for _, r := range rel {
+		r()
+	}
+}
