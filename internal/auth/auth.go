@@ -15,6 +15,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Key is one configured API key.
@@ -91,9 +92,28 @@ func Matches(patterns []string, tool string) bool {
 	return false
 }
 
-// Keyring checks presented keys.
+// Keyring checks presented keys. A reload replaces its keys whole
+// (Replace): a request checks against the keys current when it arrives.
 type Keyring struct {
-	keys []keyEntry
+	set atomic.Pointer[[]keyEntry]
+}
+
+// keys are the keys now.
+func (kr *Keyring) keys() []keyEntry {
+	if kr == nil {
+		return nil
+	}
+	if p := kr.set.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Replace makes next's keys this keyring's, for every later request; a
+// principal already authenticated keeps what it was given.
+func (kr *Keyring) Replace(next *Keyring) {
+	ks := next.keys()
+	kr.set.Store(&ks)
 }
 
 type keyEntry struct {
@@ -105,6 +125,7 @@ type keyEntry struct {
 // patterns well-formed.
 func NewKeyring(keys []Key) (*Keyring, error) {
 	kr := &Keyring{}
+	var list []keyEntry
 	seen := map[string]bool{}
 	var errs []error
 	for i, k := range keys {
@@ -139,13 +160,14 @@ func NewKeyring(keys []Key) (*Keyring, error) {
 		}
 		e := keyEntry{p: &Principal{Identity: Identity{Kind: KindKey, Name: k.Name}, patterns: k.Tools, roles: roles, within: k.Within}}
 		copy(e.hash[:], raw)
-		kr.keys = append(kr.keys, e)
+		list = append(list, e)
 	}
+	kr.set.Store(&list)
 	return kr, errors.Join(errs...)
 }
 
 // Enabled reports whether any key is configured.
-func (kr *Keyring) Enabled() bool { return kr != nil && len(kr.keys) > 0 }
+func (kr *Keyring) Enabled() bool { return len(kr.keys()) > 0 }
 
 // Authenticate returns the principal of a presented key, or nil. Every
 // configured hash is compared, whatever matches, so the time taken does not
@@ -153,9 +175,10 @@ func (kr *Keyring) Enabled() bool { return kr != nil && len(kr.keys) > 0 }
 func (kr *Keyring) Authenticate(key string) *Principal {
 	sum := sha256.Sum256([]byte(key))
 	var found *Principal
-	for i := range kr.keys {
-		if subtle.ConstantTimeCompare(sum[:], kr.keys[i].hash[:]) == 1 {
-			found = kr.keys[i].p
+	keys := kr.keys()
+	for i := range keys {
+		if subtle.ConstantTimeCompare(sum[:], keys[i].hash[:]) == 1 {
+			found = keys[i].p
 		}
 	}
 	return found
@@ -167,12 +190,13 @@ func (kr *Keyring) Authenticate(key string) *Principal {
 // no configured key has (removed since) may use nothing; with no keys at
 // all every caller is the local user and may use everything.
 func (kr *Keyring) Allows(caller, tool string) bool {
-	if !kr.Enabled() {
+	keys := kr.keys()
+	if len(keys) == 0 {
 		return true
 	}
-	for i := range kr.keys {
-		if kr.keys[i].p.Name == caller {
-			return kr.keys[i].p.Allows(tool)
+	for i := range keys {
+		if keys[i].p.Name == caller {
+			return keys[i].p.Allows(tool)
 		}
 	}
 	return false
@@ -182,12 +206,10 @@ func (kr *Keyring) Allows(caller, tool string) bool {
 // nil: a caller who presents no key but is known otherwise (toold -stdio's
 // host, named by -stdio-key) acts with that key's tools and roles.
 func (kr *Keyring) Principal(name string) *Principal {
-	if kr == nil {
-		return nil
-	}
-	for i := range kr.keys {
-		if kr.keys[i].p.Name == name {
-			return kr.keys[i].p
+	keys := kr.keys()
+	for i := range keys {
+		if keys[i].p.Name == name {
+			return keys[i].p
 		}
 	}
 	return nil

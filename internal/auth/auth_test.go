@@ -90,3 +90,33 @@ func TestViewKey(t *testing.T) {
 		t.Error("a key's view is not its name")
 	}
 }
+
+// TestKeyringReplace: a reload's keys answer the next request; a key
+// removed authenticates no more, and a principal given before keeps its
+// tools.
+func TestKeyringReplace(t *testing.T) {
+	kr, err := NewKeyring([]Key{{Name: "old", SHA256: Hash("old-key-0123456789"), Tools: []string{"read_file"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := kr.Authenticate("old-key-0123456789")
+	next, err := NewKeyring([]Key{{Name: "new", SHA256: Hash("new-key-0123456789"), Tools: []string{"*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr.Replace(next)
+	if kr.Authenticate("old-key-0123456789") != nil || kr.Allows("old", "read_file") {
+		t.Error("the removed key still authenticates or allows")
+	}
+	if q := kr.Authenticate("new-key-0123456789"); q == nil || !q.Allows("grep") || kr.Principal("new") != q {
+		t.Error("the added key does not authenticate")
+	}
+	if p == nil || !p.Allows("read_file") || p.Allows("grep") {
+		t.Error("the principal authenticated before the reload changed")
+	}
+	empty, _ := NewKeyring(nil)
+	kr.Replace(empty)
+	if kr.Enabled() || !kr.Allows("anyone", "grep") {
+		t.Error("a keyring replaced by no keys still asks for one")
+	}
+}

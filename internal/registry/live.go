@@ -123,3 +123,45 @@ func (r *Registry) add(e *Entry) {
 func (r *Registry) sort() {
 	slices.SortFunc(r.entries, func(a, b *Entry) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
 }
+
+// Rebuild swaps in toold's own tools (those of no source) from first, a
+// registry New built and checked, and the options later snapshots are
+// built with: a reload. The tools of every source (hosted MCP servers)
+// stay, resolved again with opts (a category's limits may have changed);
+// one whose name a new tool of toold's own now takes is dropped and
+// reported. Calls that resolved a tool from an earlier snapshot keep it:
+// a removed tool's call in flight ends as it began.
+func (l *Live) Rebuild(first *Registry, opts Options) []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.Load()
+	next := newRegistry()
+	for _, e := range first.entries {
+		next.add(e)
+	}
+	for name, h := range old.held {
+		next.hold(name, h)
+	}
+	var errs []error
+	for _, e := range old.entries {
+		if e.Spec.Source == "" {
+			continue
+		}
+		ne, err := newEntry(e.Tool, opts)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case next.nameTaken(ne) != nil:
+			errs = append(errs, duplicate(ne, next.nameTaken(ne)))
+		default:
+			next.add(ne)
+		}
+	}
+	next.sort()
+	l.opts = opts
+	l.cur.Store(next)
+	for _, fn := range l.subs {
+		fn(next)
+	}
+	return errs
+}

@@ -123,3 +123,44 @@ func joinErrs(errs []error) string {
 	}
 	return b.String()
 }
+
+// TestLiveRebuild: a reload swaps toold's own tools and the options,
+// keeps every source's tools (resolved again with the new options), and
+// leaves the snapshot a call resolved from untouched.
+func TestLiveRebuild(t *testing.T) {
+	first, err := New(Options{}, tool("read_file", `{"type":"object"}`), tool("grep", `{"type":"object"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive(first, Options{})
+	if errs := live.SetSource("up", []tools.Tool{sourced("up", "up.a"), sourced("up", "echo")}); errs != nil {
+		t.Fatal(errs)
+	}
+	var seen int
+	live.Subscribe(func(*Registry) { seen++ })
+	before := live.Load()
+	opts := Options{Defaults: map[tools.Category]tools.Limits{tools.Direct: {MaxInFlight: 3}}}
+	next, err := New(opts, tool("read_file", `{"type":"object"}`), tool("echo", `{"type":"object"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := live.Rebuild(next, opts)
+	if got, want := names(live.Load()), []string{"echo", "read_file", "up.a"}; !cmp.Equal(got, want) {
+		t.Errorf("after the rebuild: %v, want %v", got, want)
+	}
+	if !strings.Contains(joinErrs(errs), `"echo"`) {
+		t.Errorf("the source's tool whose name toold's own took is not reported: %v", errs)
+	}
+	if e, _ := live.Load().Lookup("up.a"); e.Spec.Limits.MaxInFlight != 3 {
+		t.Errorf("the source's tool kept its old limits: %+v", e.Spec.Limits)
+	}
+	if _, ok := before.Lookup("grep"); !ok || seen != 1 {
+		t.Errorf("the earlier snapshot lost grep (%v) or subscribers were told %d times", ok, seen)
+	}
+	if errs := live.SetSource("up", []tools.Tool{sourced("up", "up.b")}); errs != nil {
+		t.Fatal(errs)
+	}
+	if e, _ := live.Load().Lookup("up.b"); e.Spec.Limits.MaxInFlight != 3 {
+		t.Errorf("a source's later tools are not built with the new options: %+v", e.Spec.Limits)
+	}
+}
