@@ -48,12 +48,14 @@ const (
 func (d *Dispatcher) Admit(ctx context.Context, req *Request) (*Ticket, *Envelope) {
 	start := time.Now()
 	c := newCall(req, start)
+	c.st = d.acquire() // the ticket holds them until its slot is freed
 	t, status, err := d.admit(ctx, c, start)
 	if err == nil {
 		return t, nil
 	}
 	d.failure(c, status, err)
 	d.record(c, start)
+	d.release(c.st)
 	return nil, c.env
 }
 
@@ -75,7 +77,9 @@ func (d *Dispatcher) admit(ctx context.Context, c *call, start time.Time) (*Tick
 		status, err := d.admitFailure(ctx, err, timeout)
 		return nil, status, err
 	}
-	return &Ticket{entry: c.entry, free: both(release, held), timeout: timeout, deadline: deadline, queued: time.Since(start)}, "", nil
+	st := c.st
+	free := both(both(release, held), func() { d.release(st) })
+	return &Ticket{entry: c.entry, free: free, timeout: timeout, deadline: deadline, queued: time.Since(start)}, "", nil
 }
 
 // Deadline is when the admitted call's time is up: a body still arriving

@@ -123,7 +123,7 @@ func TestFreeSlotIsGivenBack(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newDispatcher(t, nil, single{})
 			if tt.panic {
-				d.opts.Sanitizer = panickySanitizer{d.opts.Sanitizer}
+				d.Swap(Stages{Sanitizer: panickySanitizer{d.opts.Sanitizer}})
 			}
 			for _, ticket := range []bool{false, true} { // the slot taken by Execute, or by Admit first
 				func() {

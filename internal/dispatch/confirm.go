@@ -79,11 +79,11 @@ func (d *Dispatcher) approvalWait(c *call) error {
 		return err
 	}
 	name := c.entry.Spec.Name
-	req, err := json.Marshal(approvalRequest{Tool: name, Caller: c.req.Caller, Arguments: d.opts.Sanitizer.RedactJSON(name, args)})
+	req, err := json.Marshal(approvalRequest{Tool: name, Caller: c.req.Caller, Arguments: c.st.Sanitizer.RedactJSON(name, args)})
 	if err != nil {
 		return err
 	}
-	shown, notes := d.opts.Sanitizer.Review(name, c.tree)
+	shown, notes := c.st.Sanitizer.Review(name, c.tree)
 	review, err := json.Marshal(approvalRequest{Tool: name, Caller: c.req.Caller, Arguments: shown, Review: notes})
 	if err != nil {
 		return err

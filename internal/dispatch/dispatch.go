@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -88,6 +89,9 @@ type Request struct {
 type Sanitizer interface {
 	Input(ctx context.Context, spec *tools.Spec, args any) (any, sanitize.Report, error)
 	Output(ctx context.Context, spec *tools.Spec, data json.RawMessage) (json.RawMessage, sanitize.Report, error)
+	// OutputBudget is Output cut to budget bytes (or the output cap if
+	// smaller); whole is the result sanitized but not cut, when it was.
+	OutputBudget(ctx context.Context, spec *tools.Spec, data json.RawMessage, budget int) (head, whole json.RawMessage, rep sanitize.Report, err error)
 	Text(spec *tools.Spec, s string) (string, sanitize.Report)
 	Stream(spec *tools.Spec, emit func(tools.Chunk)) (wrapped func(tools.Chunk), flush func())
 	// RedactJSON redacts a JSON document for the debug log, whatever the
@@ -200,11 +204,19 @@ type Options struct {
 	// Toolsets are the configured toolsets, which policies see as a
 	// tool's toolsets.
 	Toolsets registry.Toolsets
+	// MaxResultBytes is the result budget of a tool that declares none
+	// (server.max_result_bytes); zero or less: no budget. A reload
+	// changes it, with the other Stages (Swap).
+	MaxResultBytes int64
+	// Artifacts keeps the whole of a result over its budget, for the
+	// caller to fetch; nil keeps none (the answer is the head alone).
+	Artifacts Artifacts
 }
 
 // Dispatcher runs calls through the pipeline; safe for concurrent use.
 type Dispatcher struct {
 	opts    Options
+	stages  atomic.Pointer[stagesRef]
 	log     *zap.Logger
 	workers *workers
 	calls   []CallObserver // the Observers that are CallObservers too
@@ -228,6 +240,8 @@ func New(opts Options) (*Dispatcher, error) {
 		opts.Confirm = confirm.New(nil, 0)
 	}
 	d := &Dispatcher{opts: opts, log: opts.Logger, workers: newWorkers(10 * time.Second)}
+	d.stages.Store(newStagesRef(Stages{Sanitizer: opts.Sanitizer, Principals: opts.Principals, Policy: opts.Policy,
+		Toolsets: opts.Toolsets, TracePayloads: opts.TracePayloads, MaxResultBytes: opts.MaxResultBytes}))
 	for _, o := range opts.Observers {
 		if co, ok := o.(CallObserver); ok {
 			d.calls = append(d.calls, co)
@@ -257,6 +271,7 @@ func (d *Dispatcher) MaxDepth() int { return d.opts.MaxDepth }
 
 // call is the state of one execution as it moves through the steps.
 type call struct {
+	st    *stagesRef // the stages the call started with
 	req   *Request
 	entry *registry.Entry
 	env   *Envelope
@@ -344,6 +359,8 @@ func (d *Dispatcher) Execute(ctx context.Context, req *Request) *Envelope {
 func (d *Dispatcher) executeOnce(ctx context.Context, req *Request) (*Envelope, *registry.Entry) {
 	start := time.Now()
 	c := newCall(req, start)
+	c.st = d.acquire()
+	defer d.release(c.st)
 	ctx = d.startCall(ctx, c)
 	status, err := d.run(ctx, c)
 	var w *wait
@@ -397,6 +414,8 @@ func (d *Dispatcher) Validate(ctx context.Context, req *Request) *Envelope {
 func (d *Dispatcher) checkCall(ctx context.Context, req *Request, confirm bool) *Envelope {
 	start := time.Now()
 	c := newCall(req, start)
+	c.st = d.acquire()
+	defer d.release(c.st)
 	status, err := d.check(ctx, c, confirm)
 	if err == nil {
 		return nil
@@ -461,8 +480,8 @@ func (d *Dispatcher) debugLog(c *call) {
 		args = c.req.Body
 	}
 	ce.Write(append(c.logFields(), zap.String("tool", name), zap.String("request_id", c.req.RequestID), zap.String("status", string(c.env.Status)),
-		zap.ByteString("arguments", d.opts.Sanitizer.RedactJSON(name, args)),
-		zap.ByteString("result", d.opts.Sanitizer.RedactJSON(name, c.env.Data)))...)
+		zap.ByteString("arguments", c.st.Sanitizer.RedactJSON(name, args)),
+		zap.ByteString("result", c.st.Sanitizer.RedactJSON(name, c.env.Data)))...)
 }
 
 func (d *Dispatcher) run(ctx context.Context, c *call) (Status, error) {
@@ -622,7 +641,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c *call) error {
 	endPhase(vs, nil)
 	start := time.Now()
 	sctx, ss := d.sanitizePhase(ctx, c, "input")
-	clean, rep, err := d.opts.Sanitizer.Input(sctx, &c.entry.Spec, args)
+	clean, rep, err := c.st.Sanitizer.Input(sctx, &c.entry.Spec, args)
 	endPhase(ss, err)
 	c.env.Timing.SanitizeMS = addMillis(c.env.Timing.SanitizeMS, time.Since(start))
 	c.env.Sanitized.Add(rep)
@@ -709,9 +728,9 @@ func (d *Dispatcher) failure(c *call, status Status, err error) {
 	if c.entry != nil {
 		var rep sanitize.Report
 		spec := &c.entry.Spec
-		c.env.Error.Message, rep = d.opts.Sanitizer.Text(spec, c.env.Error.Message)
+		c.env.Error.Message, rep = c.st.Sanitizer.Text(spec, c.env.Error.Message)
 		c.env.Sanitized.Add(rep)
-		c.env.Error.Suggestion, rep = d.opts.Sanitizer.Text(spec, c.env.Error.Suggestion)
+		c.env.Error.Suggestion, rep = c.st.Sanitizer.Text(spec, c.env.Error.Suggestion)
 		c.env.Sanitized.Add(rep)
 	}
 	d.Redact(c.env)

@@ -232,7 +232,7 @@ func BenchmarkDispatchEcho(b *testing.B) {
 // process survives and the server's recoverer answers it.
 func TestPanicInPrepareReachesCaller(t *testing.T) {
 	d := newDispatcher(t, nil, noop{})
-	d.opts.Sanitizer = panickySanitizer{d.opts.Sanitizer}
+	d.Swap(Stages{Sanitizer: panickySanitizer{d.opts.Sanitizer}})
 	defer func() {
 		if recover() == nil {
 			t.Fatal("the panic did not reach the caller")

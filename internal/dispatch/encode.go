@@ -52,7 +52,17 @@ func (env *Envelope) AppendJSON(dst []byte) []byte {
 		dst = strictjson.AppendString(dst, env.TraceID)
 	}
 	dst = appendPrincipal(dst, env.Principal)
+	dst = appendArtifact(dst, env.Artifact)
 	return append(dst, '}')
+}
+
+// appendArtifact appends `,"artifact":{...}` when there is one.
+func appendArtifact(dst []byte, a *Artifact) []byte {
+	if a == nil {
+		return dst
+	}
+	dst = append(dst, `,"artifact":`...)
+	return appendMarshal(dst, a)
 }
 
 // appendPrincipal appends `,"principal":{...}` when there is one.
@@ -94,8 +104,8 @@ func (env *Envelope) appendTimes(dst []byte) []byte {
 
 // AppendBookkeeping appends the envelope's bookkeeping as a JSON object:
 // request_id, status, duration_ms, timing, started_at, sanitized,
-// trace_id and principal — the envelope less what a transport carries in fields of its
-// own (MCP: the tool, the data, the error).
+// trace_id, principal and artifact — the envelope less what a transport
+// carries in fields of its own (MCP: the tool, the data, the error).
 func (env *Envelope) AppendBookkeeping(dst []byte) []byte {
 	dst = append(dst, `{"request_id":`...)
 	dst = strictjson.AppendString(dst, env.RequestID)
@@ -107,6 +117,7 @@ func (env *Envelope) AppendBookkeeping(dst []byte) []byte {
 		dst = strictjson.AppendString(dst, env.TraceID)
 	}
 	dst = appendPrincipal(dst, env.Principal)
+	dst = appendArtifact(dst, env.Artifact)
 	return append(dst, '}')
 }
 

@@ -71,6 +71,7 @@ func filledEnvelope(s1, s2, data, s3, s4 string, f1, f2, f3 float64, nanos int64
 		TraceID:      s3,
 		Principal: &auth.Identity{Kind: s1, Name: s2, Issuer: s3, Subject: s4, Client: s1, Actor: s2,
 			Narrowed: flag, Narrow: []string{s3, s4}},
+		Artifact: &Artifact{ID: s1, URI: s2, Bytes: int64(n), OmittedBytes: int64(n), ExpiresAt: time.Unix(0, nanos).UTC()},
 	}
 }
 
@@ -85,7 +86,7 @@ func checkBookkeeping(t *testing.T, env *Envelope) {
 		t.Fatalf("AppendJSON wrote invalid JSON: %v\n%s", err, full)
 	}
 	want := []byte{'{'}
-	for _, k := range []string{"request_id", "status", "duration_ms", "timing", "started_at", "sanitized", "trace_id", "principal"} {
+	for _, k := range []string{"request_id", "status", "duration_ms", "timing", "started_at", "sanitized", "trace_id", "principal", "artifact"} {
 		if v, ok := members[k]; ok {
 			if len(want) > 1 {
 				want = append(want, ',')

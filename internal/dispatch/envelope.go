@@ -95,12 +95,29 @@ type Envelope struct {
 	// its issuer with the client acting for them. Absent for the
 	// anonymous caller.
 	Principal *auth.Identity `json:"principal,omitempty"`
+	// Artifact is where the whole result is kept when Data is only its
+	// head: the result was over the tool's budget (max_result_bytes).
+	Artifact *Artifact `json:"artifact,omitempty"`
 	// TraceSampled says the call's spans are recorded, so a metric's
 	// exemplar may point at the trace; never encoded.
 	TraceSampled bool `json:"-"`
 	// Pause is the tool's pause, with its private state, for the
 	// executions service to store; never encoded.
 	Pause *tools.Pause `json:"-"`
+}
+
+// Artifact is a result kept whole beside the head an envelope carries.
+type Artifact struct {
+	// ID names it: GET /artifacts/{id}, or over MCP the resource URI.
+	ID string `json:"id"`
+	// URI is where its owner reads it: /artifacts/{id}.
+	URI string `json:"uri"`
+	// Bytes is the size of the whole result (JSON, sanitized as the head
+	// was); OmittedBytes how much of it the head leaves out.
+	Bytes        int64 `json:"bytes"`
+	OmittedBytes int64 `json:"omitted_bytes"`
+	// ExpiresAt is when the store lets it go (state.artifacts.retention).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // Waiting is what a paused call waits for, as its caller sees it.

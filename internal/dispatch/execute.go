@@ -27,6 +27,8 @@ type outcome struct {
 	err      error
 	status   Status // of err, when err came from finish
 	data     json.RawMessage
+	whole    json.RawMessage // data before its budget's cut, until kept
+	artifact *Artifact       // where the whole is kept
 	report   sanitize.Report
 	execute  time.Duration
 	sanitize time.Duration
@@ -43,7 +45,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 	emit := c.req.Emit
 	flush := func() {}
 	if emit != nil {
-		emit, flush = d.opts.Sanitizer.Stream(&c.entry.Spec, emit)
+		emit, flush = c.st.Sanitizer.Stream(&c.entry.Spec, emit)
 	}
 	tc := tools.NewCall(c.args, c.req.RequestID, c.req.Caller, emit).WithTree(c.tree)
 	tc.Resume, tc.ExecutionID, tc.Lineage = c.req.Resume, c.req.ExecutionID, c.req.Lineage
@@ -72,16 +74,16 @@ func (d *Dispatcher) execute(ctx context.Context, c *call, release func(), timeo
 		c.env.Timing.SanitizeMS = addMillis(c.env.Timing.SanitizeMS, o.sanitize)
 		c.env.Sanitized.Add(o.report)
 		if byKind := tc.Redactions(); byKind != nil { // masked by the tool itself (grep)
-			c.env.Sanitized.Add(d.opts.Sanitizer.ToolRedactions(&c.entry.Spec, byKind))
+			c.env.Sanitized.Add(c.st.Sanitizer.ToolRedactions(&c.entry.Spec, byKind))
 		}
 		if o.err != nil && o.status == "" {
-			c.env.Data = o.data // what a failing tool produced, checked and sanitized (finishFailure)
-			return d.toolOutcome(ctx, c.entry, o, timeout)
+			c.env.Data, c.env.Artifact = o.data, o.artifact // what a failing tool produced, checked and sanitized (finishFailure)
+			return d.toolOutcome(ctx, c, o, timeout)
 		}
 		if o.err != nil {
 			return o.status, o.err
 		}
-		c.env.Data = o.data
+		c.env.Data, c.env.Artifact = o.data, o.artifact
 		return StatusSuccess, nil
 	case <-ctx.Done():
 		c.env.Timing.ExecuteMS = millis(time.Since(start))
@@ -174,10 +176,10 @@ func (d *Dispatcher) watchStuck(c *call, done <-chan outcome, release func()) {
 // toolOutcome classifies an error the tool returned. A tool that got an
 // answer it cannot use from a remote service (JSON that is not) says so
 // with the code invalid_output, as the output check below does.
-func (d *Dispatcher) toolOutcome(ctx context.Context, e *registry.Entry, o outcome, timeout time.Duration) (Status, error) {
+func (d *Dispatcher) toolOutcome(ctx context.Context, c *call, o outcome, timeout time.Duration) (Status, error) {
 	var p *tools.Pause
 	if errors.As(o.err, &p) {
-		return d.paused(ctx, e, p)
+		return d.paused(ctx, c, p)
 	}
 	if te, ok := tools.AsError(o.err); ok {
 		switch {
@@ -197,7 +199,8 @@ func (d *Dispatcher) toolOutcome(ctx context.Context, e *registry.Entry, o outco
 // paused turns a tool's pause into a wait: the request the caller sees is
 // output like any other, so it is sanitized; an input's schema must
 // compile, so an answer can be checked against it.
-func (d *Dispatcher) paused(ctx context.Context, e *registry.Entry, p *tools.Pause) (Status, error) {
+func (d *Dispatcher) paused(ctx context.Context, c *call, p *tools.Pause) (Status, error) {
+	e := c.entry
 	bad := func(err error) (Status, error) {
 		return StatusError, tools.Errorf(tools.SystemError, "the tool paused wrongly").Wrap(err)
 	}
@@ -217,7 +220,7 @@ func (d *Dispatcher) paused(ctx context.Context, e *registry.Entry, p *tools.Pau
 	if err != nil {
 		return bad(err)
 	}
-	clean, _, err := d.opts.Sanitizer.Output(ctx, &e.Spec, raw)
+	clean, _, err := c.st.Sanitizer.Output(ctx, &e.Spec, raw)
 	if err != nil {
 		return bad(err)
 	}
@@ -249,7 +252,9 @@ func (d *Dispatcher) finish(ctx context.Context, c *call, o *outcome) {
 	}
 	if err := d.sanitizeResult(ctx, c, o, data); err != nil {
 		o.status, o.err = StatusError, err
+		return
 	}
+	d.keep(ctx, c, o)
 }
 
 // finishFailure encodes and sanitizes what a tool returned with its
@@ -262,19 +267,22 @@ func (d *Dispatcher) finishFailure(ctx context.Context, c *call, o *outcome, res
 	if err == nil {
 		err = d.sanitizeResult(ctx, c, o, data)
 	}
-	if err != nil {
-		o.data = nil
-		d.log.Warn("a failed call's result was dropped", append(c.logFields(), zap.String("tool", c.entry.Spec.Name), zap.Error(err))...)
+	if err == nil {
+		d.keep(ctx, c, o)
+		return
 	}
+	o.data, o.whole = nil, nil
+	d.log.Warn("a failed call's result was dropped", append(c.logFields(), zap.String("tool", c.entry.Spec.Name), zap.Error(err))...)
 }
 
 // sanitizeResult runs the output sanitizer on an encoded result, into
-// o.data, o.report and o.sanitize.
+// o.data (cut to the call's budget), o.whole (the result before the cut,
+// when there was one), o.report and o.sanitize.
 func (d *Dispatcher) sanitizeResult(ctx context.Context, c *call, o *outcome, data []byte) error {
 	start := time.Now()
 	sctx, ss := d.sanitizePhase(ctx, c, "output")
 	var err error
-	o.data, o.report, err = d.opts.Sanitizer.Output(sctx, &c.entry.Spec, data)
+	o.data, o.whole, o.report, err = c.st.Sanitizer.OutputBudget(sctx, &c.entry.Spec, data, c.budget())
 	endPhase(ss, err)
 	o.sanitize = time.Since(start)
 	return err

@@ -18,12 +18,12 @@ import (
 
 // decide passes c through the policy, when one is configured.
 func (d *Dispatcher) decide(c *call) error {
-	eng := d.opts.Policy
+	eng := c.st.Policy
 	if eng == nil {
 		return nil
 	}
 	dec := eng.Decide(&policy.Request{Action: policy.Call, Principal: policy.NewPrincipal(c.req.Principal),
-		Resource: c.entry.PolicyResource(d.opts.Toolsets), Arguments: c.tree, Via: c.req.Via, Time: time.Now()})
+		Resource: c.entry.PolicyResource(c.st.Toolsets), Arguments: c.tree, Via: c.req.Via, Time: time.Now()})
 	if dec.Allowed {
 		return nil
 	}
@@ -61,14 +61,15 @@ func quoteAll(ids []string) string {
 }
 
 // Policy is the policy engine calls are decided by; nil without one.
-func (d *Dispatcher) Policy() *policy.Engine { return d.opts.Policy }
+func (d *Dispatcher) Policy() *policy.Engine { return d.current().Policy }
 
 // View is the view of a caller (id, nil for the local one) who may use
 // the tools allowed accepts (nil: all), listing by way of via: every
 // listing filters through it (registry.View).
 func (d *Dispatcher) View(id *auth.Identity, allowed func(string) bool, via string) *registry.View {
-	v := &registry.View{Allowed: allowed, Toolsets: d.opts.Toolsets}
-	if eng := d.opts.Policy; eng != nil {
+	st := d.current()
+	v := &registry.View{Allowed: allowed, Toolsets: st.Toolsets}
+	if eng := st.Policy; eng != nil {
 		v.Listing = eng.Listing(id, via, time.Now())
 	}
 	return v
@@ -78,7 +79,7 @@ func (d *Dispatcher) View(id *auth.Identity, allowed func(string) bool, via stri
 // search tool's matches) to what the caller could list: its own tools,
 // and with a policy, what the policy shows it.
 func (d *Dispatcher) listed(c *call) func(string) bool {
-	if d.opts.Policy == nil {
+	if c.st.Policy == nil {
 		return c.req.Allowed
 	}
 	var v *registry.View // built when the tool first asks: most never do
@@ -97,14 +98,15 @@ func (d *Dispatcher) listed(c *call) func(string) bool {
 // nil when it may (or no policy is configured), else the refusal
 // (policy_denied). via is how the approver came (rest, console).
 func (d *Dispatcher) MayApprove(id *auth.Identity, via, tool string, args []byte) *tools.Error {
-	eng := d.opts.Policy
+	st := d.current()
+	eng := st.Policy
 	if eng == nil {
 		return nil
 	}
 	res := policy.NewResource(policy.Tool{Name: tool}) // a tool gone since: its name only
 	tree, _ := strictjson.Decode(args, d.opts.MaxDepth)
 	if e, ok := d.Registry().Lookup(tool); ok {
-		res = e.PolicyResource(d.opts.Toolsets)
+		res = e.PolicyResource(st.Toolsets)
 		if inner, ok := unwrap(tree, e.AcceptsWrapper()); ok {
 			tree = inner
 		}
@@ -122,7 +124,8 @@ func (d *Dispatcher) MayApprove(id *auth.Identity, via, tool string, args []byte
 // the stream, not for concurrent use. Without a policy every tool is
 // observed.
 func (d *Dispatcher) Observes(id *auth.Identity, via string) func(tool string) bool {
-	eng := d.opts.Policy
+	st := d.current()
+	eng := st.Policy
 	if eng == nil {
 		return func(string) bool { return true }
 	}
@@ -133,7 +136,7 @@ func (d *Dispatcher) Observes(id *auth.Identity, via string) func(tool string) b
 		}
 		res := policy.NewResource(policy.Tool{Name: tool})
 		if e, ok := d.Registry().Lookup(tool); ok {
-			res = e.PolicyResource(d.opts.Toolsets)
+			res = e.PolicyResource(st.Toolsets)
 		}
 		ok := eng.Decide(&policy.Request{Action: policy.Observe, Principal: p, Resource: res, Via: via, Time: time.Now()}).Allowed
 		if len(seen) < 4096 {

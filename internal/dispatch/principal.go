@@ -21,16 +21,16 @@ func (d *Dispatcher) Charge(caller string, n int) error {
 
 // charge spends one call of the caller's rate.
 func (d *Dispatcher) charge(c *call) error {
-	if d.opts.Principals == nil {
+	if c.st.Principals == nil {
 		return nil
 	}
-	return d.opts.Principals.Charge(c.req.Caller)
+	return c.st.Principals.Charge(c.req.Caller)
 }
 
 // principalHold charges a call that runs now, and takes its share; the
 // release is nil when nothing is held.
 func (d *Dispatcher) principalHold(c *call) (func(), error) {
-	if d.opts.Principals == nil {
+	if c.st.Principals == nil {
 		return nil, nil
 	}
 	if c.req.ExecutionID == "" && !c.req.Charged {
@@ -38,7 +38,7 @@ func (d *Dispatcher) principalHold(c *call) (func(), error) {
 			return nil, err
 		}
 	}
-	return d.opts.Principals.Hold(c.req.Caller, c.entry)
+	return c.st.Principals.Hold(c.req.Caller, c.entry)
 }
 
 // both frees a slot and what the principal held with it.

@@ -44,7 +44,7 @@ func (d *Dispatcher) RedactText(s string) string {
 	if s == "" {
 		return s
 	}
-	return d.opts.Sanitizer.RedactString(refusalPolicy, s)
+	return d.current().Sanitizer.RedactString(refusalPolicy, s)
 }
 
 func (d *Dispatcher) redactError(e *ErrorBody) {

@@ -59,7 +59,7 @@ func (d *Dispatcher) endCall(c *call) {
 	env := c.env
 	attrs := []attribute.KeyValue{tracing.ToolStatus.String(string(env.Status)),
 		tracing.Redactions.Int(env.Sanitized.Redactions), tracing.Truncated.Bool(env.Sanitized.Truncated)}
-	payloads := c.entry != nil && d.opts.TracePayloads != nil && d.opts.TracePayloads(c.entry.Spec.Name)
+	payloads := c.entry != nil && c.st.TracePayloads != nil && c.st.TracePayloads(c.entry.Spec.Name)
 	if c.entry != nil {
 		attrs = append(attrs, tracing.ToolCategory.String(string(c.entry.Spec.Category)))
 		if payloads && s.IsRecording() {
@@ -68,10 +68,10 @@ func (d *Dispatcher) endCall(c *call) {
 			// the caller see.
 			name := c.entry.Spec.Name
 			if c.args != nil {
-				attrs = append(attrs, tracing.GenAIToolArguments.String(string(d.opts.Sanitizer.RedactJSON(name, c.args))))
+				attrs = append(attrs, tracing.GenAIToolArguments.String(string(c.st.Sanitizer.RedactJSON(name, c.args))))
 			}
 			if env.Data != nil {
-				attrs = append(attrs, tracing.GenAIToolResult.String(string(d.opts.Sanitizer.RedactJSON(name, env.Data))))
+				attrs = append(attrs, tracing.GenAIToolResult.String(string(c.st.Sanitizer.RedactJSON(name, env.Data))))
 			}
 		}
 	}

@@ -48,10 +48,10 @@ type Options struct {
 
 // Limiter holds one bulkhead per tool; safe for concurrent use.
 type Limiter struct {
-	mu       sync.Mutex
-	bulk     map[string]*bulkhead
-	global   atomic.Int64
-	cap      int64
+	mu     sync.Mutex
+	bulk   map[string]*bulkhead
+	global atomic.Int64
+	cap    int64
 	// servers are replaced whole by SetServerCaps (a reload); a call
 	// keeps the cap it entered.
 	servers  atomic.Pointer[map[string]*serverCap]

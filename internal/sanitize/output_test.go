@@ -176,3 +176,43 @@ func TestOutputBinaryThroughMarshal(t *testing.T) {
 		t.Errorf("%s %q", got, rep.Notes)
 	}
 }
+
+// TestOutputBudget: a result over its budget comes back as a head that
+// fits, marked, and as the whole, sanitized alike; a secret planted past
+// the head is redacted in the whole.
+func TestOutputBudget(t *testing.T) {
+	s, err := New(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &tools.Spec{Name: "big", Category: tools.Direct}
+	secret := "AKIA" + "IOSFODNN7EXAMPLE"
+	content := strings.Repeat("line of text\n", 100_000) + "aws_key=" + secret + "\n"
+	data, _ := json.Marshal(map[string]any{"content": content, "files_read": 1})
+	head, whole, rep, err := s.OutputBudget(context.Background(), spec, data, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(head) > 4096 || !json.Valid(head) || !strings.Contains(string(head), "[TRUNCATED: ") {
+		t.Fatalf("the head is %d bytes, valid %v, marked %v", len(head), json.Valid(head), strings.Contains(string(head), "[TRUNCATED: "))
+	}
+	if !rep.Truncated || rep.OriginalBytes != len(data) || rep.Redactions != 1 {
+		t.Errorf("report %+v: want truncated, the original size and the one redaction", rep)
+	}
+	if !json.Valid(whole) || strings.Contains(string(whole), secret) || !strings.Contains(string(whole), "[REDACTED:") {
+		t.Fatalf("the whole (%d bytes) is invalid or carries the secret unredacted", len(whole))
+	}
+	var got map[string]any
+	if err := json.Unmarshal(whole, &got); err != nil || !strings.HasPrefix(got["content"].(string), strings.Repeat("line of text\n", 100_000)) {
+		t.Fatal("the whole lost part of the result")
+	}
+	head, whole, _, _ = s.OutputBudget(context.Background(), spec, []byte(`{"small":true}`), 4096)
+	if string(head) != `{"small":true}` || whole != nil {
+		t.Errorf("a result within its budget: head %s, whole %s", head, whole)
+	}
+	// No budget: the output cap alone, and the whole of what it cut.
+	head, whole, _, _ = s.OutputBudget(context.Background(), spec, data, 0)
+	if len(head) > DefaultMaxOutputBytes || len(head) < 4096 || whole == nil {
+		t.Errorf("without a budget the head is %d bytes (whole kept: %v)", len(head), whole != nil)
+	}
+}

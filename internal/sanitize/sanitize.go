@@ -22,6 +22,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -223,17 +224,36 @@ func (s *Sanitizer) detector(toggles map[string]bool, modeOf func(class) string,
 // back as one string.
 func (s *Sanitizer) Output(_ context.Context, spec *tools.Spec, data json.RawMessage) (json.RawMessage, Report, error) {
 	p := s.policyFor(spec)
-	out, rep := s.sanitizeJSON(p, p.output, data)
+	out, _, rep := s.sanitizeJSON(p, p.output, data, p.out.MaxBytes, false)
 	s.metrics.record(spec.Name, "output", &rep)
 	return out, rep, nil
 }
 
-func (s *Sanitizer) sanitizeJSON(p *policy, det *detector, data []byte) ([]byte, Report) {
+// OutputBudget is Output for a result with a budget: the head it returns
+// is cut to budget bytes (or the output cap, output.max_bytes, if that is
+// smaller; budget 0 or less: the cap alone), and when anything was cut,
+// whole is the result sanitized entirely and not cut at all, for the
+// pipeline to keep as an artifact. Head and whole pass the same redaction:
+// a secret past the head is as redacted in the whole as one inside it.
+func (s *Sanitizer) OutputBudget(_ context.Context, spec *tools.Spec, data json.RawMessage, budget int) (head, whole json.RawMessage, rep Report, err error) {
+	p := s.policyFor(spec)
+	limit := p.out.MaxBytes
+	if budget > 0 {
+		limit = min(limit, budget)
+	}
+	head, whole, rep = s.sanitizeJSON(p, p.output, data, limit, true)
+	s.metrics.record(spec.Name, "output", &rep)
+	return head, whole, rep, nil
+}
+
+// sanitizeJSON redacts and repairs data, then caps it at limit; with
+// keep, a result that was cut is returned whole too, before the cut.
+func (s *Sanitizer) sanitizeJSON(p *policy, det *detector, data []byte, limit int, keep bool) (out, whole []byte, _ Report) {
 	var rep Report
 	w := outWalker{src: data, det: det, strip: p.strip}
 	w.borrow()
 	defer w.giveBack()
-	out := data
+	out = data
 	if w.run() {
 		out = w.result()
 	} else {
@@ -249,12 +269,15 @@ func (s *Sanitizer) sanitizeJSON(p *policy, det *detector, data []byte) ([]byte,
 	if w.clean.stripped > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("removed %d terminal escape sequence(s) or control character(s)%s", w.clean.stripped, at0(w.firstStrip)))
 	}
-	if len(out) > p.out.MaxBytes {
+	if len(out) > limit {
 		rep.Truncated, rep.OriginalBytes = true, len(data)
-		out = capJSON(out, p.out.MaxBytes, len(data), det, &w.counts)
+		if keep {
+			whole = slices.Clip(out)
+		}
+		out = capJSON(out, limit, len(data), det, &w.counts)
 	}
 	w.counts.report(s.kinds, &rep)
-	return out, rep
+	return out, whole, rep
 }
 
 func at0(ptr string) string {
@@ -305,7 +328,7 @@ func (s *Sanitizer) RedactString(tool, text string) string {
 // capped at the tool's output cap; the result is valid JSON.
 func (s *Sanitizer) RedactJSON(tool string, data []byte) []byte {
 	p := s.policyByName(tool)
-	out, _ := s.sanitizeJSON(&policy{tool: tool, out: p.out, strip: true}, p.log, data)
+	out, _, _ := s.sanitizeJSON(&policy{tool: tool, out: p.out, strip: true}, p.log, data, p.out.MaxBytes, false)
 	return out
 }
 

@@ -86,6 +86,11 @@ type Spec struct {
 	Confirmation Confirmation
 	// Limits override the category defaults; zero fields inherit.
 	Limits Limits
+	// MaxResultBytes is the tool's result budget: a larger result is
+	// answered with a head that fits, and kept whole as an artifact of
+	// the call. Zero takes the server's (server.max_result_bytes);
+	// NoBudget sets none (see ResultBudget).
+	MaxResultBytes int64
 	// Pauses marks a tool that may pause for a subtask or a person's
 	// answer (see Pause): MCP hosts may call it as a task, and follow it
 	// while it waits.
@@ -109,6 +114,21 @@ type Spec struct {
 	// pipeline; the registry refuses unknown names, cycles and fallbacks
 	// whose parameters would refuse this tool's arguments.
 	Fallback []string
+}
+
+// NoBudget is a MaxResultBytes that sets no budget.
+const NoBudget int64 = -1
+
+// ResultBudget is the MaxResultBytes of a max_result_bytes as an operator
+// writes it: absent (nil) takes the server's, 0 sets none, n is n.
+func ResultBudget(p *int64) int64 {
+	switch {
+	case p == nil:
+		return 0
+	case *p == 0:
+		return NoBudget
+	}
+	return *p
 }
 
 // Effects describe a tool's side effects, as MCP's tool annotations do. The
