@@ -89,6 +89,22 @@ type app struct {
 	// tracing is nil when tracing is off.
 	tracing *tracing.Tracing
 	credentialState
+	// toolReg, when set, takes the tools' metrics instead of metrics (a
+	// reload's generation: see pendingMetrics).
+	toolReg prometheus.Registerer
+	// reload applies reloads (reload.go); set by run once built.
+	reload   *reloader
+	disp     *dispatch.Dispatcher
+	keyring  *auth.Keyring
+	auditRec *events.Recorder
+}
+
+// toolRegisterer is where the tools' metrics go.
+func (a *app) toolRegisterer() prometheus.Registerer {
+	if a.toolReg != nil {
+		return a.toolReg
+	}
+	return a.metrics
 }
 
 // build wires every package from the configuration; it is the only place
@@ -192,6 +208,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	if err != nil {
 		return nil, err
 	}
+	a.disp, a.keyring, a.auditRec = disp, keyring, rec
 	onApproval, err := a.approvalWebhook()
 	if err != nil {
 		return nil, err
@@ -226,7 +243,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		// the operator says so.
 		SelfApproval: cfg.Approvals.SelfApproval, Tracer: a.tracing.Tracer(),
 		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), Pinned: cfg.Search.PinnedPatterns(), Pins: keeper,
-		AnonymousWithheld: a.anonymousWithheld, Credentials: a.vault, Delegate: a.delegate})
+		AnonymousWithheld: a.anonymousWithheld, Credentials: a.vault, Delegate: a.delegate, Reload: a.reloadRequest})
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +490,7 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 			all = append(all, candidate{t, true})
 		}
 	}
-	ho := httpapi.Options{Registerer: a.metrics, Delegate: a.delegate}
+	ho := httpapi.Options{Registerer: a.toolRegisterer(), Delegate: a.delegate}
 	if a.vaults != nil {
 		ho.Vault = a.vaults
 	}
@@ -492,7 +509,7 @@ func (a *app) candidates() (all []candidate, unbuilt []string, err error) {
 	if errs != nil {
 		return all, append(unbuilt, consult.ToolNames...), errors.Join(errs...)
 	}
-	co, err := consult.New(a.cfg.Consult, consult.Options{Launcher: a.launcher, HTTP: hs, Registerer: a.metrics,
+	co, err := consult.New(a.cfg.Consult, consult.Options{Launcher: a.launcher, HTTP: hs, Registerer: a.toolRegisterer(),
 		Redact: func(s string) string { return a.san.RedactString(consultRedactor, s) }})
 	if err != nil {
 		return all, consult.ToolNames, config.SectionError("consult", err)

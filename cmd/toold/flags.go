@@ -29,6 +29,7 @@ type options struct {
 	version        bool
 	stdio          bool
 	stdioKey       string
+	watch          bool
 	set            map[string]bool // flags given explicitly or by env
 }
 
@@ -50,6 +51,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	fs.BoolVar(&o.newKey, "new-key", false, "print a new random API key and its SHA-256")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP, for hosts that launch servers as processes (logs go to stderr)")
+	fs.BoolVar(&o.watch, "watch", false, "reload the configuration file when it changes (as SIGHUP, POST /admin/reload and toold reload do)")
 	fs.StringVar(&o.stdioKey, "stdio-key", "", "with -stdio: the `name` of the key (auth.keys) whose tools and roles the host has (default mcp.stdio_key; required when keys are configured)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: toold [flags]\n       toold audit verify|export|keygen|public-key [-config FILE] [-state-dir DIR] [-nats-url URL] ...\n\n"+

@@ -29,6 +29,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if len(args) > 0 && args[0] == "policy" {
 		return runPolicy(args[1:], lookupEnv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "reload" {
+		return runReload(ctx, args[1:], lookupEnv, stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "sandbox" {
 		return runSandbox(ctx, args[1:], stdout, stderr)
 	}
@@ -94,6 +97,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return exitCode(2)
 	}
 	defer a.close()
+	a.reload = newReloader(a, o.config, func() (*config.Config, error) { return reloadConfig(o, lookupEnv, withState) },
+		a.disp, a.keyring, a.auditRec)
+	a.reload.watch = o.watch
 	if o.stdio {
 		return a.serveStdio(ctx, stdin, stdout)
 	}
@@ -223,6 +229,15 @@ func (a *app) serve(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	a.upstream.Start()
+	stopReloads, err := a.startReloads(ctx)
+	if err != nil {
+		ln.Close()
+		if adminLn != nil {
+			adminLn.Close()
+		}
+		return err
+	}
+	defer stopReloads()
 	a.announce(stdout, ln, adminLn)
 	errc := make(chan error, 2)
 	go func() { errc <- a.api.Serve(ln) }()

@@ -81,3 +81,7 @@ func (d *Dispatcher) Swap(next Stages) <-chan struct{} {
 	old.idle()
 	return old.unused
 }
+
+// Stages are the stages calls start with now: a reload copies them, sets
+// what it rebuilt, and Swaps.
+func (d *Dispatcher) Stages() Stages { return d.current().Stages }

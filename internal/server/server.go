@@ -122,6 +122,10 @@ type Options struct {
 	// Version is toold's version, in GET /'s index (and the docs it
 	// links are that release's).
 	Version string
+	// Reload, when set, serves POST /admin/reload (the admin role): it
+	// reads the configuration file again and applies it, or refuses it
+	// with the error the caller gets.
+	Reload ReloadFunc
 }
 
 // Server serves the API; build it with New, serve Handler.
@@ -280,6 +284,7 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Get("/events", s.role(auth.RoleObserve, s.activity))
 	r.Get("/audit", s.role(auth.RoleAdmin, s.audit))
 	s.credentialRoutes(r)
+	r.Post("/admin/reload", s.role(auth.RoleAdmin, s.reload))
 }
 
 // mcpRoutes serve the Model Context Protocol, authenticated as the REST

@@ -59,7 +59,7 @@ func httpStatus(env *dispatch.Envelope) int {
 // status of their own.
 func validationStatus(code tools.Code) int {
 	switch code {
-	case tools.CodeIdempotencyKeyReused:
+	case tools.CodeIdempotencyKeyReused, tools.CodeInvalidConfig:
 		return http.StatusUnprocessableEntity
 	case tools.CodeBodyTooLarge:
 		return http.StatusRequestEntityTooLarge
@@ -70,7 +70,7 @@ func validationStatus(code tools.Code) int {
 	case tools.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
 	case tools.CodeNotWaiting, tools.CodeExecutionEnded, tools.CodeAlreadyDecided, tools.CodeWaitExpired, tools.CodeWaitsForApproval,
-		tools.CodeToolDefinitionChanged:
+		tools.CodeToolDefinitionChanged, tools.CodeRestartNeeded:
 		return http.StatusConflict // the execution is not in the state the request needs
 	}
 	return http.StatusBadRequest

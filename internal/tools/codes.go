@@ -48,6 +48,12 @@ const (
 	CodeNoPendingChange       Code = "no_pending_change"       // no change of this tool waits for a decision (404)
 )
 
+// Codes of configuration reloads (POST /admin/reload).
+const (
+	CodeInvalidConfig Code = "invalid_config" // the configuration file does not parse, validate or build; the old one keeps serving (422)
+	CodeRestartNeeded Code = "restart_needed" // the file changes a setting only a restart applies; the old one keeps serving (409)
+)
+
 // Codes of admission: capacity, rates, cancellation and shutdown.
 const (
 	CodeQueueFull      Code = "queue_full"      // the tool's bulkhead queue is full (429)
@@ -181,6 +187,7 @@ var Codes = []Code{
 	CodeTokenRefused, CodeDeclined,
 
 	CodePolicyDenied, CodeToolDefinitionChanged, CodeNoPendingChange,
+	CodeInvalidConfig, CodeRestartNeeded,
 
 	CodeQueueFull, CodeQueueTimeout, CodeGlobalCapacity, CodeServerCapacity, CodePrincipalRate,
 	CodePrincipalShare, CodeDraining, CodeCancelled,
