@@ -82,10 +82,6 @@ func listedTools(t testing.TB, lt *liveToold) []string {
 // process: grep leaves the listing, the process is the same one.
 func TestChartConfigReloadsWithoutARollout(t *testing.T) {
 	helmBin(t)
-	if !tooldHasFlag(t, "watch") {
-		t.Skip("SKIPPED: toold has no -watch flag yet (issue 44's reload): the chart passes it; " +
-			"this test checks that a ConfigMap update as the kubelet makes it reaches a running toold")
-	}
 	r := renderChart(t, "")
 	if c := r.m.container(t); !slices.Contains(c.Args, "-watch") {
 		t.Fatalf("the chart's args %q have no -watch", c.Args)

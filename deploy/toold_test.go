@@ -285,12 +285,6 @@ func startTooldWith(t *testing.T, m *manifests, nm *natsManifests, place func(di
 	c := m.container(t)
 	var args []string
 	for _, a := range c.Args {
-		if a == "-watch" && !tooldHasFlag(t, "watch") {
-			// The chart runs toold with -watch (issue 44's reload); a
-			// toold built before the flag exists is started without it.
-			t.Log("toold has no -watch flag yet: started without it")
-			continue
-		}
 		args = append(args, strings.ReplaceAll(a, file, local))
 	}
 	// The NATS of deploy/nats, run from its own configuration, stands in
@@ -335,13 +329,6 @@ func startTooldWith(t *testing.T, m *manifests, nm *natsManifests, place func(di
 	})
 	lt.readAddresses(t, pr)
 	return lt
-}
-
-// tooldHasFlag reports whether the toold under test takes -name.
-func tooldHasFlag(t testing.TB, name string) bool {
-	t.Helper()
-	out, _ := exec.Command(toolBin, "-h").CombinedOutput()
-	return regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `\b`).Match(out)
 }
 
 var (

@@ -284,6 +284,7 @@ func TestReloadWatch(t *testing.T) {
 // TestReloadEveryReplica: two replicas on one NATS, each with its own
 // file; one toold reload reloads both.
 func TestReloadEveryReplica(t *testing.T) {
+	t.Setenv("TOOLD_AUDIT_SIGNING_KEY", strings.Repeat("a5", 32)) // the replicas' shared key
 	ns := statetest.StartServer(t)
 	cfg := func(name string) string {
 		return fmt.Sprintf("state:\n  replica: %s\n  nats: {url: %q}\ntools:\n  echo: {enabled: true}\n", name, ns.URL)
