@@ -97,6 +97,7 @@ type app struct {
 	disp     *dispatch.Dispatcher
 	keyring  *auth.Keyring
 	auditRec *events.Recorder
+	lim      *limits.Limiter
 }
 
 // toolRegisterer is where the tools' metrics go.
@@ -208,7 +209,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	if err != nil {
 		return nil, err
 	}
-	a.disp, a.keyring, a.auditRec = disp, keyring, rec
+	a.disp, a.keyring, a.auditRec, a.lim = disp, keyring, rec, lim
 	onApproval, err := a.approvalWebhook()
 	if err != nil {
 		return nil, err

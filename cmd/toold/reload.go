@@ -23,6 +23,7 @@ import (
 	"github.com/toold/toold/internal/policy"
 	"github.com/toold/toold/internal/registry"
 	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/tools/upstream"
 )
 
 // A reload (SIGHUP, POST /admin/reload, -watch, toold reload) reads the
@@ -31,17 +32,18 @@ import (
 // per-principal bounds — and only when all of it built swaps it in: the
 // registry first (Live.Rebuild), then the dispatcher's stages
 // (dispatch.Swap), the keys and the metrics. A file that does not parse,
-// validate or build changes nothing. A setting that cannot change while
-// toold serves (listen addresses, the state store and its audit key, the
-// hosted MCP servers, ...) refuses the reload, naming the keys, with
-// restart_needed. Reloads are serialized.
+// validate or build changes nothing. Hosted MCP servers (mcp.servers) are
+// applied by upstream.Manager.Apply: an unchanged one keeps its process
+// and sessions. A setting that cannot change while toold serves (listen
+// addresses, the state store and its audit key, ...) refuses the reload,
+// naming the keys, with restart_needed. Reloads are serialized.
 
 // liveSections are the top-level configuration keys a reload applies.
 // Every other key must be unchanged, or the reload is refused.
 var liveSections = []string{"tools", "categories", "fs", "commands", "sanitize", "http", "consult", "policy"}
 
-// liveAuth are the keys under auth a reload applies.
-var liveAuth = []string{"keys", "limits"}
+// liveSub are the keys under a top-level key a reload applies.
+var liveSub = map[string][]string{"auth": {"keys", "limits"}, "mcp": {"servers"}}
 
 // reloader applies reloads to a running app; safe for concurrent use.
 type reloader struct {
@@ -69,6 +71,11 @@ type ReloadResult struct {
 	Removed []string `json:"removed"`
 	// Changed is false when the file was the one serving already.
 	Changed bool `json:"changed"`
+	// ServersStopped and ServersStarted name the hosted MCP servers the
+	// reload stopped (removed or changed) and started (new or changed);
+	// the others kept their processes and sessions.
+	ServersStopped []string `json:"servers_stopped,omitempty"`
+	ServersStarted []string `json:"servers_started,omitempty"`
 }
 
 // errRestartNeeded marks a reload refused because a setting changed that
@@ -143,6 +150,16 @@ func (r *reloader) reload() (ReloadResult, error) {
 	if err != nil {
 		return ReloadResult{Hash: hash}, err
 	}
+	// The hosted servers first: their declarations may still be refused,
+	// and nothing has changed yet. Unchanged servers keep running.
+	var stopped, started []string
+	if !reflect.DeepEqual(r.cur.MCP.Servers, next.MCP.Servers) {
+		if stopped, started, err = r.a.upstream.Apply(next.MCP.Servers); err != nil {
+			g.close()
+			return ReloadResult{Hash: hash}, &config.Error{Problems: []config.Problem{{Path: "mcp.servers", Message: err.Error()}}}
+		}
+		r.a.lim.SetServerCaps(upstream.ServerCaps(next.MCP.Servers))
+	}
 	before := r.a.reg.Load()
 	if errs := r.a.reg.Rebuild(g.first, g.regOpts); len(errs) > 0 {
 		r.a.log.Warn("hosted tools dropped by the reload", zap.Error(errors.Join(errs...)))
@@ -163,7 +180,7 @@ func (r *reloader) reload() (ReloadResult, error) {
 	}
 	r.closers = g.closers
 	r.cur = next
-	res := ReloadResult{Hash: hash, Changed: hash != r.hash}
+	res := ReloadResult{Hash: hash, Changed: hash != r.hash, ServersStopped: stopped, ServersStarted: started}
 	res.Added, res.Removed = diffTools(before, r.a.reg.Load())
 	r.hash = hash
 	return res, nil
@@ -206,14 +223,14 @@ func fixedChanges(cur, next *config.Config) []string {
 		if slices.Contains(liveSections, name) || name == "" || name == "-" {
 			continue
 		}
-		out = append(out, diffField(name, f.Type, cv.Field(i), nv.Field(i), name == "auth")...)
+		out = append(out, diffField(name, f.Type, cv.Field(i), nv.Field(i), liveSub[name])...)
 	}
 	return out
 }
 
 // diffField compares one field; a struct is compared field by field (one
-// level), skipping auth's live keys.
-func diffField(name string, t reflect.Type, a, b reflect.Value, auth bool) []string {
+// level), skipping the live keys under it.
+func diffField(name string, t reflect.Type, a, b reflect.Value, live []string) []string {
 	if reflect.DeepEqual(a.Interface(), b.Interface()) {
 		return nil
 	}
@@ -227,7 +244,7 @@ func diffField(name string, t reflect.Type, a, b reflect.Value, auth bool) []str
 			continue
 		}
 		sub := yamlName(f)
-		if auth && slices.Contains(liveAuth, sub) {
+		if slices.Contains(live, sub) {
 			continue
 		}
 		if sub == "" || sub == "-" {
@@ -243,6 +260,12 @@ func diffField(name string, t reflect.Type, a, b reflect.Value, auth bool) []str
 func yamlName(f reflect.StructField) string {
 	tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 	return tag
+}
+
+func (g *generation) close() {
+	for _, c := range g.closers {
+		_ = c()
+	}
 }
 
 // generation is what a reload built, not yet serving.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -309,5 +310,75 @@ func TestReloadEveryReplica(t *testing.T) {
 	}
 	for _, p := range []*proc{a, b} {
 		waitListed(t, p.url, "sleep", true)
+	}
+}
+
+// countingUpstream is a hosted MCP server (the go-sdk's, over Streamable
+// HTTP on loopback) that counts the sessions opened on it.
+type countingUpstream struct {
+	url      string
+	sessions atomic.Int64
+}
+
+func newCountingUpstream(t *testing.T) *countingUpstream {
+	t.Helper()
+	u := &countingUpstream{}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "counting", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "greet", Description: "Greets someone by name.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in greetIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello " + in.Name}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			u.sessions.Add(1) // an initialize: a new session
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	u.url = hs.URL + "/mcp"
+	return u
+}
+
+func serverDecl(name, url string) string {
+	return fmt.Sprintf("    - {name: %s, url: %q, allow: [127.0.0.1], allow_http: true}\n", name, url)
+}
+
+// TestReloadKeepsUnchangedServers: a reload that removes one hosted MCP
+// server and adds another leaves the unchanged one's session as it was.
+func TestReloadKeepsUnchangedServers(t *testing.T) {
+	kept, gone, added := newCountingUpstream(t), newCountingUpstream(t), newCountingUpstream(t)
+	ws := workspace(t)
+	path := filepath.Join(t.TempDir(), "toold.yaml")
+	writeFile(t, path, reloadConfigText(ws, "mcp:\n  servers:\n"+serverDecl("kept", kept.url)+serverDecl("gone", gone.url)))
+	in := start(t, nil, "-config", path)
+	waitListed(t, in.url, "kept.greet", true)
+	waitListed(t, in.url, "gone.greet", true)
+	before := kept.sessions.Load()
+
+	writeFile(t, path, reloadConfigText(ws, "mcp:\n  servers:\n"+serverDecl("kept", kept.url)+serverDecl("added", added.url)))
+	r := send(t, "POST", in.url+"/admin/reload", "")
+	var res ReloadResult
+	if err := json.Unmarshal(r.body, &res); r.status != 200 || err != nil {
+		t.Fatalf("reload: %d %s", r.status, r.body)
+	}
+	if !slices.Equal(res.ServersStopped, []string{"gone"}) || !slices.Equal(res.ServersStarted, []string{"added"}) {
+		t.Errorf("reload said %+v: want gone stopped, added started", res)
+	}
+	waitListed(t, in.url, "added.greet", true)
+	waitListed(t, in.url, "gone.greet", false)
+	if code, env := in.exec("kept.greet", `{"name":"x"}`); code != 200 || !strings.Contains(mustJSON(env), "hello x") {
+		t.Errorf("the kept server's tool after the reload: %d %s", code, mustJSON(env))
+	}
+	if n := kept.sessions.Load(); n != before {
+		t.Errorf("the unchanged server was connected again: %d sessions before the reload, %d after", before, n)
+	}
+	// A bad declaration: refused, and nothing changes.
+	writeFile(t, path, reloadConfigText(ws, "mcp:\n  servers:\n"+serverDecl("kept", kept.url)+serverDecl("kept", added.url)))
+	if r := send(t, "POST", in.url+"/admin/reload", ""); r.status != 422 {
+		t.Errorf("two servers of one name: %d %s", r.status, r.body)
+	}
+	if !listed(t, in.url, "added.greet") || !listed(t, in.url, "kept.greet") {
+		t.Error("a refused declaration changed the servers")
 	}
 }

@@ -93,7 +93,7 @@ const (
 // was decided on some replica); a server that is down lists them when it
 // is back.
 func (m *Manager) Relist(name string) {
-	for _, s := range m.servers {
+	for _, s := range m.list() {
 		if s.cfg.Name == name {
 			select {
 			case s.relist <- struct{}{}:

@@ -20,6 +20,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -63,10 +64,21 @@ type Options struct {
 type Manager struct {
 	opts    Options
 	log     *zap.Logger
-	servers []*server
 	metrics *metrics
-	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	// mu guards servers (replaced by Apply) and the context servers run
+	// in (ctx, cancel: set by Start).
+	mu      sync.Mutex
+	servers []*server
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// list is the servers now.
+func (m *Manager) list() []*server {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.servers)
 }
 
 // New checks every server's declaration; nothing is started yet.
@@ -81,6 +93,16 @@ func New(cfgs []Config, opts Options) (*Manager, error) {
 		opts.MaxBackoff = 30 * time.Second
 	}
 	m := &Manager{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registerer)}
+	var err error
+	m.servers, err = m.declare(cfgs)
+	return m, err
+}
+
+// declare checks every server's declaration and makes its server, not
+// started; the error lists every problem.
+func (m *Manager) declare(cfgs []Config) ([]*server, error) {
+	opts := m.opts
+	var out []*server
 	var errs []error
 	seen := map[string]bool{}
 	for i, c := range cfgs {
@@ -119,9 +141,72 @@ func New(cfgs []Config, opts Options) (*Manager, error) {
 				}
 			}
 		}
-		m.servers = append(m.servers, s)
+		out = append(out, s)
 	}
-	return m, errors.Join(errs...)
+	return out, errors.Join(errs...)
+}
+
+// Apply makes cfgs the servers while the manager runs (a reload). The
+// declarations are checked first: with any problem nothing changes. A
+// server whose declaration is the same as before keeps its connection,
+// its process and its sessions; one removed or changed is stopped and its
+// tools leave the registry; one new or changed is started (in the
+// background: its tools join when it answers). It returns the names of
+// the servers stopped and started.
+func (m *Manager) Apply(cfgs []Config) (stopped, started []string, err error) {
+	next, err := m.declare(cfgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.mu.Lock()
+	old := map[string]*server{}
+	for _, s := range m.servers {
+		old[s.cfg.Name] = s
+	}
+	var fresh, gone []*server
+	for i, s := range next {
+		if o := old[s.cfg.Name]; o != nil && reflect.DeepEqual(o.cfg, s.cfg) {
+			next[i] = o
+			delete(old, s.cfg.Name)
+			continue
+		}
+		fresh = append(fresh, s)
+	}
+	for _, s := range old {
+		gone = append(gone, s)
+	}
+	m.servers = next
+	ctx := m.ctx
+	m.mu.Unlock()
+	for _, s := range gone {
+		if s.stop != nil {
+			s.stop()
+			<-s.done
+		}
+		m.opts.SetTools(s.cfg.Name, nil)
+		stopped = append(stopped, s.cfg.Name)
+	}
+	for _, s := range fresh {
+		if ctx != nil {
+			m.startServer(ctx, s, func() {})
+		}
+		started = append(started, s.cfg.Name)
+	}
+	slices.Sort(stopped)
+	slices.Sort(started)
+	return stopped, started, nil
+}
+
+// startServer runs s until ctx ends or s.stop is called.
+func (m *Manager) startServer(ctx context.Context, s *server, firstDone func()) {
+	sctx, cancel := context.WithCancel(ctx)
+	s.stop, s.done = cancel, make(chan struct{})
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(s.done)
+		s.run(sctx, firstDone)
+	}()
 }
 
 // Start connects every server in the background. It waits for each
@@ -130,23 +215,25 @@ func New(cfgs []Config, opts Options) (*Manager, error) {
 // keep being retried.
 func (m *Manager) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
+	m.mu.Lock()
+	m.ctx, m.cancel = ctx, cancel
+	servers := slices.Clone(m.servers)
+	m.mu.Unlock()
 	var first sync.WaitGroup
-	for _, s := range m.servers {
+	for _, s := range servers {
 		first.Add(1)
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			s.run(ctx, first.Done)
-		}()
+		m.startServer(ctx, s, first.Done)
 	}
 	first.Wait()
 }
 
 // Close disconnects every server and stops their processes.
 func (m *Manager) Close() error {
-	if m.cancel != nil {
-		m.cancel()
+	m.mu.Lock()
+	cancel := m.cancel
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 	m.wg.Wait()
 	return nil
@@ -155,7 +242,7 @@ func (m *Manager) Close() error {
 // Ready returns an error naming the required servers not connected now.
 func (m *Manager) Ready() error {
 	var down []string
-	for _, s := range m.servers {
+	for _, s := range m.list() {
 		if s.cfg.Required && !s.up() {
 			down = append(down, s.cfg.Name)
 		}
@@ -169,7 +256,7 @@ func (m *Manager) Ready() error {
 // States reports each server's state, for discovery and start-up lines.
 func (m *Manager) States() map[string]string {
 	out := map[string]string{}
-	for _, s := range m.servers {
+	for _, s := range m.list() {
 		out[s.cfg.Name] = s.state()
 	}
 	return out
@@ -190,6 +277,9 @@ type server struct {
 	retryAt  time.Time // when a server that is down is tried again
 	progress map[string]*progressSink
 	relist   chan struct{}
+	// stop ends the server's run, done is closed when it has (startServer).
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 func newServer(c Config, m *Manager) *server {
