@@ -54,7 +54,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	fs.BoolVar(&o.watch, "watch", false, "reload the configuration file when it changes (as SIGHUP, POST /admin/reload and toold reload do)")
 	fs.StringVar(&o.stdioKey, "stdio-key", "", "with -stdio: the `name` of the key (auth.keys) whose tools and roles the host has (default mcp.stdio_key; required when keys are configured)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: toold [flags]\n       toold audit verify|export|keygen|public-key [-config FILE] [-state-dir DIR] [-nats-url URL] ...\n\n"+
+		fmt.Fprintf(stderr, "Usage: toold [flags]\n       toold audit verify|export|keygen|public-key [-config FILE] [-state-dir DIR] [-nats-url URL] ...\n       toold reload [-config FILE] [-state-dir DIR] [-nats-url URL]\n\n"+
 			"Every setting flag may also be given as TOOLD_<FLAG> (TOOLD_LISTEN, TOOLD_LOG_LEVEL, ...).\n\n")
 		fs.PrintDefaults()
 	}
