@@ -43,13 +43,6 @@ const stampTool = `commands:
       argv: [echo, stamped]
 `
 
-func writeFile(t *testing.T, path, text string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // listed reports whether GET /tools lists the tool.
 func listed(t *testing.T, url, tool string) bool {
 	t.Helper()
