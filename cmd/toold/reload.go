@@ -288,6 +288,8 @@ type generation struct {
 func (a *app) buildGeneration(next *config.Config) (_ *generation, err error) {
 	pm := &pendingMetrics{}
 	b := &app{cfg: next, log: a.log, reg: a.reg, metrics: prometheus.NewRegistry(), tracing: a.tracing}
+	// The HTTP tools reach the same vault and OAuth connections.
+	b.delegate, b.vaults = a.delegate, a.vaults
 	defer func() {
 		if p := recover(); p != nil { // a configuration that broke a rule some code relies on
 			err = fmt.Errorf("the configuration could not be built: %v", p)
