@@ -13,10 +13,11 @@ package dispatch
 // (tools.CodePrincipalRate). Without per-principal bounds it charges
 // nothing.
 func (d *Dispatcher) Charge(caller string, n int) error {
-	if d.opts.Principals == nil {
+	p := d.current().Principals // the bounds a reload swapped in last
+	if p == nil {
 		return nil
 	}
-	return d.opts.Principals.ChargeN(caller, n)
+	return p.ChargeN(caller, n)
 }
 
 // charge spends one call of the caller's rate.
