@@ -276,27 +276,18 @@ func (v *Vault) del(ctx context.Context, kind, principal, name string) error {
 
 // names lists the names of a principal's records of a kind.
 func (v *Vault) names(ctx context.Context, kind, principal string) ([]string, error) {
-	keys, err := v.opts.KV.Keys(ctx, prefix[kind]+"."+enc(principal)+".*")
-	if err != nil && !errors.Is(err, v.opts.NotFound) {
-		return nil, err
-	}
-	var out []string
-	for _, k := range keys {
-		parts := strings.Split(k, ".")
-		if len(parts) != 3 {
-			continue
-		}
-		if n, ok := dec(parts[2]); ok {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	return v.keyPart(ctx, prefix[kind]+"."+enc(principal)+".*", 2)
 }
 
 // holders lists the principals holding a record of a kind under name.
 func (v *Vault) holders(ctx context.Context, kind, name string) ([]string, error) {
-	keys, err := v.opts.KV.Keys(ctx, prefix[kind]+".*."+enc(name))
+	return v.keyPart(ctx, prefix[kind]+".*."+enc(name), 1)
+}
+
+// keyPart lists, sorted, the decoded part i of each key (kind.principal.name)
+// matching pattern; a key of another shape is passed over.
+func (v *Vault) keyPart(ctx context.Context, pattern string, i int) ([]string, error) {
+	keys, err := v.opts.KV.Keys(ctx, pattern)
 	if err != nil && !errors.Is(err, v.opts.NotFound) {
 		return nil, err
 	}
@@ -306,8 +297,8 @@ func (v *Vault) holders(ctx context.Context, kind, name string) ([]string, error
 		if len(parts) != 3 {
 			continue
 		}
-		if p, ok := dec(parts[1]); ok {
-			out = append(out, p)
+		if s, ok := dec(parts[i]); ok {
+			out = append(out, s)
 		}
 	}
 	slices.Sort(out)
