@@ -173,12 +173,18 @@ func (b *Bucket) DeleteAt(ctx context.Context, key string, revision uint64) erro
 // Watch sends the key's changes after the current value (which comes
 // first) until ctx ends; the channel closes then.
 func (b *Bucket) Watch(ctx context.Context, key string) (<-chan Entry, error) {
+	return b.watch(ctx, key, 1)
+}
+
+// watch forwards the watcher's entries (deletions left out) until ctx
+// ends; opts add to IgnoreDeletes (UpdatesOnly: no current values).
+func (b *Bucket) watch(ctx context.Context, filter string, buffer int, opts ...jetstream.WatchOpt) (<-chan Entry, error) {
 	start := time.Now()
-	w, err := b.kv.Watch(ctx, key, jetstream.IgnoreDeletes())
+	w, err := b.kv.Watch(ctx, filter, append([]jetstream.WatchOpt{jetstream.IgnoreDeletes()}, opts...)...)
 	if err = b.done("watch", start, err); err != nil {
 		return nil, err
 	}
-	out := make(chan Entry, 1)
+	out := make(chan Entry, buffer)
 	go func() {
 		defer close(out)
 		defer w.Stop()
@@ -194,7 +200,7 @@ func (b *Bucket) Watch(ctx context.Context, key string) (<-chan Entry, error) {
 					continue // the end of the initial values
 				}
 				select {
-				case out <- Entry{Value: e.Value(), Revision: e.Revision()}:
+				case out <- Entry{Key: e.Key(), Value: e.Value(), Revision: e.Revision()}:
 				case <-ctx.Done():
 					return
 				}
@@ -206,7 +212,7 @@ func (b *Bucket) Watch(ctx context.Context, key string) (<-chan Entry, error) {
 
 // Entry is one value of a watched key.
 type Entry struct {
-	// Key is set by WatchAll.
+	// Key is the entry's key (WatchAll's filter may match many).
 	Key      string
 	Value    []byte
 	Revision uint64

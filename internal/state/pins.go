@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -31,33 +30,5 @@ func (s *Store) pinsBucket(ctx context.Context) (*Bucket, error) {
 // made after the watch began, with its key, until ctx ends; the channel
 // closes then. Deletions are not sent.
 func (b *Bucket) WatchAll(ctx context.Context, filter string) (<-chan Entry, error) {
-	start := time.Now()
-	w, err := b.kv.Watch(ctx, filter, jetstream.IgnoreDeletes(), jetstream.UpdatesOnly())
-	if err = b.done("watch", start, err); err != nil {
-		return nil, err
-	}
-	out := make(chan Entry, 16)
-	go func() {
-		defer close(out)
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e == nil {
-					continue
-				}
-				select {
-				case out <- Entry{Key: e.Key(), Value: e.Value(), Revision: e.Revision()}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out, nil
+	return b.watch(ctx, filter, 16, jetstream.UpdatesOnly())
 }
