@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 
 	"github.com/toold/toold/internal/credentials"
+	"github.com/toold/toold/internal/netguard"
 )
 
 // Policy is the mapping form of a sandbox's `network:`: the hosts a run
@@ -150,7 +151,7 @@ func parseRule(entry string, withPort bool) (rule, error) {
 	if rest, ok := strings.CutPrefix(host, "*."); ok {
 		r.suffix, host = true, rest
 	}
-	name, err := hostName(host)
+	name, err := netguard.HostName(host)
 	if err != nil {
 		return rule{}, fmt.Errorf("%q: %v", entry, err)
 	}
@@ -159,7 +160,7 @@ func parseRule(entry string, withPort bool) (rule, error) {
 		return rule{}, fmt.Errorf("%q names the host toold runs on; list its address and port instead (127.0.0.1:PORT)", entry)
 	case r.suffix && isPublicSuffix(name):
 		return rule{}, fmt.Errorf("%q would allow every name under the public suffix %q; name the domain (*.example.%s)", entry, name, name)
-	case numericHost(name):
+	case netguard.NumericHost(name):
 		return rule{}, fmt.Errorf("%q reads as an IPv4 address in a form resolvers read differently; write the address dotted-decimal", entry)
 	}
 	r.name = name
@@ -171,36 +172,6 @@ func parseRule(entry string, withPort bool) (rule, error) {
 func isPublicSuffix(name string) bool {
 	suffix, _ := publicsuffix.PublicSuffix(name)
 	return suffix == name
-}
-
-// hostName normalizes a DNS name: lower case, one trailing dot dropped,
-// labels of letters, digits, '-' and '_' (an IDN in its xn-- form).
-func hostName(host string) (string, error) {
-	name := strings.TrimSuffix(strings.ToLower(host), ".")
-	if name == "" || len(name) > 253 {
-		return "", fmt.Errorf("%q is not a host name", host)
-	}
-	for label := range strings.SplitSeq(name, ".") {
-		if label == "" || len(label) > 63 {
-			return "", fmt.Errorf("%q has an empty or over-long label", host)
-		}
-		for _, c := range label {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return "", fmt.Errorf("%q holds %q, which a host name cannot (write an IDN in its xn-- form)", host, c)
-			}
-		}
-	}
-	return name, nil
-}
-
-// numericHost: a name whose last label is a number reads as an IPv4
-// address to some resolvers ("2130706433", "0x7f.1", "127.1").
-func numericHost(name string) bool {
-	last := name[strings.LastIndexByte(name, '.')+1:]
-	if hex, ok := strings.CutPrefix(last, "0x"); ok {
-		return strings.Trim(hex, "0123456789abcdef") == ""
-	}
-	return strings.Trim(last, "0123456789") == ""
 }
 
 // target is a destination a run asked for.
@@ -236,11 +207,11 @@ func parseTarget(authority string, defaultPort int) (target, error) {
 		a = a.Unmap()
 		return target{host: a.String(), addr: a, port: port}, nil
 	}
-	name, err := hostName(host)
+	name, err := netguard.HostName(host)
 	if err != nil {
 		return target{}, err
 	}
-	if numericHost(name) {
+	if netguard.NumericHost(name) {
 		return target{}, fmt.Errorf("%q reads as an IPv4 address in a form resolvers read differently", host)
 	}
 	return target{host: name, port: port}, nil

@@ -60,11 +60,11 @@ func (g *Guard) checkHost(target, host string) *RefusedError {
 		}
 		return g.checkAddr(target, "", ip)
 	}
-	name, err := hostName(host)
+	name, err := HostName(host)
 	if err != nil {
 		return refused(target, "", "%v", err)
 	}
-	if numericHost(name) {
+	if NumericHost(name) {
 		return refused(target, "", "%q reads as an IPv4 address in a decimal, octal or hex form, which resolvers "+
 			"read differently; write the address dotted-decimal", host)
 	}
@@ -116,7 +116,7 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{ip.Unmap()}, nil
 	}
-	name, _ := hostName(host)
+	name, _ := HostName(host)
 	addrs, err := g.resolver.LookupNetIP(ctx, "ip", strings.ToLower(host))
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 		}
 		return nil, err
 	}
-	name, _ := hostName(host)
+	name, _ := HostName(host)
 	d := net.Dialer{Timeout: dialTimeout, Control: func(_, addr string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(addr)
 		if err != nil {
@@ -182,9 +182,9 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 	return nil, first
 }
 
-// hostName normalizes a DNS name: lower case, one trailing dot dropped,
+// HostName normalizes a DNS name: lower case, one trailing dot dropped,
 // labels of letters, digits, '-' and '_' (IDNs in their xn-- form).
-func hostName(host string) (string, error) {
+func HostName(host string) (string, error) {
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	if name == "" || len(name) > 253 {
 		return "", fmt.Errorf("%q is not a host name", host)
@@ -202,10 +202,10 @@ func hostName(host string) (string, error) {
 	return name, nil
 }
 
-// numericHost reports a name whose last label is a number (decimal, or hex
+// NumericHost reports a name whose last label is a number (decimal, or hex
 // after 0x): URL parsers and resolvers read such a host as an IPv4 address
 // ("2130706433", "0x7f.1", "0177.0.0.1", "127.1"), each in its own way.
-func numericHost(name string) bool {
+func NumericHost(name string) bool {
 	last := name[strings.LastIndexByte(name, '.')+1:]
 	if hex, ok := strings.CutPrefix(last, "0x"); ok {
 		return strings.Trim(hex, "0123456789abcdef") == ""

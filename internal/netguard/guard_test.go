@@ -146,12 +146,12 @@ func TestNewRefusesBadPolicy(t *testing.T) {
 // reading: every form it accepts is caught, and ordinary names are not.
 func TestNumericHost(t *testing.T) {
 	for _, h := range []string{"2130706433", "0x7f000001", "0177.0.0.1", "127.1", "0x7f.1", "1.2.3.4.5", "0x", "example.0x1f"} {
-		if !numericHost(h) {
+		if !NumericHost(h) {
 			t.Errorf("%s not caught", h)
 		}
 	}
 	for _, h := range []string{"example.com", "1password.com", "a.b.c.d1", "api-2.internal", "0xdeadbeef.example"} {
-		if numericHost(h) {
+		if NumericHost(h) {
 			t.Errorf("%s caught", h)
 		}
 	}

@@ -149,7 +149,7 @@ func (g *Guard) allow(entry string) error {
 		g.allowPrefixes = append(g.allowPrefixes, netip.PrefixFrom(a, a.BitLen()))
 		return nil
 	}
-	name, err := hostName(s)
+	name, err := HostName(s)
 	if err != nil {
 		return fmt.Errorf("allow %q: not an IP address, a CIDR prefix or a host name: %v", entry, err)
 	}
