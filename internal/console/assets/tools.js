@@ -20,12 +20,24 @@ export function stop() {}
 
 async function load() {
   const [r, lat] = await Promise.all([call('GET', '/tools'), call('GET', '/latency')]);
-  if (!r.ok) { status(problem(r)); return; }
+  if (!r.ok) { status(problem(r)); return null; }
   loaded = true;
   status('');
   const measured = (lat.ok && lat.data && lat.data.tools) || {};
   const list = document.getElementById('tools-list');
   list.replaceChildren(...(r.data.tools || []).map((t) => tool(t, measured[t.name])));
+  return r.data.tools || [];
+}
+
+// served reloads the tools until name is among them: an accepted change
+// is served once this replica has listed its server again, which follows
+// the decision by a moment (a bounded wait: 20 tries, half a second apart).
+async function served(name) {
+  for (let i = 0; i < 20; i++) {
+    const tools = await load();
+    if (tools && tools.some((t) => t.name === name)) return;
+    await new Promise((done) => setTimeout(done, 500));
+  }
 }
 
 // latency is the tool's measured p50/p99 on this replica against its
@@ -108,8 +120,8 @@ function change(c) {
     document.getElementById('changes-status').textContent = r.ok
       ? (accept ? 'Accepted ' + c.name + ': it is served again.' : 'Refused ' + c.name + ': it stays out.')
       : problem(r);
-    if (r.ok && accept) loaded = false;
-    start();
+    loadChanges();
+    if (r.ok && accept) served(c.name);
   };
   return el('article', { class: 'change', 'data-tool': c.name },
     el('h4', {}, c.name),
