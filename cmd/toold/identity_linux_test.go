@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toold/toold/internal/launch/launchtest"
 	"github.com/toold/toold/internal/oauth/oidctest"
 )
 
@@ -32,23 +31,7 @@ func TestIdentityTryItLocally(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestIdentityTryItLocally$", "-test.v")
-	cmd.Env = append(os.Environ(), "TOOLD_TEST_IN_NETNS=identity", "TOOLD_TEST_BIN="+bin, "TOOLD_TEST_BLOCK="+block,
-		"TOOLD_TEST_OIDC="+provider)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
-	if os.Getuid() != 0 {
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil && cmd.ProcessState == nil {
-		launchtest.Unavailable(t, "SKIPPED: the test cannot make a network namespace of its own: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	t.Logf("in its own network namespace:\n%s", out)
+	inOwnNetns(t, "TestIdentityTryItLocally", "identity", "TOOLD_TEST_BIN="+bin, "TOOLD_TEST_BLOCK="+block, "TOOLD_TEST_OIDC="+provider)
 }
 
 // identityBlock is the shell block of docs/identity.md's "Try it locally".
