@@ -39,16 +39,12 @@ func (s *Server) credentialRoutes(r chi.Router) {
 // consentRoutes are the public legs of connecting a principal to a
 // downstream: a browser opens them without toold's credentials. The start
 // page and its form are bound to the principal by a signed, short-lived
-// start link, the callback by the signed, single-use state; preflights
-// carry no credentials.
+// start link, the callback by the signed, single-use state. (Their CORS
+// preflights are publicRoutes', with every other route's.)
 func (s *Server) consentRoutes(r chi.Router) {
 	r.Get(delegate.StartPath, s.originOnly(s.connectPage))
 	r.Post(delegate.StartPath, s.originOnly(s.connectBegin))
 	r.Get(delegate.CallbackPath, s.originOnly(s.connectCallback))
-	r.Options("/connections", s.originOnly(s.preflight))
-	r.Options("/connections/*", s.originOnly(s.preflight))
-	r.Options("/credentials", s.originOnly(s.preflight))
-	r.Options("/credentials/*", s.originOnly(s.preflight))
 }
 
 func noVault() *tools.Error {

@@ -319,7 +319,7 @@ func (s *Server) publicRoutes(r chi.Router) {
 		s.ssoRoutes(r)
 	}
 	for _, p := range []string{"/tools", "/tools/*", "/executions", "/executions/*", "/batch", "/approvals", "/approvals/*",
-		"/events", "/audit"} {
+		"/events", "/audit", "/connections", "/connections/*", "/credentials", "/credentials/*"} {
 		r.Options(p, s.originOnly(s.preflight))
 	}
 	if s.opts.MCP != nil {
