@@ -8,8 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -232,26 +230,7 @@ func runEgressHelper(specJSON string, argv []string) error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("closing inherited descriptors: %w", err)
 	}
-	path, err := unix.BytePtrFromString(argv[0])
-	if err != nil {
-		return err
-	}
-	args, err := syscall.SlicePtrFromStrings(argv)
-	if err != nil {
-		return err
-	}
-	env, err := syscall.SlicePtrFromStrings(os.Environ())
-	if err != nil {
-		return err
-	}
-	// Nothing is allocated past RLIMIT_AS (see runShim).
-	if spec.AddressSpace != nil {
-		if err := unix.Setrlimit(unix.RLIMIT_AS, spec.AddressSpace); err != nil {
-			return fmt.Errorf("RLIMIT_AS: %w", err)
-		}
-	}
-	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&args[0])), uintptr(unsafe.Pointer(&env[0])))
-	return fmt.Errorf("exec %s: %w", argv[0], e)
+	return execLimited(argv, spec.AddressSpace, nil)
 }
 
 // helped says whether sb's runs start through the egress helper.

@@ -161,10 +161,23 @@ func runShim(specJSON string, argv []string) error {
 	if err := unix.CloseRange(shimExeFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("closing inherited descriptors: %w", err)
 	}
-	// Nothing is allocated past RLIMIT_AS, not even by syscall.Exec: the
-	// shim's Go runtime needs more address space than the command may
-	// have, and an allocation there fails the run ("cannot allocate
-	// memory").
+	var filter func() error
+	if spec.Seccomp {
+		// After the mounts above, which the filter denies.
+		filter = func() error { return installFilter(false) }
+	}
+	return execLimited(argv, spec.AddressSpace, filter)
+}
+
+// execLimited replaces this process with argv (this environment), with
+// RLIMIT_AS set to as (when not nil) at the last moment: nothing is
+// allocated past it, not even by syscall.Exec — the shim's and the egress
+// helper's Go runtime needs more address space than the command may have,
+// and an allocation there fails the run ("cannot allocate memory"). So
+// the exec's arguments are built first; then before runs (a seccomp
+// filter the allocation's syscalls would meet), then the limit, then the
+// raw execve. It returns only on error.
+func execLimited(argv []string, as *unix.Rlimit, before func() error) error {
 	path, err := unix.BytePtrFromString(argv[0])
 	if err != nil {
 		return err
@@ -177,14 +190,13 @@ func runShim(specJSON string, argv []string) error {
 	if err != nil {
 		return err
 	}
-	if spec.Seccomp {
-		// After the mounts above, which the filter denies.
-		if err := installFilter(false); err != nil {
+	if before != nil {
+		if err := before(); err != nil {
 			return err
 		}
 	}
-	if spec.AddressSpace != nil {
-		if err := unix.Setrlimit(unix.RLIMIT_AS, spec.AddressSpace); err != nil {
+	if as != nil {
+		if err := unix.Setrlimit(unix.RLIMIT_AS, as); err != nil {
 			return fmt.Errorf("RLIMIT_AS: %w", err)
 		}
 	}
