@@ -200,7 +200,10 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		Confirm:   gate,
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
 		Observers: observers, Tracer: a.tracing.Tracer(), TracePayloads: tracePayloads(cfg),
-		Policy: eng, Toolsets: sets}
+		Policy: eng, Toolsets: sets, MaxResultBytes: maxResultBytes(cfg)}
+	if a.store != nil {
+		do.Artifacts = a.store.Artifacts()
+	}
 	if p := limits.NewPrincipals(cfg.Auth.Limits, a.metrics); p != nil {
 		do.Principals = p
 		log.Info("each principal is bounded on its own", zap.Stringer("limits", p))
@@ -229,7 +232,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
 		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, Executions: a.exec, Tracer: a.tracing.Tracer(),
 		Toolsets: sets, StdioPrincipal: keyring.Principal(cfg.MCP.StdioKey), StdioDrain: a.grace,
-		SessionSecret: []byte(cfg.Server.ConfirmSecret)})
+		SessionSecret: []byte(cfg.Server.ConfirmSecret), Artifacts: artifactsOf(a.store)})
 	var mcpHandler http.Handler
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()
@@ -398,7 +401,27 @@ func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer, e
 		Dir: dir, Listen: n.Listen, MaxStore: sc.MaxStoreBytes,
 		Replicas: n.Replicas, Retention: sc.Retention, IdempotencyTTL: sc.IdempotencyTTL,
 		EventsMaxAge: sc.Events.MaxAge, EventsMaxBytes: sc.Events.MaxBytes, AuditMaxAge: sc.Audit.MaxAge,
-		AuditMaxBytes: sc.Audit.MaxBytes, Name: name, Logger: log.Named("state"), Registerer: reg, Existing: existing})
+		AuditMaxBytes: sc.Audit.MaxBytes, ArtifactsRetention: sc.Artifacts.Retention, ArtifactsMaxBytes: sc.Artifacts.MaxBytes,
+		Name: name, Logger: log.Named("state"), Registerer: reg, Existing: existing})
+}
+
+// artifactsOf is the store's artifacts for the MCP server; nil without
+// a store (a nil *state.Artifacts would be an interface that is not nil).
+func artifactsOf(st *state.Store) mcpserver.Artifacts {
+	if st == nil {
+		return nil
+	}
+	return st.Artifacts()
+}
+
+// maxResultBytes is the result budget of tools that declare none:
+// server.max_result_bytes, tools.DefaultMaxResultBytes when absent, and
+// none for 0.
+func maxResultBytes(cfg *config.Config) int64 {
+	if cfg.Server.MaxResultBytes == nil {
+		return tools.DefaultMaxResultBytes
+	}
+	return tools.ResultBudget(cfg.Server.MaxResultBytes)
 }
 
 // candidate is a tool toold can serve, with whether it is on unless the
@@ -576,9 +599,9 @@ func registryOptions(cfg *config.Config) registry.Options {
 		if t.Enabled != nil && !*t.Enabled {
 			continue
 		}
-		if t.Description != "" || !t.Limits.IsZero() || t.Fallback != nil || t.Confirmation != "" {
+		if t.Description != "" || !t.Limits.IsZero() || t.Fallback != nil || t.Confirmation != "" || t.MaxResultBytes != nil {
 			o.Overrides[name] = registry.Override{Description: t.Description, Limits: t.Limits.Limits(), Fallback: t.Fallback,
-				Confirmation: t.Confirmation}
+				Confirmation: t.Confirmation, MaxResultBytes: tools.ResultBudget(t.MaxResultBytes)}
 		}
 	}
 	return o

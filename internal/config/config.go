@@ -130,11 +130,25 @@ type StateConfig struct {
 	// IdempotencyTTL keeps Idempotency-Key answers and turn claims.
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl" validate:"gte=0"`
 	// MaxStoreBytes bounds the embedded store's disk use; 0 means the
-	// events and audit limits plus 1 GiB.
+	// events, audit and artifacts limits plus 1 GiB.
 	MaxStoreBytes int64        `yaml:"max_store_bytes" validate:"gte=0"`
 	NATS          NATSConfig   `yaml:"nats"`
 	Events        StreamLimits `yaml:"events"`
 	Audit         AuditConfig  `yaml:"audit"`
+	// Artifacts keep the whole of results over their tool's budget
+	// (server.max_result_bytes, a tool's max_result_bytes).
+	Artifacts ArtifactsConfig `yaml:"artifacts"`
+}
+
+// ArtifactsConfig bounds the object store of results kept whole.
+type ArtifactsConfig struct {
+	// Retention keeps each artifact (default 24h).
+	Retention time.Duration `yaml:"retention" validate:"gte=0"`
+	// MaxBytes bounds them all together (default 256 MiB, or with
+	// state.max_store_bytes set a quarter of what the events and audit
+	// limits leave of it, if less); past it a result is answered with its
+	// head alone, saying so.
+	MaxBytes int64 `yaml:"max_bytes" validate:"gte=0"`
 }
 
 // NATSConfig points toold at an external NATS cluster, or lets the
@@ -247,6 +261,11 @@ func (m MCPConfig) Serves() bool { return m.Serve == nil || *m.Serve }
 type ServerConfig struct {
 	// MaxBodyBytes caps a request body (default 1 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes" validate:"gte=0,lte=1073741824"`
+	// MaxResultBytes is the result budget of every tool that declares
+	// none (DefaultMaxResultBytes when absent; 0: no budget): a larger
+	// result is answered with a head that fits and kept whole as an
+	// artifact of the call (state.artifacts).
+	MaxResultBytes *int64 `yaml:"max_result_bytes" validate:"omitempty,result_budget"`
 	// MaxJSONDepth bounds argument nesting (default 64).
 	MaxJSONDepth int `yaml:"max_json_depth" validate:"gte=0,lte=10000"`
 	// AllowedOrigins may call toold from a browser (scheme://host[:port]).
@@ -352,6 +371,8 @@ type Tool struct {
 	// on its span (gen_ai.tool.call.arguments and .result). Off, spans
 	// never carry them.
 	TracePayloads bool `yaml:"trace_payloads"`
+	// MaxResultBytes replaces the tool's result budget (0: none).
+	MaxResultBytes *int64 `yaml:"max_result_bytes" validate:"omitempty,result_budget"`
 }
 
 // FSConfig bounds the file tools; zero fields take the tools' defaults.

@@ -34,6 +34,7 @@ func (c *Config) Validate() error {
 	_ = v.RegisterValidation("tool_name", func(fl validator.FieldLevel) bool {
 		return tools.NamePattern.MatchString(fl.Field().String())
 	})
+	_ = v.RegisterValidation(tools.ResultBudgetTag, tools.ResultBudgetRule)
 	_ = v.RegisterValidation("role", func(fl validator.FieldLevel) bool {
 		return slices.Contains(auth.Roles, auth.Role(fl.Field().String()))
 	})
@@ -202,6 +203,8 @@ func ruleMessage(fe validator.FieldError) string {
 		return fmt.Sprintf("%q is not a URL such as https://app.example", fe.Value())
 	case "role":
 		return fmt.Sprintf("%q is not one of: %s", fe.Value(), roleList())
+	case tools.ResultBudgetTag:
+		return fmt.Sprintf("must be 0 (no budget) or at least %d bytes, room for a head and its markers", tools.MinResultBytes)
 	case "tool_name":
 		return fmt.Sprintf("%q is not a valid tool name (%s)", fe.Value(), tools.NamePattern)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -70,12 +72,32 @@ func (d *Dispatcher) keep(ctx context.Context, c *call, o *outcome) {
 		return
 	}
 	o.artifact = &Artifact{ID: id, URI: ArtifactPath + id, Bytes: int64(len(whole)),
-		OmittedBytes: int64(len(whole) - len(o.data)), ExpiresAt: expires.UTC()}
+		OmittedBytes: int64(max(len(whole)-len(o.data), 0)), ExpiresAt: expires.UTC()}
+	o.report.Notes = append(o.report.Notes, fmt.Sprintf("the result was %d bytes, over its budget: data is a head of it; "+
+		"the whole is kept at %s (artifact) until %s", len(whole), o.artifact.URI, o.artifact.ExpiresAt.Format(time.RFC3339)))
 }
 
 // newArtifactID is 128 random bits: an artifact's name, never guessable.
 func newArtifactID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return "art_" + hex.EncodeToString(b[:])
+	return artifactPrefix + hex.EncodeToString(b[:])
+}
+
+const artifactPrefix = "art_"
+
+// ValidArtifactID reports whether id has the form of an artifact's id
+// ("art_" and 32 lowercase hex digits), so a route or an MCP resource
+// read never sends anything else to the store.
+func ValidArtifactID(id string) bool {
+	hexPart, ok := strings.CutPrefix(id, artifactPrefix)
+	if !ok || len(hexPart) != 32 {
+		return false
+	}
+	for _, c := range []byte(hexPart) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

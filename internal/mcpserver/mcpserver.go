@@ -71,6 +71,9 @@ type Options struct {
 	// things (session.go); replicas with the same secret read each
 	// other's. Empty draws one for this process.
 	SessionSecret []byte
+	// Artifacts reads the results kept whole beside their heads (see
+	// artifacts.go); nil: no resource is offered.
+	Artifacts Artifacts
 }
 
 // Server is toold's MCP server; build it with New.
@@ -118,11 +121,19 @@ func (s *Server) newSDK(more string) *mcp.Server {
 	if more != "" {
 		instructions += "\n\n" + more
 	}
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	if s.opts.Artifacts != nil {
+		caps.Resources = &mcp.ResourceCapabilities{}
+	}
 	sdk := mcp.NewServer(&mcp.Implementation{Name: "toold", Title: "toold", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       sdkLogger(s.opts.Logger),
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities: caps,
 	})
+	if s.opts.Artifacts != nil {
+		t := artifactTemplate
+		sdk.AddResourceTemplate(&t, s.readArtifact)
+	}
 	sdk.AddReceivingMiddleware(s.middleware)
 	return sdk
 }

@@ -44,13 +44,20 @@ func render(env *dispatch.Envelope, hasOutputSchema bool) *mcp.CallToolResult {
 		if len(data) == 0 {
 			data = json.RawMessage("null")
 		}
-		return &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: string(data)}},
+		res := &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: string(data)}},
 			StructuredContent: data}
+		if env.Artifact != nil {
+			res.Content = append(res.Content, artifactLink(env.Artifact, len(data)))
+		}
+		return res
 	}
 	meta[MetaError] = env.Error
 	res := &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(env.Error)}}}
 	if len(env.Data) > 0 { // what the tool produced with its failure (a command's output)
 		res.Content = append(res.Content, &mcp.TextContent{Text: string(env.Data)})
+		if env.Artifact != nil {
+			res.Content = append(res.Content, artifactLink(env.Artifact, len(env.Data)))
+		}
 	}
 	if !hasOutputSchema {
 		res.StructuredContent = env.Error

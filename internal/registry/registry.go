@@ -34,6 +34,9 @@ type Override struct {
 	// Confirmation, when set, replaces the tool's own ("none" turns
 	// confirmation off).
 	Confirmation string
+	// MaxResultBytes, when not zero, replaces the tool's result budget
+	// (tools.NoBudget: none).
+	MaxResultBytes int64
 }
 
 // Registry is an immutable set of tools; safe for concurrent use.
@@ -133,6 +136,9 @@ func newEntry(t tools.Tool, opts Options) (*Entry, error) {
 	}
 	if ov.Fallback != nil {
 		spec.Fallback = ov.Fallback
+	}
+	if ov.MaxResultBytes != 0 {
+		spec.MaxResultBytes = ov.MaxResultBytes
 	}
 	if err := resolveConfirmation(&spec, ov.Confirmation); err != nil {
 		return nil, fail("%v", err)

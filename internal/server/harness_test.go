@@ -85,6 +85,9 @@ type harnessOpts struct {
 	issuers oauth.Issuers
 	// principals bounds each principal (auth.limits).
 	principals limits.PrincipalConfig
+	// budget is the server's result budget (server.max_result_bytes);
+	// with a store, results over it are kept as artifacts there.
+	budget int64
 }
 
 // testTools are the tools most tests use: the diagnostics plus tools that
@@ -128,9 +131,14 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	live := registry.NewLive(reg, registry.Options{})
 	live.Subscribe(func(r *registry.Registry) { lim.Register(r.Entries()...) })
-	disp, err := dispatch.New(dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san,
+	do := dispatch.Options{Registry: live, Limiter: lim, Sanitizer: san,
 		Logger: log, StuckAfter: 50 * time.Millisecond, Observers: observers, MaxDepth: o.maxDepth, Tracer: o.tracer,
-		Principals: limits.NewPrincipals(o.principals, metricsReg)})
+		Principals: limits.NewPrincipals(o.principals, metricsReg), MaxResultBytes: o.budget}
+	var artifacts mcpserver.Artifacts
+	if st != nil {
+		do.Artifacts, artifacts = st.Artifacts(), st.Artifacts()
+	}
+	disp, err := dispatch.New(do)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +178,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	var mcpToolsets map[string]http.Handler
 	if o.mcp {
 		ms := mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: live, Logger: log, Version: "test", Bodies: bodies,
-			Executions: ex, Toolsets: o.toolsets})
+			Executions: ex, Toolsets: o.toolsets, Artifacts: artifacts})
 		mcpHandler, mcpToolsets = ms.Handler(), map[string]http.Handler{}
 		for name := range o.toolsets {
 			mcpToolsets[name], _ = ms.ToolsetHandler(name)

@@ -455,9 +455,9 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Request-ID, Toold-Timeout, Toold-Confirm, "+
-		"Prefer, Idempotency-Key, Toold-Turn, Last-Event-ID, Mcp-Protocol-Version, Mcp-Session-Id, Traceparent, Tracestate")
+		"Prefer, Idempotency-Key, Toold-Turn, Last-Event-ID, Mcp-Protocol-Version, Mcp-Session-Id, Traceparent, Tracestate, Range")
 	h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After, Location, Preference-Applied, Idempotent-Replayed, "+
-		"Mcp-Session-Id, WWW-Authenticate")
+		"Mcp-Session-Id, WWW-Authenticate, Content-Range, Accept-Ranges")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 }

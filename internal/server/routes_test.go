@@ -40,6 +40,7 @@ var publicRoutes = map[string]string{
 	"OPTIONS /executions":              "CORS preflight",
 	"OPTIONS /executions/*":            "CORS preflight",
 	"OPTIONS /batch":                   "CORS preflight",
+	"OPTIONS /artifacts/*":             "CORS preflight",
 	"OPTIONS /approvals":               "CORS preflight",
 	"OPTIONS /approvals/*":             "CORS preflight",
 	"OPTIONS /events":                  "CORS preflight",

@@ -281,6 +281,7 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Get("/approvals", s.role(auth.RoleApprove, s.listApprovals))
 	r.Post("/approvals/{id}", s.role(auth.RoleApprove, s.decideApproval))
 	r.Post("/batch", s.role(auth.RoleCall, s.batch))
+	r.Get("/artifacts/{id}", s.role(auth.RoleCall, s.getArtifact))
 	r.Get("/events", s.role(auth.RoleObserve, s.activity))
 	r.Get("/audit", s.role(auth.RoleAdmin, s.audit))
 	s.credentialRoutes(r)
@@ -318,7 +319,7 @@ func (s *Server) publicRoutes(r chi.Router) {
 		r.Get(oauth.MetadataPath+"/*", s.resourceMetadata)
 		s.ssoRoutes(r)
 	}
-	for _, p := range []string{"/tools", "/tools/*", "/executions", "/executions/*", "/batch", "/approvals", "/approvals/*",
+	for _, p := range []string{"/tools", "/tools/*", "/executions", "/executions/*", "/batch", "/artifacts/*", "/approvals", "/approvals/*",
 		"/events", "/audit", "/connections", "/connections/*", "/credentials", "/credentials/*"} {
 		r.Options(p, s.originOnly(s.preflight))
 	}

@@ -17,6 +17,8 @@
 //	                         would have expired (per-key TTL): every replica refuses them
 //	KV  toold_credentials    principals' credentials and OAuth tokens, sealed
 //	                         (AES-256-GCM, internal/credentials); no age limit
+//	OBJ toold_artifacts      results over their tool's budget, kept whole for
+//	                         state.artifacts.retention (artifacts.go)
 //	    TOOLD_WORK           the queue of accepted async executions
 //	    TOOLD_TIMERS         each waiting execution's timer, a message the
 //	                         server schedules (nats-server 2.12 or later):
@@ -113,6 +115,12 @@ type Options struct {
 	// AuditMaxAge and AuditMaxBytes bound the audit stream (720h, 1 GiB).
 	AuditMaxAge   time.Duration
 	AuditMaxBytes int64
+	// ArtifactsRetention and ArtifactsMaxBytes bound the artifacts'
+	// object store (results kept whole; DefaultArtifactsRetention,
+	// DefaultArtifactsMaxBytes, or with MaxStore set a quarter of what
+	// the events and audit limits leave of it, if that is less).
+	ArtifactsRetention time.Duration
+	ArtifactsMaxBytes  int64
 	// Name identifies this process to the NATS server (the replica name).
 	Name       string
 	Logger     *zap.Logger
@@ -134,9 +142,20 @@ func (o *Options) defaults() {
 	o.EventsMaxBytes = cmp.Or(o.EventsMaxBytes, 256<<20)
 	o.AuditMaxAge = cmp.Or(o.AuditMaxAge, 720*time.Hour)
 	o.AuditMaxBytes = cmp.Or(o.AuditMaxBytes, 1<<30)
+	o.ArtifactsRetention = cmp.Or(o.ArtifactsRetention, DefaultArtifactsRetention)
+	if o.ArtifactsMaxBytes == 0 {
+		o.ArtifactsMaxBytes = DefaultArtifactsMaxBytes
+		if o.MaxStore != 0 {
+			// A store bounded by the operator keeps fitting what it fitted
+			// before artifacts: they take at most a quarter of the room
+			// the events and audit limits leave (byte limits reserve).
+			room := o.MaxStore - o.EventsMaxBytes - o.AuditMaxBytes
+			o.ArtifactsMaxBytes = min(DefaultArtifactsMaxBytes, max(room/4, 64<<10))
+		}
+	}
 	// Streams with a byte limit reserve it: the default leaves 1 GiB
 	// besides for execution records, idempotency answers and the queue.
-	o.MaxStore = cmp.Or(o.MaxStore, o.EventsMaxBytes+o.AuditMaxBytes+1<<30)
+	o.MaxStore = cmp.Or(o.MaxStore, o.EventsMaxBytes+o.AuditMaxBytes+o.ArtifactsMaxBytes+1<<30)
 	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, 10*time.Second)
 	o.Name = cmp.Or(o.Name, "toold")
 	if o.Logger == nil {
@@ -171,6 +190,8 @@ type Store struct {
 	// internal/credentials): secrets, OAuth tokens, authorizations in
 	// progress (with a TTL of their own).
 	Credentials *Bucket
+	// artifacts holds results kept whole (see Artifacts).
+	artifacts jetstream.ObjectStore
 }
 
 // Open starts the embedded server (or connects to Options.URL) and creates
@@ -348,6 +369,9 @@ func (s *Store) provision(ctx context.Context) error {
 		return err
 	}
 	if s.Credentials, err = s.credentialsBucket(ctx); err != nil {
+		return err
+	}
+	if s.artifacts, err = s.artifactsBucket(ctx); err != nil {
 		return err
 	}
 	streams := []jetstream.StreamConfig{

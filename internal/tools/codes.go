@@ -69,6 +69,8 @@ const (
 // Codes of executions, batches, waits and approvals.
 const (
 	CodeNoExecution          Code = "no_execution"           // no execution has this id (404)
+	CodeNoArtifact           Code = "no_artifact"            // no artifact has this id for this caller, or it expired (404)
+	CodeInvalidRange         Code = "invalid_range"          // a Range header asks for no byte of what it reads (416)
 	CodeInterrupted          Code = "interrupted"            // a replica stopped while running it; it may have taken effect
 	CodeInvalidBatch         Code = "invalid_batch"          // a batch request is malformed
 	CodeSkipped              Code = "skipped"                // not run: an earlier call of the batch failed
@@ -192,7 +194,7 @@ var Codes = []Code{
 	CodeQueueFull, CodeQueueTimeout, CodeGlobalCapacity, CodeServerCapacity, CodePrincipalRate,
 	CodePrincipalShare, CodeDraining, CodeCancelled,
 
-	CodeNoExecution, CodeInterrupted, CodeInvalidBatch, CodeSkipped, CodeWaitsInBatch,
+	CodeNoExecution, CodeNoArtifact, CodeInvalidRange, CodeInterrupted, CodeInvalidBatch, CodeSkipped, CodeWaitsInBatch,
 	CodeIdempotencyKeyReused, CodeIdempotencyInFlight, CodeRedundantCall, CodeStoreUnavailable,
 	CodeStoreFull, CodeNoStore, CodeNotWaiting, CodeExecutionEnded, CodeWaitExpired, CodeWaitsForApproval,
 	CodeNotASubtask, CodeInvalidAnswer, CodeNoApproval, CodeAlreadyDecided, CodeDenied, CodeSelfApproval,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-playground/validator/v10"
 )
 
 // Tool is a value that describes itself and executes a call.
@@ -118,6 +119,25 @@ type Spec struct {
 
 // NoBudget is a MaxResultBytes that sets no budget.
 const NoBudget int64 = -1
+
+// DefaultMaxResultBytes is the server's result budget unless configured
+// (server.max_result_bytes): 256 KiB, some 64k tokens, what a model's
+// context can take from one call beside everything else.
+const DefaultMaxResultBytes int64 = 256 << 10
+
+// MinResultBytes is the smallest budget a configuration may set: room
+// for a head and the markers saying what was cut.
+const MinResultBytes = 1024
+
+// ResultBudgetTag is the validation tag of a max_result_bytes key, which
+// ResultBudgetRule checks: 0 (no budget) or at least MinResultBytes.
+const ResultBudgetTag = "result_budget"
+
+// ResultBudgetRule is the validator rule of ResultBudgetTag.
+func ResultBudgetRule(fl validator.FieldLevel) bool {
+	n := fl.Field().Int()
+	return n == 0 || n >= MinResultBytes
+}
 
 // ResultBudget is the MaxResultBytes of a max_result_bytes as an operator
 // writes it: absent (nil) takes the server's, 0 sets none, n is n.

@@ -76,6 +76,10 @@ type ToolConfig struct {
 	Executes []string `yaml:"executes" validate:"dive,required"`
 	// Examples are argument objects shown to models; each must validate.
 	Examples []tools.ExampleConfig `yaml:"examples" validate:"dive"`
+	// MaxResultBytes is the tool's result budget (absent: the server's,
+	// server.max_result_bytes; 0: none): a larger result is answered
+	// with a head that fits and kept whole as an artifact of the call.
+	MaxResultBytes *int64 `yaml:"max_result_bytes" validate:"omitempty,result_budget"`
 	// Git is what the tool may do when its program is git beyond the
 	// guards every git run gets (git.go): `git: {submodules: true}` lets
 	// it enter submodules.

@@ -81,7 +81,7 @@ func (s *Set) declared(tc ToolConfig) (tools.Tool, error) {
 	d.spec = tools.Spec{Name: tc.Name, Description: tc.Description, Instructions: tc.Instructions,
 		Returns: returnsText, Category: tools.SystemCommand, Parameters: params, Output: resultSchema(),
 		Examples: examples, Confirmation: tools.ConfirmedIf(tc.RequiresConfirmation), Limits: tc.Limits.Limits(),
-		Containment: r.Containment(), Effects: commandEffects(tc, r.Network())}
+		Containment: r.Containment(), Effects: commandEffects(tc, r.Network()), MaxResultBytes: tools.ResultBudget(tc.MaxResultBytes)}
 	return d, nil
 }
 

@@ -89,6 +89,7 @@ func validateConfig(cfg Config) error {
 		}
 		return inline
 	})
+	_ = v.RegisterValidation(tools.ResultBudgetTag, tools.ResultBudgetRule)
 	var verrs validator.ValidationErrors
 	if err := v.Struct(cfg); errors.As(err, &verrs) {
 		msgs := make([]string, len(verrs))

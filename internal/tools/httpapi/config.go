@@ -93,6 +93,10 @@ type ToolConfig struct {
 	// Limits override the external_api category's (timeout 10s, target
 	// 2s, max 3s, 10 in flight, 100 queued).
 	Limits tools.LimitsConfig `yaml:"limits"`
+	// MaxResultBytes is the tool's result budget (absent: the server's,
+	// server.max_result_bytes; 0: none): a larger answer is returned as a
+	// head that fits and kept whole as an artifact of the call.
+	MaxResultBytes *int64 `yaml:"max_result_bytes" validate:"omitempty,result_budget"`
 }
 
 // RequestConfig is what a call sends. Placeholders {name} take the

@@ -37,7 +37,7 @@ func (t *tool) Execute(ctx context.Context, call *tools.Call) (any, error) {
 func spec(tc ToolConfig, params json.RawMessage, method string) (tools.Spec, error) {
 	sp := tools.Spec{Name: tc.Name, Title: tc.Title, Description: tc.Description, Instructions: tc.Instructions,
 		Category: tools.ExternalAPI, Parameters: params, Confirmation: tools.ConfirmedIf(tc.RequiresConfirmation),
-		Limits: tc.Limits.Limits(), Fallback: tc.Fallback, Effects: effects(method, tc)}
+		Limits: tc.Limits.Limits(), Fallback: tc.Fallback, Effects: effects(method, tc), MaxResultBytes: tools.ResultBudget(tc.MaxResultBytes)}
 	if tc.Response.Output != nil {
 		out, err := json.Marshal(tc.Response.Output)
 		if err != nil {

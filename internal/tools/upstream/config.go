@@ -62,6 +62,11 @@ type Config struct {
 	// tool name.
 	Limits     tools.LimitsConfig            `yaml:"limits"`
 	ToolLimits map[string]tools.LimitsConfig `yaml:"tool_limits"`
+	// MaxResultBytes is the result budget of each of the server's tools
+	// (absent: toold's, server.max_result_bytes; 0: none): a larger
+	// result is answered with a head that fits and kept whole as an
+	// artifact of the call.
+	MaxResultBytes *int64 `yaml:"max_result_bytes" validate:"omitempty,result_budget"`
 	// MaxInFlight caps the calls running on this server over all its
 	// tools, on top of each tool's own bulkhead (default 16). The
 	// pipeline's limiter enforces it (ServerCaps).

@@ -39,7 +39,8 @@ func newTool(s *server, t *mcp.Tool) (*tool, error) {
 	}
 	spec := tools.Spec{Name: s.cfg.Name + "." + t.Name, Title: t.Title, Description: strings.TrimSpace(t.Description),
 		Category: tools.MCP, Parameters: params, Source: s.cfg.Name,
-		Limits: s.cfg.ToolLimits[t.Name].Limits().Merge(s.cfg.Limits.Limits()), Effects: effects(t.Annotations)}
+		Limits: s.cfg.ToolLimits[t.Name].Limits().Merge(s.cfg.Limits.Limits()), Effects: effects(t.Annotations),
+		MaxResultBytes: tools.ResultBudget(s.cfg.MaxResultBytes)}
 	spec.Confirmation = confirmation(s.cfg, t.Name, t.Annotations)
 	if spec.Description == "" {
 		spec.Description = fmt.Sprintf("The tool %s of the MCP server %s.", t.Name, s.cfg.Name)

@@ -1,0 +1,202 @@
+package state
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ArtifactsBucket is the object store of results over their tool's
+// budget (max_result_bytes): the whole of each, as the output sanitizer
+// left it, kept for the artifacts' retention under its owner's prefix.
+const ArtifactsBucket = "toold_artifacts"
+
+// Artifact limits' defaults: as long as execution records are kept, and
+// 256 MiB in all (an artifact past that is not kept; its call is answered
+// with the head and says so).
+const (
+	DefaultArtifactsRetention = 24 * time.Hour
+	DefaultArtifactsMaxBytes  = 256 << 20
+)
+
+func (s *Store) artifactsBucket(ctx context.Context) (jetstream.ObjectStore, error) {
+	o := s.opts
+	obs, err := s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: ArtifactsBucket,
+		Description: "toold results over their budget, kept whole", TTL: o.ArtifactsRetention,
+		MaxBytes: o.ArtifactsMaxBytes, Storage: jetstream.FileStorage, Replicas: o.Replicas})
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", ArtifactsBucket, err)
+	}
+	return obs, nil
+}
+
+// Artifacts is the store's object store of results kept whole. Each
+// artifact is named by its owner (a caller's name, hashed as execution
+// records' keys are) and its id: only its owner finds it; anyone else, as
+// for an id that never was, finds nothing.
+type Artifacts struct {
+	obs       jetstream.ObjectStore
+	m         *metrics
+	retention time.Duration
+}
+
+// Artifacts returns the store's artifacts; nil for a store opened
+// Existing.
+func (s *Store) Artifacts() *Artifacts {
+	if s.artifacts == nil {
+		return nil
+	}
+	return &Artifacts{obs: s.artifacts, m: s.metrics, retention: s.opts.ArtifactsRetention}
+}
+
+func artifactName(owner, id string) string { return ownerPrefix(owner) + "." + id }
+
+// Put keeps data as owner's artifact id, and says until when the store
+// keeps it. A store at its limit refuses it (ErrFull).
+func (a *Artifacts) Put(ctx context.Context, owner, id string, data []byte) (time.Time, error) {
+	start := time.Now()
+	_, err := a.obs.PutBytes(ctx, artifactName(owner, id), data)
+	err = classify(err)
+	a.m.observe("artifact_put", start, err)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return start.Add(a.retention), nil
+}
+
+// ArtifactReader reads one artifact, from any offset: Seek positions it
+// (the object is read again from its start, skipping what comes before),
+// so http.ServeContent answers ranged requests with it.
+type ArtifactReader struct {
+	a       *Artifacts
+	ctx     context.Context
+	name    string
+	size    int64
+	modTime time.Time
+	pos     int64
+	r       jetstream.ObjectResult // open at r's offset, or nil
+	at      int64                  // offset r reads next
+}
+
+// Open finds owner's artifact id: ErrNotFound when it does not exist,
+// expired, or is someone else's. The reader reads within ctx; Close it.
+func (a *Artifacts) Open(ctx context.Context, owner, id string) (*ArtifactReader, error) {
+	start := time.Now()
+	name := artifactName(owner, id)
+	info, err := a.obs.GetInfo(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		err = ErrNotFound
+	}
+	err = classify(err)
+	a.m.observe("artifact_info", start, err)
+	if err != nil {
+		return nil, err
+	}
+	return &ArtifactReader{a: a, ctx: ctx, name: name, size: int64(info.Size), modTime: info.ModTime}, nil
+}
+
+// Size is the artifact's length in bytes; ModTime when it was kept.
+func (r *ArtifactReader) Size() int64        { return r.size }
+func (r *ArtifactReader) ModTime() time.Time { return r.modTime }
+
+// Seek sets where the next Read starts.
+func (r *ArtifactReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += r.pos
+	case io.SeekEnd:
+		offset += r.size
+	default:
+		return 0, errors.New("artifact: bad whence")
+	}
+	if offset < 0 {
+		return 0, errors.New("artifact: negative position")
+	}
+	r.pos = offset
+	return offset, nil
+}
+
+// Read reads from the position Seek set: from the open object when it is
+// there already, else from a new read of it that skips up to it.
+func (r *ArtifactReader) Read(p []byte) (int, error) {
+	if r.pos >= r.size {
+		return 0, io.EOF
+	}
+	if r.r != nil && r.at != r.pos {
+		r.closeObject()
+	}
+	if r.r == nil {
+		start := time.Now()
+		obj, err := r.a.obs.Get(r.ctx, r.name)
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			err = ErrNotFound // it expired since Open
+		}
+		err = classify(err)
+		r.a.m.observe("artifact_get", start, err)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := io.CopyN(io.Discard, obj, r.pos); err != nil {
+			_ = obj.Close()
+			return 0, classify(err)
+		}
+		r.r, r.at = obj, r.pos
+	}
+	n, err := r.r.Read(p)
+	r.pos += int64(n)
+	r.at = r.pos
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = classify(err)
+	}
+	return n, err
+}
+
+func (r *ArtifactReader) closeObject() {
+	if r.r != nil {
+		_ = r.r.Close()
+		r.r = nil
+	}
+}
+
+// Close ends any read in progress.
+func (r *ArtifactReader) Close() error {
+	r.closeObject()
+	return nil
+}
+
+// ownerPrefix is the name prefix of a caller's artifacts: the caller's
+// name hashed (as execution records' keys are), so names hold no caller's
+// name and one caller's prefix is never another's.
+func ownerPrefix(caller string) string {
+	sum := sha256.Sum256([]byte(caller))
+	return hex.EncodeToString(sum[:8])
+}
+
+// ReadRange reads at most n bytes of owner's artifact id from offset
+// off, and says how long the whole is: ErrNotFound as Open.
+func (a *Artifacts) ReadRange(ctx context.Context, owner, id string, off, n int64) ([]byte, int64, error) {
+	ar, err := a.Open(ctx, owner, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer ar.Close()
+	size := ar.Size()
+	if off >= size {
+		return nil, size, nil
+	}
+	if _, err := ar.Seek(off, io.SeekStart); err != nil {
+		return nil, size, err
+	}
+	buf := make([]byte, min(n, size-off))
+	if _, err := io.ReadFull(ar, buf); err != nil {
+		return nil, size, err
+	}
+	return buf, size, nil
+}

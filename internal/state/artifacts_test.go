@@ -1,0 +1,59 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/toold/toold/internal/state"
+)
+
+// TestArtifacts: an artifact is its owner's alone, read whole or from any
+// offset, aged by the retention, and refused (ErrFull) past the store's
+// bound rather than pushing older ones out.
+func TestArtifacts(t *testing.T) {
+	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), ArtifactsRetention: time.Hour, ArtifactsMaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	a := st.Artifacts()
+	data := bytes.Repeat([]byte("0123456789"), 60_000) // 600 kB: five chunks
+	expires, err := a.Put(ctx, "alice", "art_1", data)
+	if err != nil || time.Until(expires) < 59*time.Minute || time.Until(expires) > time.Hour {
+		t.Fatalf("put: %v, expires %v", err, expires)
+	}
+	r, err := a.Open(ctx, "alice", "art_1")
+	if err != nil || r.Size() != int64(len(data)) {
+		t.Fatalf("open: %v", err)
+	}
+	for _, off := range []int64{0, 1, 128<<10 - 1, 128 << 10, 599_990, 600_000} {
+		if _, err := r.Seek(off, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		if err != nil || !bytes.Equal(got, data[off:]) {
+			t.Errorf("from %d: %d bytes, %v", off, len(got), err)
+		}
+	}
+	r.Close()
+	if got, size, err := a.ReadRange(ctx, "alice", "art_1", 300_000, 7); err != nil || size != int64(len(data)) || string(got) != "0123456" {
+		t.Errorf("a range: %q %d %v", got, size, err)
+	}
+	for _, c := range []struct{ owner, id string }{{"bob", "art_1"}, {"alice", "art_2"}, {"", "art_1"}} {
+		if _, err := a.Open(ctx, c.owner, c.id); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("%s's %s: %v, want not found", c.owner, c.id, err)
+		}
+	}
+	// A second 600 kB does not fit in 1 MiB: refused, the first kept.
+	if _, err := a.Put(ctx, "bob", "art_3", data); !errors.Is(err, state.ErrFull) {
+		t.Errorf("past the bound: %v, want ErrFull", err)
+	}
+	if _, err := a.Open(ctx, "alice", "art_1"); err != nil {
+		t.Errorf("the first after a refused second: %v", err)
+	}
+}
