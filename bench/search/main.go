@@ -40,6 +40,7 @@ func run(args []string, out io.Writer) error {
 	tuneFlag := fs.Bool("tune", false, "tune the ranking's weights on the dev split (and print them)")
 	camel := fs.Bool("camel", false, "rename every tool to camelCase (github__listPullRequests), to measure name splitting")
 	misses := fs.Bool("misses", false, "list the dev split's queries whose tool is not first")
+	own := fs.Bool("own", false, "search each split among its own integrations' tools only (as -tune does), not the whole catalog")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,12 +74,17 @@ func run(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%d tools of %d integrations, %d queries; split by integration (docs/search.md)\n", len(set.Tools), countIntegrations(set), len(set.Queries))
 	fmt.Fprintln(out, "toold: the hybrid ranking (BM25F and word vectors); toold lexical: its BM25F part alone")
-	ix := ixRanker(search.Build(set.Tools, search.DefaultOptions()))
-	lexical := search.DefaultOptions()
-	lexical.Dense = false
-	lex := ixRanker(search.Build(set.Tools, lexical))
-	base := newBM25(set.Tools).search
+	full := set
 	for _, sp := range splits {
+		set := full
+		if *own {
+			set = full.Only(sp)
+		}
+		ix := ixRanker(search.Build(set.Tools, search.DefaultOptions()))
+		lexical := search.DefaultOptions()
+		lexical.Dense = false
+		lex := ixRanker(search.Build(set.Tools, lexical))
+		base := newBM25(set.Tools).search
 		qs := slices.DeleteFunc(slices.Clone(set.Queries), func(q evalset.Query) bool { return q.Split != sp })
 		fmt.Fprintf(out, "\n%s: %d queries on %s\n", sp, len(qs), describeSplit(set, sp))
 		fmt.Fprintln(out, "ranker         kind          n    R@1    R@3    R@5    MRR")
@@ -91,6 +97,9 @@ func run(args []string, out io.Writer) error {
 		}
 	}
 	if *ablation {
+		if *own {
+			set = full.Only(splits[0])
+		}
 		qs := slices.DeleteFunc(slices.Clone(set.Queries), func(q evalset.Query) bool { return q.Split != splits[0] })
 		return printAblation(out, set, qs, splits[0])
 	}
