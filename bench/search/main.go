@@ -38,6 +38,7 @@ func run(args []string, out io.Writer) error {
 	split := fs.String("split", "", "only the queries of this split (dev, holdout); both by default")
 	ablation := fs.Bool("ablation", false, "also measure the ranking with each technique turned off (on the holdout split, or -split)")
 	tuneFlag := fs.Bool("tune", false, "tune the ranking's weights on the dev split (and print them)")
+	margin := fs.Float64("margin", 0, "with -tune, keep a value only if it raises MRR+R@5 by more than this")
 	camel := fs.Bool("camel", false, "rename every tool to camelCase (github__listPullRequests), to measure name splitting")
 	misses := fs.Bool("misses", false, "list the dev split's queries whose tool is not first")
 	own := fs.Bool("own", false, "search each split among its own integrations' tools only (as -tune does), not the whole catalog")
@@ -65,7 +66,7 @@ func run(args []string, out io.Writer) error {
 		set.CamelCase()
 	}
 	if *tuneFlag {
-		tune(out, set)
+		tune(out, set, *margin)
 		return nil
 	}
 	splits := []string{evalset.Holdout, evalset.Dev}
