@@ -20,6 +20,7 @@ var variants = []variant{
 	{"dense: RRF fusion", func(o *search.Options) { o.Fusion = search.RRF; o.DenseWeight = 0.2; o.RRFK = 10 }},
 	{"- query reading", func(o *search.Options) { o.ReadQuery = false }},
 	{"- typo tolerance", func(o *search.Options) { o.Typos = false }},
+	{"- compound words", func(o *search.Options) { o.Compounds = 0 }},
 	{"- camelCase split", func(o *search.Options) { o.SplitNames = false }},
 	{"- stemming", func(o *search.Options) { o.Stem = false }},
 	{"- domain thesaurus", func(o *search.Options) { o.Thesaurus = false }},

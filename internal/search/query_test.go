@@ -92,6 +92,48 @@ func TestTypos(t *testing.T) {
 	}
 }
 
+// TestCompounds: a word nothing knows that is two words run together is
+// read as the parts tools hold; without Compounds it matches nothing.
+func TestCompounds(t *testing.T) {
+	docs := []Doc{
+		{Name: "grep", Description: "Search file contents with a regular expression."},
+		{Name: "read_file", Description: "Read a text file."},
+		{Name: "docusign__send_envelope", Description: "Send documents to recipients for signature."},
+		{Name: "mongodb__find", Description: "Find documents in a collection."},
+	}
+	ix := Build(docs, DefaultOptions())
+	for _, tc := range []struct {
+		word string
+		want []string
+	}{
+		{"ripgrep", []string{"grep"}},
+		{"findstr", []string{"find"}},
+		{"filegrep", []string{"file", "grep"}},
+		{"zzzzzzz", nil},
+		{"grep", nil}, // too short to hold two parts
+		{"ab€grep", []string{"grep"}},
+		{"€€€€€€", nil},
+	} {
+		if got := ix.compoundParts(tc.word); !slices.Equal(got, tc.want) {
+			t.Errorf("compoundParts(%q) = %q, want %q", tc.word, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"ripgrep the codebase for TODO", "grep"},
+		{"findstr the orders", "mongodb__find"},
+	} {
+		hits := ix.Search(tc.query, 1, nil)
+		if len(hits) == 0 || docs[hits[0].Doc].Name != tc.want {
+			t.Errorf("%q: %v, want %s first", tc.query, hits, tc.want)
+		}
+	}
+	o := DefaultOptions()
+	o.Compounds, o.Dense = 0, false
+	if hits := Build(docs, o).Search("ripgrep", 1, nil); len(hits) != 0 {
+		t.Errorf("without Compounds, ripgrep matched %v", hits)
+	}
+}
+
 // FuzzParseQuery: any query parses, its parts are made of the query's
 // text, and a search of it never fails.
 func FuzzParseQuery(f *testing.F) {

@@ -14,6 +14,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // Doc is what a tool is found by.
@@ -99,6 +100,10 @@ type Options struct {
 	// ranking it fuses.
 	RRFK        float64
 	FusionDepth int
+	// Compounds reads a word nothing knows, and that misspells nothing, as
+	// the index terms it starts or ends with ("ripgrep": grep, "findstr":
+	// find), at this weight.
+	Compounds float64
 }
 
 // DefaultOptions are the ranking toold serves, as docs/search.md measured
@@ -110,7 +115,7 @@ func DefaultOptions() Options {
 		K1:      1.2, Related: 0.5, General: 0.25, ServerBoost: 0.5,
 		ReadQuery: true, ValueWeight: 0.3, NegationPenalty: 0.5, Typos: true,
 		Dense: true, DenseFields: [numFields]float64{1, 0, 1, 0, 0, 0},
-		Fusion: Linear, DenseWeight: 0.1, RRFK: 60, FusionDepth: 100}
+		Fusion: Linear, DenseWeight: 0.1, RRFK: 60, FusionDepth: 100, Compounds: 0.75}
 }
 
 // Index is a searchable set of documents.
@@ -416,6 +421,10 @@ func (ix *Index) addText(text string, w float64, add func(t string, expanded boo
 		if ix.opts.Typos && !ix.known(t) {
 			if near := ix.nearestTerm(t); near != "" {
 				t = near
+			} else if ix.opts.Compounds > 0 {
+				for _, part := range ix.compoundParts(word) {
+					add(part, false, w*ix.opts.Compounds)
+				}
 			}
 		}
 		add(t, false, w)
@@ -458,4 +467,41 @@ func (ix *Index) penalise(negated []string, scores []float64) {
 			}
 		}
 	}
+}
+
+// minPart is the shortest part of a compound word that compoundParts
+// reads, in bytes.
+const minPart = 4
+
+// compoundParts are the index terms of the longest beginning and the
+// longest end of word (a word no tool, no thesaurus entry and no word
+// vector knows, and no typo of a term), of minPart bytes at least and two
+// short of the word at most, that tools hold: decompounding, as search
+// engines do for German, for the names people make of two words ("ripgrep"
+// ends with grep, "findstr" starts with find, "hellosign" ends with sign).
+// It is linear in the word's length: a map lookup per cut.
+func (ix *Index) compoundParts(word string) []string {
+	if len(word) < minPart+2 || len(word) > maxTypoLen || hasDigit(word) {
+		return nil
+	}
+	var out []string
+	for i := len(word) - 2; i >= minPart; i-- {
+		if !utf8.RuneStart(word[i]) {
+			continue
+		}
+		if t := ix.an.queryTerm(word[:i]); len(ix.postings[t]) > 0 {
+			out = append(out, t)
+			break
+		}
+	}
+	for j := 2; len(word)-j >= minPart; j++ {
+		if !utf8.RuneStart(word[j]) {
+			continue
+		}
+		if t := ix.an.queryTerm(word[j:]); len(ix.postings[t]) > 0 && !slices.Contains(out, t) {
+			out = append(out, t)
+			break
+		}
+	}
+	return out
 }
