@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -56,4 +57,44 @@ func TestArtifacts(t *testing.T) {
 	if _, err := a.Open(ctx, "alice", "art_1"); err != nil {
 		t.Errorf("the first after a refused second: %v", err)
 	}
+}
+
+// BenchmarkArtifacts: keeping a 5 MB result whole, and reading a 64 KiB
+// part of it from deep inside (the cost of a ranged GET: the object is
+// read from its start up to the offset).
+func BenchmarkArtifacts(b *testing.B) {
+	st, err := state.Open(context.Background(), state.Options{Dir: b.TempDir(), ArtifactsMaxBytes: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	a := st.Artifacts()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 5<<20/16)
+	b.Run("put_5MB", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for i := 0; b.Loop(); i++ {
+			if _, err := a.Put(ctx, "bench", "art_put_"+strconv.Itoa(i), data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if _, err := a.Put(ctx, "bench", "art_read", data); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("range_64KiB_at_4MB", func(b *testing.B) {
+		for b.Loop() {
+			if got, _, err := a.ReadRange(ctx, "bench", "art_read", 4<<20, 64<<10); err != nil || len(got) != 64<<10 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("whole_5MB", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if got, _, err := a.ReadRange(ctx, "bench", "art_read", 0, int64(len(data))); err != nil || len(got) != len(data) {
+				b.Fatal(err)
+			}
+		}
+	})
 }
