@@ -2,7 +2,9 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -43,6 +45,16 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ar.Close()
+	if n := strings.Count(r.Header.Get("Range"), ","); n >= maxRanges {
+		// Each range of a multipart answer is a read of the object: a
+		// header of thousands would be thousands of reads.
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", ar.Size()))
+		s.send(w, r, s.envelopeReply(dispatch.Failure(info(r).id, "", dispatch.StatusRejected,
+			tools.Errorf(tools.ValidationError, "the Range header asks for %d ranges; at most %d are read at once", n+1, maxRanges).
+				WithCode(tools.CodeInvalidRange).WithSuggestion("ask for fewer, larger ranges, or send no Range for the whole")),
+			http.StatusRequestedRangeNotSatisfiable))
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	// The result is its caller's: no shared cache keeps it.
@@ -83,6 +95,9 @@ func (w *rangeRefusal) Write(p []byte) (int, error) {
 	}
 	return w.ResponseWriter.Write(p)
 }
+
+// maxRanges bounds the ranges of one GET /artifacts/{id}.
+const maxRanges = 16
 
 func noArtifact() *tools.Error {
 	return tools.Errorf(tools.NotFound, "there is no artifact with that id for this caller; it may have expired").

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -123,10 +127,23 @@ func TestOutputBudgets(t *testing.T) {
 				t.Errorf("Range %s: %d %q, %d bytes", c.rng, r.status, r.header.Get("Content-Range"), len(r.body))
 			}
 		}
+		// Several ranges: multipart/byteranges, each part the bytes asked.
+		multi := h.do("GET", a.URI, nil, bearer(keyAlice, "Range", "bytes=0-9,1000000-1000009,-5"))
+		_, params, _ := mime.ParseMediaType(multi.header.Get("Content-Type"))
+		mr := multipart.NewReader(bytes.NewReader(multi.body), params["boundary"])
+		var parts []string
+		for p, err := mr.NextPart(); err == nil; p, err = mr.NextPart() {
+			b, _ := io.ReadAll(p)
+			parts = append(parts, string(b))
+		}
+		if multi.status != 206 || fmt.Sprint(parts) != fmt.Sprint([]string{string(all[:10]), string(all[1000000:1000010]), string(all[n-5:])}) {
+			t.Errorf("three ranges: %d %q", multi.status, parts)
+		}
 		for _, c := range []struct{ rng, contentRange string }{
 			{fmt.Sprintf("bytes=%d-", n), fmt.Sprintf("bytes */%d", n)},
 			{"bytes=99999999-", fmt.Sprintf("bytes */%d", n)},
 			{"bytes=1-2x", ""}, // not a range at all
+			{"bytes=" + strings.Repeat("0-0,", 20) + "1-1", fmt.Sprintf("bytes */%d", n)}, // too many
 		} {
 			r := h.do("GET", a.URI, nil, bearer(keyAlice, "Range", c.rng))
 			if r.status != 416 || r.env.Error == nil || r.env.Error.Code != tools.CodeInvalidRange || r.env.Error.Suggestion == "" ||

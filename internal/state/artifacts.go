@@ -124,10 +124,18 @@ func (r *ArtifactReader) Seek(offset int64, whence int) (int64, error) {
 }
 
 // Read reads from the position Seek set: from the open object when it is
-// there already, else from a new read of it that skips up to it.
+// there already or ahead of it (skipping forward), else from a new read
+// of it that skips up to it. Ranges in ascending order are one read.
 func (r *ArtifactReader) Read(p []byte) (int, error) {
 	if r.pos >= r.size {
 		return 0, io.EOF
+	}
+	if r.r != nil && r.pos > r.at {
+		if _, err := io.CopyN(io.Discard, r.r, r.pos-r.at); err != nil {
+			r.closeObject()
+			return 0, classify(err)
+		}
+		r.at = r.pos
 	}
 	if r.r != nil && r.at != r.pos {
 		r.closeObject()
