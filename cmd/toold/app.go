@@ -181,6 +181,9 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		gate = confirm.Shared([]byte(cfg.Server.ConfirmSecret), confirm.DefaultTTL, a.store.SpentTokens())
 		// A console sign-out is recorded where every replica reads it.
 		verifier.UseRevocations(a.store.RevokedSessions())
+		// and a session's refresh token (sealed), where every replica
+		// refreshes it.
+		verifier.UseSessionTokens(a.store.SessionTokens())
 		observers = append(observers, rec)
 	}
 	if withState {

@@ -67,6 +67,11 @@ type discovery struct {
 	AuthorizationEndpoint string `json:"authorization_endpoint"`
 	TokenEndpoint         string `json:"token_endpoint"`
 	IntrospectionEndpoint string `json:"introspection_endpoint"`
+	// RevocationEndpoint (RFC 7009) is where a console sign-out revokes
+	// the session's refresh token; ScopesSupported says whether to ask
+	// for offline_access (a refresh token).
+	RevocationEndpoint string   `json:"revocation_endpoint"`
+	ScopesSupported    []string `json:"scopes_supported"`
 }
 
 func newIssuer(c Config, m *metrics, now func() time.Time) (*issuer, error) {

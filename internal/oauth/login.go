@@ -124,7 +124,7 @@ func (v *Verifier) BeginSignIn(ctx context.Context, i int, host string, secure b
 	}
 	challenge := sha256.Sum256([]byte(st.Verifier))
 	q := url.Values{"response_type": {"code"}, "client_id": {si.cfg.ClientID}, "redirect_uri": {st.Redirect},
-		"scope": {strings.Join(si.scopes(), " ")}, "state": {st.State}, "resource": {si.is.cfg.Audience},
+		"scope": {strings.Join(si.scopes(d), " ")}, "state": {st.State}, "resource": {si.is.cfg.Audience},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(challenge[:])}, "code_challenge_method": {"S256"}}
 	sep := "?"
 	if strings.Contains(d.AuthorizationEndpoint, "?") {
@@ -185,18 +185,18 @@ func (v *Verifier) FinishSignIn(ctx context.Context, r *http.Request, secure boo
 	if !sameBrowser(r, st, secure) {
 		return nil, "", nil, signInError("browser_mismatch", "the sign-in was started in another browser")
 	}
-	token, err := si.exchange(ctx, q.Get("code"), st)
+	tok, err := si.exchange(ctx, q.Get("code"), st)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	p, until, err := v.authenticate(ctx, token)
+	p, until, err := v.authenticate(ctx, tok.AccessToken)
 	if err != nil {
 		return nil, "", nil, signInError("invalid_token", "the issuer's access token is not one toold accepts: %v", err)
 	}
 	if p.Issuer != si.is.cfg.Issuer {
 		return nil, "", nil, signInError("invalid_token", "the access token names another issuer")
 	}
-	session, err := si.newSession(token, until, v.now(), secure)
+	session, err := v.newSession(ctx, si, tok, until, secure)
 	return session, st.Return, p, err
 }
 
@@ -215,23 +215,57 @@ func (v *Verifier) openLogin(value string) (*loginState, *signIn, error) {
 	return nil, nil, signInError("no_login", "the sign-in's cookie is not valid, or it took longer than %v", loginFor)
 }
 
-// exchange trades the authorization code for an access token (RFC 6749
-// §4.1.3, with PKCE and the resource of RFC 8707).
-func (si *signIn) exchange(ctx context.Context, code string, st *loginState) (string, error) {
+// exchange trades the authorization code for tokens (RFC 6749 §4.1.3,
+// with PKCE and the resource of RFC 8707).
+func (si *signIn) exchange(ctx context.Context, code string, st *loginState) (*tokenAnswer, error) {
+	return si.tokenRequest(ctx, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {st.Redirect},
+		"code_verifier": {st.Verifier}, "resource": {si.is.cfg.Audience}})
+}
+
+// tokenAnswer is what toold reads of a token endpoint's answer.
+type tokenAnswer struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	Error        string `json:"error"`
+}
+
+// tokenRequest posts a grant to the issuer's token endpoint as the
+// console's client. A refusal is a *SignInError with the issuer's error
+// code (invalid_grant: the grant is spent, expired or revoked); an issuer
+// that cannot be reached wraps errUnavailable. Neither quotes a token.
+func (si *signIn) tokenRequest(ctx context.Context, form url.Values) (*tokenAnswer, error) {
 	d, err := si.is.metadata(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {st.Redirect},
-		"code_verifier": {st.Verifier}, "resource": {si.is.cfg.Audience}}
 	if si.cfg.ClientSecret == "" {
 		form.Set("client_id", si.cfg.ClientID)
 	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.TokenEndpoint, strings.NewReader(form.Encode()))
+	resp, err := si.post(ctx, d.TokenEndpoint, form)
+	si.is.m.fetch(si.is.cfg.Issuer, "token", err)
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("%w: %v", errUnavailable, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxDocBytes))
+	var out tokenAnswer
+	if resp.StatusCode >= 500 {
+		return nil, fmt.Errorf("%w: the token endpoint answered %s", errUnavailable, resp.Status)
+	}
+	if json.Unmarshal(b, &out) != nil || resp.StatusCode != http.StatusOK || out.AccessToken == "" {
+		return nil, signInError(printableCode(cmp.Or(out.Error, "token_refused")), "the issuer's token endpoint answered %s", resp.Status)
+	}
+	return &out, nil
+}
+
+// post sends a form to one of the issuer's endpoints with the console
+// client's authentication (client_secret_basic for a confidential one).
+func (si *signIn) post(ctx context.Context, endpoint string, form url.Values) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -239,21 +273,21 @@ func (si *signIn) exchange(ctx context.Context, code string, st *loginState) (st
 		req.SetBasicAuth(url.QueryEscape(si.cfg.ClientID), url.QueryEscape(si.cfg.ClientSecret))
 	}
 	resp, err := si.is.client.Do(req)
-	si.is.m.fetch(si.is.cfg.Issuer, "token", err)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", errUnavailable, err)
+		cancel()
+		return nil, err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxDocBytes))
-	var out struct {
-		AccessToken string `json:"access_token"`
-		Error       string `json:"error"`
-	}
-	if json.Unmarshal(b, &out) != nil || resp.StatusCode != http.StatusOK || out.AccessToken == "" {
-		return "", signInError(printableCode(cmp.Or(out.Error, "token_refused")), "the issuer's token endpoint answered %s", resp.Status)
-	}
-	return out.AccessToken, nil
+	resp.Body = cancelOnClose{resp.Body, cancel}
+	return resp, nil
 }
+
+// cancelOnClose releases a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); return err }
 
 // redirectURL is the callback as the issuer knows it: configured, or this
 // request's host (http on loopback, https elsewhere).
@@ -268,8 +302,10 @@ func (si *signIn) redirectURL(host string, secure bool) string {
 	return scheme + "://" + host + CallbackPath
 }
 
-// scopes asked for: configured, or openid and toold's roles' scopes.
-func (si *signIn) scopes() []string {
+// scopes asked for: configured, or openid, toold's roles' scopes and,
+// where the issuer lists it, offline_access (a refresh token, so a
+// session outlives its first access token: refresh.go).
+func (si *signIn) scopes(d *discovery) []string {
 	if len(si.cfg.Scopes) > 0 {
 		return si.cfg.Scopes
 	}
@@ -278,6 +314,9 @@ func (si *signIn) scopes() []string {
 		if s := si.is.scopeFor(r); s != "" && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
+	}
+	if slices.Contains(d.ScopesSupported, offlineAccess) {
+		out = append(out, offlineAccess)
 	}
 	return out
 }

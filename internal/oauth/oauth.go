@@ -70,6 +70,10 @@ type Verifier struct {
 	signins []*signIn
 	// revoked records the sessions signed out (revoke.go).
 	revoked Revocations
+	// tokens keeps sessions' refresh tokens, sealed; locks serialises
+	// each session's refreshes (refresh.go).
+	tokens SessionTokens
+	locks  sessionLocks
 }
 
 // New builds a Verifier; nil when no issuer is configured.
@@ -87,7 +91,8 @@ func New(o Options) (*Verifier, error) {
 		o.Logger = zap.NewNop()
 	}
 	v := &Verifier{byIssuer: map[string]*issuer{}, cache: newCache(), m: newMetrics(o.Registerer), log: o.Logger, now: o.Now,
-		revoked: &RevokedInMemory{until: map[string]time.Time{}, now: o.Now}}
+		revoked: &RevokedInMemory{until: map[string]time.Time{}, now: o.Now},
+		tokens:  &SessionTokensInMemory{m: map[string]heldTokens{}, now: o.Now}}
 	for _, c := range o.Issuers {
 		is, err := newIssuer(c, v.m, o.Now)
 		if err != nil {

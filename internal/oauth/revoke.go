@@ -45,7 +45,9 @@ func (v *Verifier) UseRevocations(r Revocations) {
 var ErrRevocationsUnavailable = errors.New("the record of signed-out sessions cannot be reached")
 
 // SignOut revokes the session on every replica (as far as the
-// revocations reach), until it would have expired.
+// revocations reach), until it would have expired; a session with a
+// refresh token also loses its record, and the token is revoked at the
+// issuer where it can be (refresh.go).
 func (v *Verifier) SignOut(ctx context.Context, s *Session) error {
 	if v == nil || s == nil {
 		return nil
@@ -53,6 +55,9 @@ func (v *Verifier) SignOut(ctx context.Context, s *Session) error {
 	if err := v.revoked.Revoke(ctx, revocationKey(s.id), s.Expires); err != nil {
 		v.log.Warn("a sign-out could not be recorded", zap.Error(err))
 		return ErrRevocationsUnavailable
+	}
+	if s.refresh {
+		v.forgetTokens(ctx, s)
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func TestSignInFlow(t *testing.T) {
 	u, _ := url.Parse(to)
 	q := u.Query()
 	if q.Get("code_challenge_method") != "S256" || q.Get("resource") != resource || q.Get("redirect_uri") != "http://127.0.0.1:8080/auth/callback" ||
-		q.Get("scope") != "openid toold:call toold:observe toold:admin toold:approve" || login.SameSite != http.SameSiteLaxMode || !login.HttpOnly {
+		q.Get("scope") != "openid toold:call toold:observe toold:admin toold:approve offline_access" || login.SameSite != http.SameSiteLaxMode || !login.HttpOnly {
 		t.Fatalf("the authorization request: %s, cookie %+v", to, login)
 	}
 	callback := browse(t, to, "alice", "alice-pw")
@@ -73,7 +73,7 @@ func TestSignInFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back != "/console/" || pr.Subject != "u-alice" || pr.Client != "console" || session.Name != "toold_session" ||
-		session.SameSite != http.SameSiteStrictMode || !session.HttpOnly || session.MaxAge <= 0 || session.MaxAge > 301 {
+		session.SameSite != http.SameSiteStrictMode || !session.HttpOnly || session.MaxAge <= 0 || session.MaxAge > 8*3600 {
 		t.Errorf("the session: back %q, %+v, cookie %+v", back, pr.Identity, session)
 	}
 	s, err := v.Session(ctx, request("/approvals", session), false)

@@ -172,6 +172,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		}
 		if st != nil { // as cmd/toold wires it: sign-outs where every replica reads them
 			verifier.UseRevocations(st.RevokedSessions())
+			verifier.UseSessionTokens(st.SessionTokens())
 		}
 	}
 	var mcpHandler http.Handler

@@ -28,11 +28,21 @@ var ssoUser = oidctest.User{ID: "u-alice", Username: "alice", Password: "alice-p
 // console's session_ttl.
 func ssoReplicas(t *testing.T, ttl time.Duration) (a, b *harness) {
 	t.Helper()
+	return ssoReplicasTTL(t, ttl, 0)
+}
+
+// ssoReplicasTTL is ssoReplicas with the provider's access tokens living
+// accessTTL seconds (0: five minutes), and no clock skew allowed on them.
+func ssoReplicasTTL(t *testing.T, ttl time.Duration, accessTTL int) (a, b *harness) {
+	t.Helper()
 	console := oidctest.Client{ID: "console", Secret: "console-secret", RedirectURIs: []string{"http://127.0.0.1:*/auth/callback"},
-		Audience: []string{ssoResource}}
+		Audience: []string{ssoResource}, AccessTTL: accessTTL}
 	idp := oidctest.Start(t, oidctest.Config{Clients: []oidctest.Client{console}, Users: []oidctest.User{ssoUser}})
 	issuers := oauth.Issuers{{Issuer: idp.Issuer, Audience: ssoResource, Allow: []string{"127.0.0.1"}, AllowHTTP: true,
 		Console: oauth.Console{ClientID: "console", ClientSecret: "console-secret", SessionSecret: strings.Repeat("s", 40), SessionTTL: ttl}}}
+	if accessTTL > 0 {
+		issuers[0].Skew = time.Nanosecond
+	}
 	sa, sb := statetest.OpenPair(t, state.Options{})
 	keys := []auth.Key{{Name: "ops", SHA256: auth.Hash("toold_sso_key_0123456789abcdef01"), Tools: []string{"*"}}}
 	return newHarness(t, harnessOpts{st: sa, issuers: issuers, keys: keys}), newHarness(t, harnessOpts{st: sb, issuers: issuers, keys: keys})
@@ -130,8 +140,9 @@ func (b *browser) cookie(base, name string) *http.Cookie {
 // opened on replica A is good on B; POST /auth/logout on A revokes it in
 // the store, and from then the old cookie — the browser's, or a copy of
 // it, with its CSRF token — is signed out on both replicas: GET
-// /auth/session says so and an API route refuses it 401. The session's
-// cookie lives no longer than its token, whatever session_ttl says.
+// /auth/session says so and an API route refuses it 401. With a refresh
+// token (the provider lists offline_access) the session's cookie lives
+// session_ttl, not its first token's five minutes.
 func TestSignOutEndsTheSessionEverywhere(t *testing.T) {
 	a, b := ssoReplicas(t, 24*time.Hour)
 	alice := newBrowser(t)
@@ -145,9 +156,9 @@ func TestSignOutEndsTheSessionEverywhere(t *testing.T) {
 			session = c
 		}
 	}
-	// The provider's tokens live five minutes: the session does not
-	// outlive its token, though session_ttl is a day.
-	if session == nil || session.MaxAge <= 0 || session.MaxAge > 301 {
+	// The provider's tokens live five minutes, and come with a refresh
+	// token: the session lasts session_ttl, a day.
+	if session == nil || session.MaxAge <= 301 || session.MaxAge > 24*3600 {
 		t.Fatalf("the session cookie: %+v", session)
 	}
 	in, csrf := alice.session(b.url)
@@ -173,6 +184,59 @@ func TestSignOutEndsTheSessionEverywhere(t *testing.T) {
 				t.Errorf("%s %s %s with the signed-out cookie: %s %s", replica.url, call.method, call.path, resp.Status, body)
 			}
 		}
+	}
+}
+
+// TestSessionRefreshesOnEveryReplica: with access tokens that live one
+// second, a session opened on replica A is good on B after its token
+// expired (B refreshes it, with the refresh token the shared store keeps
+// sealed), then on A (which reads B's refresh: the provider rotates
+// refresh tokens, so A trading the first one again would be refused and
+// end the session), and after the next expiry with requests on both
+// replicas at once; signing out on B ends it on A.
+func TestSessionRefreshesOnEveryReplica(t *testing.T) {
+	a, b := ssoReplicasTTL(t, time.Hour, 1)
+	alice := newBrowser(t)
+	resp, _ := alice.do("GET", alice.startSignIn(a.url).String(), nil, nil)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the callback: %s", resp.Status)
+	}
+	signedIn := time.Now()
+	get := func(h *harness) int {
+		resp, _ := alice.do("GET", h.url+"/tools", nil, nil)
+		return resp.StatusCode
+	}
+	// A token's exp is in whole seconds, at most one after it was
+	// issued: two seconds on, the one in use has expired (and there is
+	// nothing else to wait on: every request in between succeeds).
+	time.Sleep(time.Until(signedIn.Add(2 * time.Second)))
+	if got := get(b); got != http.StatusOK {
+		t.Fatalf("B, after the first token expired: %d", got)
+	}
+	if got := get(a); got != http.StatusOK {
+		t.Fatalf("A, after B refreshed the session: %d", got)
+	}
+	time.Sleep(time.Until(signedIn.Add(4 * time.Second)))
+	codes := make(chan int, 8)
+	for i := range 8 {
+		go func() { codes <- get([]*harness{a, b}[i%2]) }()
+	}
+	for range 8 {
+		if got := <-codes; got != http.StatusOK {
+			t.Errorf("a request on both replicas at once, after the second token expired: %d", got)
+		}
+	}
+	in, csrf := alice.session(b.url)
+	if !in {
+		t.Fatal("not signed in on B")
+	}
+	copied := newBrowser(t)
+	copied.c.Jar.SetCookies(mustURL(a.url), []*http.Cookie{alice.cookie(a.url, oauth.SessionCookieName(false))})
+	if resp, body := alice.do("POST", b.url+"/auth/logout", nil, map[string]string{oauth.CSRFHeader: csrf}); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("sign-out: %s %s", resp.Status, body)
+	}
+	if in, _ := copied.session(a.url); in {
+		t.Error("signed out on B, the session's cookie is still signed in on A")
 	}
 }
 

@@ -64,3 +64,65 @@ func (r *RevokedSessions) Revoked(ctx context.Context, id string) (bool, error) 
 	}
 	return false, err
 }
+
+// SessionTokensBucket holds console sessions' refresh tokens, sealed by
+// internal/oauth with the session key (the store sees opaque values), each
+// key until its session ends (internal/oauth, refresh.go).
+const SessionTokensBucket = "toold_sessions_tokens"
+
+func (s *Store) sessionTokensBucket(ctx context.Context) (*Bucket, error) {
+	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: SessionTokensBucket,
+		Description: "toold console sessions' refresh tokens, sealed", Storage: jetstream.FileStorage, Replicas: s.opts.Replicas,
+		History: 1, LimitMarkerTTL: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", SessionTokensBucket, err)
+	}
+	bucket := &Bucket{kv: b, m: s.metrics, name: SessionTokensBucket}
+	if s.opts.Replicas > 1 {
+		bucket.nc = s.nc // a refresh is read back at once, on any replica: from the leader
+	}
+	return bucket, nil
+}
+
+// SessionTokens is where every replica finds a console session's refresh
+// token (sealed): a session signed in on one replica refreshes on any, and
+// a refresh on one is what the next request reads on another.
+type SessionTokens struct {
+	b  *Bucket
+	js jetstream.JetStream
+}
+
+// SessionTokens returns the store's record of sessions' refresh tokens.
+func (s *Store) SessionTokens() *SessionTokens { return &SessionTokens{b: s.sessionTokens, js: s.js} }
+
+// Put records value under key until until (plus the clock skew
+// allowance): a put with the key's own TTL, which a later put replaces.
+// (The KV API sets a TTL on Create only; a put is a publish to the key's
+// subject, and the message TTL is the same header.)
+func (t *SessionTokens) Put(ctx context.Context, key, value string, until time.Time) error {
+	start := time.Now()
+	ttl := max((time.Until(until) + clockSkew).Round(time.Second), time.Second)
+	_, err := t.js.Publish(ctx, "$KV."+SessionTokensBucket+"."+key, []byte(value), jetstream.WithMsgTTL(ttl))
+	return t.b.done("put", start, err)
+}
+
+// Get returns the value under key; ok false when there is none.
+func (t *SessionTokens) Get(ctx context.Context, key string) (string, bool, error) {
+	v, _, err := t.b.Get(ctx, key)
+	switch {
+	case err == nil:
+		return string(v), true, nil
+	case errors.Is(err, ErrNotFound):
+		return "", false, nil
+	}
+	return "", false, err
+}
+
+// Delete forgets key.
+func (t *SessionTokens) Delete(ctx context.Context, key string) error {
+	err := t.b.Delete(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}

@@ -15,6 +15,8 @@
 //	KV  toold_pins           hosted MCP tools' pinned definitions (pins.go)
 //	KV  toold_sessions_revoked  console sessions signed out, each kept until it
 //	                         would have expired (per-key TTL): every replica refuses them
+//	KV  toold_sessions_tokens  console sessions' refresh tokens, sealed by
+//	                         internal/oauth, each kept until its session ends (per-key TTL)
 //	KV  toold_credentials    principals' credentials and OAuth tokens, sealed
 //	                         (AES-256-GCM, internal/credentials); no age limit
 //	OBJ toold_artifacts      results over their tool's budget, kept whole for
@@ -186,6 +188,9 @@ type Store struct {
 	Pins *Bucket
 	// revokedSessions holds signed-out console sessions (RevokedSessions).
 	revokedSessions *Bucket
+	// sessionTokens holds console sessions' refresh tokens, sealed
+	// (SessionTokens).
+	sessionTokens *Bucket
 	// Credentials holds each principal's credentials, sealed (see
 	// internal/credentials): secrets, OAuth tokens, authorizations in
 	// progress (with a TTL of their own).
@@ -366,6 +371,9 @@ func (s *Store) provision(ctx context.Context) error {
 		return fmt.Errorf("bucket %s: %w", PinsBucket, err)
 	}
 	if s.revokedSessions, err = s.revokedSessionsBucket(ctx); err != nil {
+		return err
+	}
+	if s.sessionTokens, err = s.sessionTokensBucket(ctx); err != nil {
 		return err
 	}
 	if s.Credentials, err = s.credentialsBucket(ctx); err != nil {

@@ -220,6 +220,33 @@ func (p *Provider) Refresh(c Client, refreshToken string) error {
 	return nil
 }
 
+// Revoke revokes a token at the provider's revocation endpoint (RFC 7009)
+// as client c, as a person would by ending a grant at their IdP.
+func (p *Provider) Revoke(c Client, token string) {
+	p.t.Helper()
+	form := url.Values{"token": {token}}
+	if c.Secret == "" {
+		form.Set("client_id", c.ID)
+	}
+	req, err := http.NewRequest(http.MethodPost, p.Issuer+"revoke", strings.NewReader(form.Encode()))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if c.Secret != "" {
+		req.SetBasicAuth(c.ID, c.Secret)
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		p.t.Fatalf("revoking a token: %s: %s", resp.Status, b)
+	}
+}
+
 // Rotate makes the provider sign with a new key; drop stops it publishing
 // the old one.
 func (p *Provider) Rotate(drop bool) {
