@@ -9,7 +9,7 @@ IMAGE    ?= toold:$(VERSION)
 
 .DEFAULT_GOAL := build
 
-.PHONY: help build run deps test test-race test-all lint fuzz bench search-eval load image release release-tools helm chart ci
+.PHONY: help build run deps test test-race test-all skips lint fuzz bench search-eval load image release release-tools helm chart ci
 
 help: ## this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,6 +37,10 @@ test-race: ## the tests with the race detector
 test-all: deps ## every test, none skipped for a missing npm package (as CI runs them)
 	TOOLD_REQUIRE_NPM=1 go test -race ./...
 
+skips: ## the tests with -race, their progress as they run, and the skips by reason; rewrites README.md's skip count and the run it is counted from
+	bash -o pipefail -c 'go test -race -json ./... | go run ./internal/testreport \
+	  -save internal/testreport/testdata/readme-run.json.gz -readme README.md'
+
 lint: ## format and vet, as CI checks them
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	go vet ./...
@@ -57,12 +61,15 @@ image: ## the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
 
 # GoReleaser and cyclonedx-gomod, pinned as tools of their own module
-# (tools/release/go.mod), installed into bin/release.
+# (tools/release/go.mod), installed into bin/release: a build of the pinned
+# version already at hand (bin/release, PATH, $(go env GOPATH)/bin, .ci/run's
+# cache) is reused; only without one are they built (GoReleaser: about 16
+# minutes on 2 cores, once).
 RELEASE_BIN   := $(CURDIR)/bin/release
 RELEASE_FLAGS ?= --snapshot
 
-release-tools: ## GoReleaser and cyclonedx-gomod at the versions tools/release/go.mod pins, in bin/release
-	GOBIN=$(RELEASE_BIN) go -C tools/release install tool
+release-tools: ## GoReleaser and cyclonedx-gomod at the versions tools/release/go.mod pins, in bin/release (reused when a build of them is at hand)
+	tools/release/install.sh $(RELEASE_BIN)
 
 release: release-tools ## archives for every target, an SBOM per binary, checksums.txt and the Homebrew formula in dist/ (a snapshot; RELEASE_FLAGS= on a tag)
 	PATH="$(RELEASE_BIN):$$PATH" TOOLD_REVISION=$(REVISION) goreleaser release --clean $(RELEASE_FLAGS)
