@@ -93,7 +93,8 @@ type Console struct {
 	// ClientSecret makes it a confidential client (client_secret_basic);
 	// empty, a public one.
 	ClientSecret string `yaml:"client_secret"`
-	// Scopes asked for; default openid and the four toold scopes.
+	// Scopes asked for; default openid, the four toold scopes and, where
+	// the issuer lists it, offline_access (a refresh token: refresh.go).
 	Scopes []string `yaml:"scopes"`
 	// RedirectURL is toold's /auth/callback as the IdP knows it; empty
 	// derives it from the request (http on loopback, https elsewhere).
@@ -102,8 +103,8 @@ type Console struct {
 	// behind one name share it. Empty: a random one per process (sessions
 	// end at a restart).
 	SessionSecret string `yaml:"session_secret" validate:"omitempty,min=32"`
-	// SessionTTL bounds a session, and never past its token's expiry
-	// (default 8h).
+	// SessionTTL bounds a session (default 8h); without a refresh token,
+	// never past its access token's expiry.
 	SessionTTL time.Duration `yaml:"session_ttl" validate:"gte=0"`
 }
 

@@ -226,6 +226,7 @@ func (si *signIn) exchange(ctx context.Context, code string, st *loginState) (*t
 type tokenAnswer struct {
 	AccessToken  string `json:"access_token"`
 	RefreshToken string `json:"refresh_token"`
+	ExpiresIn    int64  `json:"expires_in"`
 	Error        string `json:"error"`
 }
 

@@ -3,7 +3,7 @@
 // caller it names, an auth.Principal. It also serves what MCP's
 // authorization rules ask of a resource server (the RFC 9728 protected
 // resource metadata, the WWW-Authenticate challenges), and signs people in
-// to the console with the same issuers (login.go, session.go).
+// to the console with the same issuers (login.go, session.go, refresh.go).
 //
 // The policy is toold's, and tested: a JWT access token (RFC 9068, and
 // the shapes common IdPs write) must be signed with an asymmetric

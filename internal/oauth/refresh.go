@@ -62,11 +62,26 @@ func (v *Verifier) UseSessionTokens(t SessionTokens) {
 }
 
 // sessionTokens is a session's record: its newest access token, the
-// refresh token, and when the access token was issued (for its lifetime).
+// refresh token, when the access token was issued and, where the issuer
+// said (expires_in), when it expires: an opaque token's verification is
+// trusted only for the introspection window, which says nothing of its
+// own end.
 type sessionTokens struct {
 	Access  string `json:"at"`
 	Refresh string `json:"rt"`
 	Issued  int64  `json:"iat"`
+	Expires int64  `json:"exp,omitempty"`
+}
+
+// newTokens is the record of a token endpoint's answer received at now;
+// the refresh token kept is the answer's, or the one traded when the
+// issuer does not rotate them.
+func newTokens(tok *tokenAnswer, refresh string, now time.Time) *sessionTokens {
+	rec := &sessionTokens{Access: tok.AccessToken, Refresh: cmp.Or(tok.RefreshToken, refresh), Issued: now.Unix()}
+	if tok.ExpiresIn > 0 {
+		rec.Expires = now.Unix() + tok.ExpiresIn
+	}
+	return rec
 }
 
 // errSessionEnded is a refresh the issuer refused: the session is over.
@@ -142,10 +157,13 @@ func (v *Verifier) refreshedPrincipal(ctx context.Context, si *signIn, st *sessi
 	return nil, &Error{Unavailable: true, Description: "the session's issuer could not be reached to refresh it"}
 }
 
-// due reports whether an access token good until until is to be
-// refreshed now: within refreshAhead of its end, or a quarter of its
-// lifetime for a shorter one.
+// due reports whether an access token verified good until until (or
+// expiring when the issuer said) is to be refreshed now: within
+// refreshAhead of its end, or a quarter of its lifetime for a shorter one.
 func (v *Verifier) due(rec *sessionTokens, until time.Time) bool {
+	if rec.Expires > rec.Issued {
+		until = time.Unix(rec.Expires, 0)
+	}
 	ahead := min(refreshAhead, until.Sub(time.Unix(rec.Issued, 0))/4)
 	return !v.now().Before(until.Add(-ahead))
 }
@@ -194,7 +212,7 @@ func (v *Verifier) refresh(ctx context.Context, si *signIn, st *sessionState, se
 		}
 		return nil, err
 	}
-	next := &sessionTokens{Access: tok.AccessToken, Refresh: cmp.Or(tok.RefreshToken, rec.Refresh), Issued: now.Unix()}
+	next := newTokens(tok, rec.Refresh, now)
 	if err := v.putTokens(ctx, si, st.ID, next, time.Unix(st.Expires, 0)); err != nil {
 		v.log.Warn("a refreshed session's tokens could not be kept", zap.Error(err))
 	}

@@ -20,8 +20,9 @@ import (
 // tokens that live one second, a console session asks for offline_access,
 // keeps its refresh token server-side (the cookie carries none), outlives
 // its first access token and the next (eight requests at once after an
-// expiry refresh once: the provider rotates refresh tokens, so a second
-// trade of the same one would be refused), ends when the provider refuses
+// expiry all pass: the provider rotates refresh tokens, so a second trade
+// of the same one is refused, and the requests that wait read the first
+// one's), ends when the provider refuses
 // the refresh (the grant revoked there). No log line quotes a token.
 func TestSessionOutlivesItsToken(t *testing.T) {
 	console := oidctest.Client{ID: "console", Secret: "console-secret", RedirectURIs: []string{"http://127.0.0.1:8080/auth/callback"},

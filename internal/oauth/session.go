@@ -87,8 +87,7 @@ func (v *Verifier) newSession(ctx context.Context, si *signIn, tok *tokenAnswer,
 	}
 	st := sessionState{ID: random(), Issuer: si.is.cfg.Issuer, Token: tok.AccessToken, CSRF: random(), Expires: now.Add(ttl).Unix()}
 	if tok.RefreshToken != "" {
-		rec := &sessionTokens{Access: tok.AccessToken, Refresh: tok.RefreshToken, Issued: now.Unix()}
-		if err := v.putTokens(ctx, si, st.ID, rec, time.Unix(st.Expires, 0)); err != nil {
+		if err := v.putTokens(ctx, si, st.ID, newTokens(tok, "", now), time.Unix(st.Expires, 0)); err != nil {
 			v.log.Warn("a session's refresh token could not be kept: the session ends with its access token", zap.Error(err))
 		} else {
 			st.Refresh = true
