@@ -222,11 +222,11 @@ func skipReason(out []string) string {
 	return clip(last)
 }
 
-// clip keeps a reason to one line of at most 200 characters.
+// clip keeps a reason to one line of at most 260 characters.
 func clip(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:199]) + "…"
+	if r := []rune(s); len(r) > 260 {
+		s = string(r[:259]) + "…"
 	}
 	return s
 }
