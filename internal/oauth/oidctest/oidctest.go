@@ -224,22 +224,7 @@ func (p *Provider) Refresh(c Client, refreshToken string) error {
 // as client c, as a person would by ending a grant at their IdP.
 func (p *Provider) Revoke(c Client, token string) {
 	p.t.Helper()
-	form := url.Values{"token": {token}}
-	if c.Secret == "" {
-		form.Set("client_id", c.ID)
-	}
-	req, err := http.NewRequest(http.MethodPost, p.Issuer+"revoke", strings.NewReader(form.Encode()))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if c.Secret != "" {
-		req.SetBasicAuth(c.ID, c.Secret)
-	}
-	resp, err := p.http.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
+	resp := p.post(c, "revoke", url.Values{"token": {token}})
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
@@ -292,12 +277,14 @@ func (p *Provider) redirect(req *http.Request, err error) *url.URL {
 	return loc
 }
 
-func (p *Provider) token(c Client, form url.Values) Token {
+// post sends form to the provider's endpoint at path as client c: its
+// secret in Basic auth, or its id in the form for a public client.
+func (p *Provider) post(c Client, path string, form url.Values) *http.Response {
 	p.t.Helper()
 	if c.Secret == "" {
 		form.Set("client_id", c.ID)
 	}
-	req, err := http.NewRequest(http.MethodPost, p.Issuer+"oauth/token", strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, p.Issuer+path, strings.NewReader(form.Encode()))
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -309,6 +296,12 @@ func (p *Provider) token(c Client, form url.Values) Token {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	return resp
+}
+
+func (p *Provider) token(c Client, form url.Values) Token {
+	p.t.Helper()
+	resp := p.post(c, "oauth/token", form)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var tok Token
