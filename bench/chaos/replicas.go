@@ -63,6 +63,7 @@ state:
   nats: {url: %q, replicas: 3}
   events: {max_bytes: 33554432}
   audit: {max_bytes: 33554432, signing_key_file: %q}
+  artifacts: {max_bytes: 16777216}
 executions: {heartbeat: %s, idempotency_wait: 5s}
 tools:
   echo: {enabled: true}

@@ -204,8 +204,8 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
 		Observers: observers, Tracer: a.tracing.Tracer(), TracePayloads: tracePayloads(cfg),
 		Policy: eng, Toolsets: sets, MaxResultBytes: maxResultBytes(cfg)}
-	if a.store != nil {
-		do.Artifacts = a.store.Artifacts()
+	if arts := artifactsOf(a.store); arts != nil {
+		do.Artifacts = arts
 	}
 	if p := limits.NewPrincipals(cfg.Auth.Limits, a.metrics); p != nil {
 		do.Principals = p
@@ -232,10 +232,14 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 	// One reader for REST and /mcp: its byte budget bounds every body held.
 	bodies := reqbody.New(reqbody.Options{MaxBytes: cfg.Server.MaxBodyBytes, Budget: cfg.Server.BodyBudgetBytes,
 		Timeout: cfg.Server.BodyReadTimeout, Registerer: a.metrics})
-	a.mcp = mcpserver.New(mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
+	mo := mcpserver.Options{Dispatcher: disp, Registry: a.reg, Logger: log.Named("mcp"),
 		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, Executions: a.exec, Tracer: a.tracing.Tracer(),
 		Toolsets: sets, StdioPrincipal: keyring.Principal(cfg.MCP.StdioKey), StdioDrain: a.grace,
-		SessionSecret: []byte(cfg.Server.ConfirmSecret), Artifacts: artifactsOf(a.store)})
+		SessionSecret: []byte(cfg.Server.ConfirmSecret)}
+	if arts := artifactsOf(a.store); arts != nil {
+		mo.Artifacts = arts
+	}
+	a.mcp = mcpserver.New(mo)
 	var mcpHandler http.Handler
 	if cfg.MCP.Serves() {
 		mcpHandler = a.mcp.Handler()
@@ -408,9 +412,10 @@ func openState(cfg *config.Config, log *zap.Logger, reg prometheus.Registerer, e
 		Name: name, Logger: log.Named("state"), Registerer: reg, Existing: existing})
 }
 
-// artifactsOf is the store's artifacts for the MCP server; nil without
-// a store (a nil *state.Artifacts would be an interface that is not nil).
-func artifactsOf(st *state.Store) mcpserver.Artifacts {
+// artifactsOf is the store's artifacts; nil without a store or without
+// room for them in it (a nil *state.Artifacts in an interface would not
+// be nil).
+func artifactsOf(st *state.Store) *state.Artifacts {
 	if st == nil {
 		return nil
 	}

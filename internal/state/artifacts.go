@@ -47,7 +47,7 @@ type Artifacts struct {
 }
 
 // Artifacts returns the store's artifacts; nil for a store opened
-// Existing.
+// Existing, or one without room for them (see provision).
 func (s *Store) Artifacts() *Artifacts {
 	if s.artifacts == nil {
 		return nil

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/state/statetest"
 )
 
 // TestArtifacts: an artifact is its owner's alone, read whole or from any
@@ -97,4 +99,43 @@ func BenchmarkArtifacts(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestArtifactsWithoutRoom: a cluster whose nodes cannot reserve the
+// artifacts' default bound (max_file_store set before toold kept
+// artifacts) still serves, without artifacts; a bound the operator chose
+// and the cluster cannot hold fails the start, naming the store.
+func TestArtifactsWithoutRoom(t *testing.T) {
+	nodes, err := statetest.NewCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		n.MaxStore = 64 << 20
+		t.Cleanup(n.Kill)
+	}
+	if err := statetest.StartAll(nodes); err != nil {
+		t.Fatal(err)
+	}
+	url := statetest.ClusterURL(nodes)
+	if err := statetest.WaitForJetStream(url, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	open := func(artifacts int64) (*state.Store, error) {
+		st, err := state.Open(context.Background(), state.Options{URL: url, Name: "small", Replicas: 3,
+			EventsMaxBytes: 8 << 20, AuditMaxBytes: 8 << 20, ArtifactsMaxBytes: artifacts, ConnectTimeout: 3 * time.Second})
+		if err == nil {
+			t.Cleanup(func() { st.Close() })
+		}
+		return st, err
+	}
+	if st, err := open(0); err != nil || st.Artifacts() != nil {
+		t.Fatalf("the default bound, without room: %v (artifacts %v)", err, st)
+	}
+	if _, err := open(256 << 20); err == nil || !strings.Contains(err.Error(), state.ArtifactsBucket) {
+		t.Errorf("a bound the operator chose, without room: %v", err)
+	}
+	if st, err := open(8 << 20); err != nil || st.Artifacts() == nil {
+		t.Errorf("a bound that fits: %v", err)
+	}
 }

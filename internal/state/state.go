@@ -123,6 +123,9 @@ type Options struct {
 	// the events and audit limits leave of it, if that is less).
 	ArtifactsRetention time.Duration
 	ArtifactsMaxBytes  int64
+	// artifactsDefaulted says ArtifactsMaxBytes is the default's, not
+	// the operator's (see provision).
+	artifactsDefaulted bool
 	// Name identifies this process to the NATS server (the replica name).
 	Name       string
 	Logger     *zap.Logger
@@ -146,6 +149,7 @@ func (o *Options) defaults() {
 	o.AuditMaxBytes = cmp.Or(o.AuditMaxBytes, 1<<30)
 	o.ArtifactsRetention = cmp.Or(o.ArtifactsRetention, DefaultArtifactsRetention)
 	if o.ArtifactsMaxBytes == 0 {
+		o.artifactsDefaulted = true
 		o.ArtifactsMaxBytes = DefaultArtifactsMaxBytes
 		if o.MaxStore != 0 {
 			// A store bounded by the operator keeps fitting what it fitted
@@ -322,6 +326,15 @@ func (s *Store) provisionPatiently(ctx context.Context) error {
 	return err
 }
 
+// noRoom reports whether the store refused a stream for want of room
+// for its byte limit: a server at its max_file_store, or a cluster none
+// of whose nodes has the room to place a replica.
+func noRoom(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(classify(err), ErrFull) ||
+		noPeers(err) && errors.As(err, &api) && strings.Contains(api.Description, "insufficient storage")
+}
+
 // placementPending reports whether a provisioning error may pass by
 // itself: no peers to place a replica on yet, or the store away.
 func placementPending(err error) bool {
@@ -380,7 +393,16 @@ func (s *Store) provision(ctx context.Context) error {
 		return err
 	}
 	if s.artifacts, err = s.artifactsBucket(ctx); err != nil {
-		return err
+		if !s.opts.artifactsDefaulted || !noRoom(err) {
+			return err
+		}
+		// The store cannot reserve the default bound (an external
+		// cluster's max_file_store, set before artifacts were kept):
+		// toold serves on, answering heads alone, rather than not start
+		// after an upgrade. A bound the operator chose fails instead.
+		s.log.Warn("state: no room to keep results over their budget whole; they are answered with their heads alone "+
+			"(set state.artifacts.max_bytes to what the store can hold)", zap.Int64("wanted_bytes", s.opts.ArtifactsMaxBytes), zap.Error(err))
+		s.artifacts = nil
 	}
 	streams := []jetstream.StreamConfig{
 		// Not a work-queue stream: there every acknowledgement deletes a
