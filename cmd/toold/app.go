@@ -253,7 +253,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		// only by credentials, so the anonymous caller decides only when
 		// the operator says so.
 		SelfApproval: cfg.Approvals.SelfApproval, Tracer: a.tracing.Tracer(),
-		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), Pinned: cfg.Search.PinnedPatterns(), Pins: keeper,
+		Toolsets: sets, MCPToolsets: a.mcpToolsets(sets), Pinned: cfg.Search.PinnedPatterns(), Pins: keeper, Relist: a.relist(),
 		AnonymousWithheld: a.anonymousWithheld, Credentials: a.vault, Delegate: a.delegate, Reload: a.reloadRequest})
 	if err != nil {
 		return nil, err
@@ -420,6 +420,15 @@ func artifactsOf(st *state.Store) *state.Artifacts {
 		return nil
 	}
 	return st.Artifacts()
+}
+
+// relist is the upstream manager's RelistNow, or nil without hosted
+// servers.
+func (a *app) relist() func(context.Context, string) error {
+	if a.upstream == nil {
+		return nil
+	}
+	return a.upstream.RelistNow
 }
 
 // maxResultBytes is the result budget of tools that declare none:

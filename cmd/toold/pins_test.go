@@ -130,9 +130,13 @@ func TestPinnedToolChanges(t *testing.T) {
 	if r := send(t, "POST", a.url+"/tools/changes/up.greet", `{"accept":true,"hash":"sha256:00"}`); r.status != 409 {
 		t.Errorf("accepting a version not shown: %d %s", r.status, r.body)
 	}
-	// Accepted on A: served again on both, as it is now.
+	// Accepted on A: served again on both, as it is now — on A when the
+	// answer comes (it re-lists before answering), on B once it sees it.
 	if r := send(t, "POST", a.url+"/tools/changes/up.greet", `{"accept":true,"hash":"`+change.NewHash+`"}`); r.status != 200 {
 		t.Fatalf("accepting: %d %s", r.status, r.body)
+	}
+	if r := send(t, "GET", a.url+"/tools", ""); !strings.Contains(string(r.body), "up.greet") {
+		t.Errorf("the replica that accepted does not list the tool when it answers: %s", r.body)
 	}
 	for _, in := range replicas {
 		waitServed(t, in, "up.greet")

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -25,6 +26,10 @@ type changesView struct {
 }
 
 // listChanges is GET /tools/changes.
+// relistWait bounds how long a decision's answer waits for this
+// replica's re-list of the tool's server.
+const relistWait = 5 * time.Second
+
 func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 	v := changesView{Changes: []pins.Change{}}
 	if s.opts.Pins != nil {
@@ -87,6 +92,17 @@ func (s *Server) decideChange(w http.ResponseWriter, r *http.Request) {
 		}
 		s.auditAction(r, action, name+" "+hash)
 		s.log.Info("a hosted tool's change was decided", zap.String("tool", name), zap.String("action", action), zap.String("hash", hash))
+		if s.opts.Relist != nil {
+			// Every replica re-lists when it sees the decision (the pins
+			// watch); this one does before it answers, so a listing right
+			// after the answer shows the decision.
+			ctx, cancel := context.WithTimeout(r.Context(), relistWait)
+			if err := s.opts.Relist(ctx, name); err != nil {
+				s.log.Info("the decided tool's server did not re-list before the answer; it serves the decision when it does",
+					zap.String("tool", name), zap.Error(err))
+			}
+			cancel()
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"name": name, "accepted": *in.Accept, "hash": hash})
 	})
 }

@@ -5,6 +5,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -113,6 +114,10 @@ type Options struct {
 	// Pins, when set, serves the changes of hosted tools that wait for
 	// an admin (GET /tools/changes, POST /tools/changes/{name}).
 	Pins *pins.Keeper
+	// Relist, when set, has the hosted server of a tool list its tools
+	// again and returns once this replica serves the list (or ctx ends):
+	// a decided change is answered when it is served here.
+	Relist func(ctx context.Context, tool string) error
 	// Credentials is each caller's vault (PUT /credentials/{name}); nil
 	// keeps none.
 	Credentials *credentials.Vault

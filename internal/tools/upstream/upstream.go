@@ -277,6 +277,7 @@ type server struct {
 	retryAt  time.Time // when a server that is down is tried again
 	progress map[string]*progressSink
 	relist   chan struct{}
+	gen      listGen // the re-lists of relist (RelistNow)
 	// stop ends the server's run, done is closed when it has (startServer).
 	stop context.CancelFunc
 	done chan struct{}
@@ -525,11 +526,13 @@ loop:
 			s.log.Warn("MCP server process exited", c.exit()...)
 			break loop
 		case <-s.relist:
+			id := s.gen.start()
 			lctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
 			if err := s.list(lctx, c.sess); err != nil {
 				s.log.Warn("re-listing tools after list_changed failed; keeping the previous list", zap.Error(err))
 			}
 			cancel()
+			s.gen.end(id)
 		}
 	}
 	s.mu.Lock()
