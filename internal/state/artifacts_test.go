@@ -123,7 +123,7 @@ func TestArtifactsWithoutRoom(t *testing.T) {
 	}
 	open := func(artifacts int64) (*state.Store, error) {
 		st, err := state.Open(context.Background(), state.Options{URL: url, Name: "small", Replicas: 3,
-			EventsMaxBytes: 8 << 20, AuditMaxBytes: 8 << 20, ArtifactsMaxBytes: artifacts, ConnectTimeout: 3 * time.Second})
+			EventsMaxBytes: 8 << 20, AuditMaxBytes: 8 << 20, ArtifactsMaxBytes: artifacts, ConnectTimeout: 20 * time.Second})
 		if err == nil {
 			t.Cleanup(func() { st.Close() })
 		}

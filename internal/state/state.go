@@ -338,7 +338,9 @@ func noRoom(err error) bool {
 // placementPending reports whether a provisioning error may pass by
 // itself: no peers to place a replica on yet, or the store away.
 func placementPending(err error) bool {
-	return noPeers(err) || errors.Is(classify(err), ErrUnavailable)
+	// No node with room for a stream's byte limit is no node yet to come
+	// up: said at once, not after ConnectTimeout.
+	return noPeers(err) && !noRoom(err) || errors.Is(classify(err), ErrUnavailable)
 }
 
 // noPeers reports whether the cluster refused to place a replica: fewer
