@@ -200,12 +200,7 @@ func (s *server) transportFor(who *auth.Identity) mcp.Transport {
 // re-list the server, its progress notices reach their calls.
 func (s *server) client() *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "toold", Version: s.m.opts.Version}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case s.relist <- struct{}{}:
-			default:
-			}
-		},
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.askRelist() },
 		ProgressNotificationHandler: s.onProgress,
 		KeepAlive:                   30 * time.Second,
 	})

@@ -93,12 +93,7 @@ const (
 // was decided on some replica); a server that is down lists them when it
 // is back.
 func (m *Manager) Relist(name string) {
-	for _, s := range m.list() {
-		if s.cfg.Name == name {
-			select {
-			case s.relist <- struct{}{}:
-			default:
-			}
-		}
+	if s := m.named(name); s != nil {
+		s.askRelist()
 	}
 }

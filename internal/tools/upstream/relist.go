@@ -72,13 +72,8 @@ var ErrNotConnected = errors.New("the tool's MCP server is not connected; it lis
 // this replica serves it, not a moment later. A tool of no hosted server
 // returns at once.
 func (m *Manager) RelistNow(ctx context.Context, tool string) error {
-	var s *server
-	for _, c := range m.list() {
-		if strings.HasPrefix(tool, c.cfg.Name+".") {
-			s = c
-			break
-		}
-	}
+	name, _, _ := strings.Cut(tool, ".") // server names hold no dot
+	s := m.named(name)
 	if s == nil {
 		return nil
 	}
@@ -86,11 +81,28 @@ func (m *Manager) RelistNow(ctx context.Context, tool string) error {
 		return ErrNotConnected
 	}
 	// Read before asking: a list with this id or later starts after the
-	// decision was made, whichever request it answers.
+	// decision was made, whichever request it answers (one asked for
+	// already starts after now too).
 	want := s.gen.next()
+	s.askRelist()
+	return s.gen.wait(ctx, want)
+}
+
+// named is the server of that name, or nil.
+func (m *Manager) named(name string) *server {
+	for _, s := range m.list() {
+		if s.cfg.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// askRelist has the serve loop list the server's tools again; a list
+// asked for already and not started answers this ask too.
+func (s *server) askRelist() {
 	select {
 	case s.relist <- struct{}{}:
-	default: // one is asked for already: it starts after now too
+	default:
 	}
-	return s.gen.wait(ctx, want)
 }

@@ -435,12 +435,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxRetries: -1, HTTPClient: s.http}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "toold", Version: s.m.opts.Version}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case s.relist <- struct{}{}:
-			default:
-			}
-		},
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.askRelist() },
 		ProgressNotificationHandler: s.onProgress,
 		KeepAlive:                   30 * time.Second,
 	})
