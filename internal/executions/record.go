@@ -3,7 +3,6 @@ package executions
 import (
 	"cmp"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/sanitize"
+	"github.com/toold/toold/internal/state"
 	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
 )
@@ -133,14 +133,9 @@ type Approval struct {
 // key is the record's key in the executions bucket.
 func (r *Record) key() string { return recordKey(r.Caller, r.ID) }
 
-// owner is the bucket-key prefix of a caller's executions: a key sees
-// only keys under its own prefix.
-func owner(caller string) string {
-	sum := sha256.Sum256([]byte(caller))
-	return hex.EncodeToString(sum[:8])
-}
-
-func recordKey(caller, id string) string { return owner(caller) + "." + id }
+// recordKey is a record's key: under its caller's prefix
+// (state.OwnerPrefix), a key sees only its own.
+func recordKey(caller, id string) string { return state.OwnerPrefix(caller) + "." + id }
 
 // newID makes an execution id: 12 hex digits of Unix milliseconds and 12
 // random ones, so ids sort by creation time.

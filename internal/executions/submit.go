@@ -373,7 +373,7 @@ func (s *Service) ListRecords(ctx context.Context, caller string, f Filter, curs
 	if s.st == nil {
 		return nil, "", errNoStore
 	}
-	keys, err := s.st.Executions.Keys(ctx, owner(caller)+".>")
+	keys, err := s.st.Executions.Keys(ctx, state.OwnerPrefix(caller)+".>")
 	if err != nil {
 		return nil, "", StoreError(err)
 	}

@@ -55,7 +55,7 @@ func (s *Store) Artifacts() *Artifacts {
 	return &Artifacts{obs: s.artifacts, m: s.metrics, retention: s.opts.ArtifactsRetention}
 }
 
-func artifactName(owner, id string) string { return ownerPrefix(owner) + "." + id }
+func artifactName(owner, id string) string { return OwnerPrefix(owner) + "." + id }
 
 // Put keeps data as owner's artifact id, and says until when the store
 // keeps it. A store at its limit refuses it (ErrFull).
@@ -179,10 +179,10 @@ func (r *ArtifactReader) Close() error {
 	return nil
 }
 
-// ownerPrefix is the name prefix of a caller's artifacts: the caller's
-// name hashed (as execution records' keys are), so names hold no caller's
-// name and one caller's prefix is never another's.
-func ownerPrefix(caller string) string {
+// OwnerPrefix is the key or name prefix of what belongs to a caller (its
+// execution records, its artifacts): the caller's name hashed, so keys
+// hold no caller's name and one caller's prefix is never another's.
+func OwnerPrefix(caller string) string {
 	sum := sha256.Sum256([]byte(caller))
 	return hex.EncodeToString(sum[:8])
 }
