@@ -232,3 +232,35 @@ func (b *Bucket) Keys(ctx context.Context, filter string) ([]string, error) {
 	}
 	return keys, b.done("keys", start, ctx.Err())
 }
+
+// kvOpts are what tells toold's KV buckets apart beyond their name,
+// description and age limit.
+type kvOpts struct {
+	// keyTTL gives the bucket limit markers, which per-key TTLs need
+	// (CreateTTL, a message TTL): nats-server 2.11 or later.
+	keyTTL bool
+	// leaderReads has a replicated bucket's reads ask the stream's
+	// leader, so what one replica wrote another reads back at once.
+	leaderReads bool
+}
+
+// kvBucket creates or updates one of toold's KV buckets: file storage,
+// the store's replicas, one value per key.
+func (s *Store) kvBucket(ctx context.Context, cfg jetstream.KeyValueConfig, o kvOpts) (*Bucket, error) {
+	cfg.Storage, cfg.Replicas, cfg.History = jetstream.FileStorage, s.opts.Replicas, 1
+	if o.keyTTL {
+		cfg.LimitMarkerTTL = time.Second
+	}
+	kv, err := s.js.CreateOrUpdateKeyValue(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+			err = fmt.Errorf("%w (per-key TTLs need nats-server 2.11 or later)", err)
+		}
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	b := &Bucket{kv: kv, m: s.metrics, name: cfg.Bucket}
+	if o.leaderReads && s.opts.Replicas > 1 {
+		b.nc = s.nc
+	}
+	return b, nil
+}

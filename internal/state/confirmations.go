@@ -26,19 +26,11 @@ const MaxTokenLife = time.Hour
 const clockSkew = time.Minute
 
 func (s *Store) confirmationsBucket(ctx context.Context) (*Bucket, error) {
-	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ConfirmationsBucket,
-		Description: "toold confirmation tokens already used", TTL: MaxTokenLife, Storage: jetstream.FileStorage,
-		Replicas: s.opts.Replicas, History: 1,
-		// Per-key TTLs (KeyTTL) need the bucket's limit markers; a
-		// marker is what lets Create reuse an expired key.
-		LimitMarkerTTL: time.Second})
-	if err != nil {
-		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
-			err = fmt.Errorf("%w (per-key TTLs need nats-server 2.11 or later)", err)
-		}
-		return nil, fmt.Errorf("bucket %s: %w", ConfirmationsBucket, err)
-	}
-	return &Bucket{kv: b, m: s.metrics, name: ConfirmationsBucket}, nil
+	// Per-key TTLs (KeyTTL) need the bucket's limit markers; a marker is
+	// what lets Create reuse an expired key. A use is decided by Create
+	// alone: no read needs the leader.
+	return s.kvBucket(ctx, jetstream.KeyValueConfig{Bucket: ConfirmationsBucket,
+		Description: "toold confirmation tokens already used", TTL: MaxTokenLife}, kvOpts{keyTTL: true})
 }
 
 // CredentialsBucket holds principals' credentials, sealed by
@@ -46,18 +38,9 @@ func (s *Store) confirmationsBucket(ctx context.Context) (*Bucket, error) {
 const CredentialsBucket = "toold_credentials"
 
 func (s *Store) credentialsBucket(ctx context.Context) (*Bucket, error) {
-	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: CredentialsBucket,
-		Description: "toold credentials, sealed", Storage: jetstream.FileStorage, Replicas: s.opts.Replicas, History: 1,
-		// An authorization in progress expires by its own TTL.
-		LimitMarkerTTL: time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", CredentialsBucket, err)
-	}
-	bucket := &Bucket{kv: b, m: s.metrics, name: CredentialsBucket}
-	if s.opts.Replicas > 1 {
-		bucket.nc = s.nc
-	}
-	return bucket, nil
+	// An authorization in progress expires by its own TTL.
+	return s.kvBucket(ctx, jetstream.KeyValueConfig{Bucket: CredentialsBucket, Description: "toold credentials, sealed"},
+		kvOpts{keyTTL: true, leaderReads: true})
 }
 
 // CreateTTL stores a value only if the key does not exist (ErrConflict),

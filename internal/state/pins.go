@@ -13,17 +13,8 @@ import (
 const PinsBucket = "toold_pins"
 
 func (s *Store) pinsBucket(ctx context.Context) (*Bucket, error) {
-	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PinsBucket,
-		Description: "toold pinned definitions of hosted MCP tools", Storage: jetstream.FileStorage,
-		Replicas: s.opts.Replicas, History: 1})
-	if err != nil {
-		return nil, err
-	}
-	bucket := &Bucket{kv: b, m: s.metrics, name: PinsBucket}
-	if s.opts.Replicas > 1 {
-		bucket.nc = s.nc
-	}
-	return bucket, nil
+	return s.kvBucket(ctx, jetstream.KeyValueConfig{Bucket: PinsBucket, Description: "toold pinned definitions of hosted MCP tools"},
+		kvOpts{leaderReads: true})
 }
 
 // WatchAll sends every change of the keys matching filter (NATS wildcards)

@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -15,22 +14,10 @@ import (
 const RevokedSessionsBucket = "toold_sessions_revoked"
 
 func (s *Store) revokedSessionsBucket(ctx context.Context) (*Bucket, error) {
-	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RevokedSessionsBucket,
-		Description: "toold console sessions signed out", Storage: jetstream.FileStorage, Replicas: s.opts.Replicas, History: 1,
-		// Each key's own TTL (KeyTTL) ends it with its session; they
-		// need the bucket's limit markers.
-		LimitMarkerTTL: time.Second})
-	if err != nil {
-		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
-			err = fmt.Errorf("%w (per-key TTLs need nats-server 2.11 or later)", err)
-		}
-		return nil, fmt.Errorf("bucket %s: %w", RevokedSessionsBucket, err)
-	}
-	bucket := &Bucket{kv: b, m: s.metrics, name: RevokedSessionsBucket}
-	if s.opts.Replicas > 1 {
-		bucket.nc = s.nc // a sign-out is read back at once, on any replica: from the leader
-	}
-	return bucket, nil
+	// Each key's own TTL ends it with its session; a sign-out is read
+	// back at once, on any replica.
+	return s.kvBucket(ctx, jetstream.KeyValueConfig{Bucket: RevokedSessionsBucket, Description: "toold console sessions signed out"},
+		kvOpts{keyTTL: true, leaderReads: true})
 }
 
 // RevokedSessions is the record of signed-out console sessions that every
@@ -71,17 +58,10 @@ func (r *RevokedSessions) Revoked(ctx context.Context, id string) (bool, error) 
 const SessionTokensBucket = "toold_sessions_tokens"
 
 func (s *Store) sessionTokensBucket(ctx context.Context) (*Bucket, error) {
-	b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: SessionTokensBucket,
-		Description: "toold console sessions' refresh tokens, sealed", Storage: jetstream.FileStorage, Replicas: s.opts.Replicas,
-		History: 1, LimitMarkerTTL: time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", SessionTokensBucket, err)
-	}
-	bucket := &Bucket{kv: b, m: s.metrics, name: SessionTokensBucket}
-	if s.opts.Replicas > 1 {
-		bucket.nc = s.nc // a refresh is read back at once, on any replica: from the leader
-	}
-	return bucket, nil
+	// Each key lives as long as its session; a refresh is read back at
+	// once, on any replica.
+	return s.kvBucket(ctx, jetstream.KeyValueConfig{Bucket: SessionTokensBucket, Description: "toold console sessions' refresh tokens, sealed"},
+		kvOpts{keyTTL: true, leaderReads: true})
 }
 
 // SessionTokens is where every replica finds a console session's refresh

@@ -359,16 +359,7 @@ func (s *Store) provision(ctx context.Context) error {
 	o := s.opts
 	var err error
 	kv := func(name, desc string, ttl time.Duration) (*Bucket, error) {
-		b, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, Description: desc,
-			TTL: ttl, Storage: jetstream.FileStorage, Replicas: o.Replicas, History: 1})
-		if err != nil {
-			return nil, fmt.Errorf("bucket %s: %w", name, err)
-		}
-		bucket := &Bucket{kv: b, m: s.metrics, name: name}
-		if o.Replicas > 1 {
-			bucket.nc = s.nc
-		}
-		return bucket, nil
+		return s.kvBucket(ctx, jetstream.KeyValueConfig{Bucket: name, Description: desc, TTL: ttl}, kvOpts{leaderReads: true})
 	}
 	if s.Executions, err = kv(ExecutionsBucket, "toold execution records", o.Retention); err != nil {
 		return err
@@ -383,7 +374,7 @@ func (s *Store) provision(ctx context.Context) error {
 		return err
 	}
 	if s.Pins, err = s.pinsBucket(ctx); err != nil {
-		return fmt.Errorf("bucket %s: %w", PinsBucket, err)
+		return err
 	}
 	if s.revokedSessions, err = s.revokedSessionsBucket(ctx); err != nil {
 		return err
