@@ -37,19 +37,11 @@ func TestSessionOutlivesItsToken(t *testing.T) {
 	ctx := context.Background()
 	signIn := func() *http.Cookie {
 		t.Helper()
-		to, cookies, err := v.BeginSignIn(ctx, 0, "127.0.0.1:8080", false, "/console/")
-		if err != nil {
-			t.Fatal(err)
+		cookie, scope := signInAlice(t, v)
+		if !strings.HasSuffix(scope, " offline_access") {
+			t.Fatalf("the sign-in asked for %q, without offline_access", scope)
 		}
-		if u, _ := url.Parse(to); !strings.HasSuffix(u.Query().Get("scope"), " offline_access") {
-			t.Fatalf("the sign-in asked for %q, without offline_access", u.Query().Get("scope"))
-		}
-		back := browse(t, to, "alice", "alice-pw")
-		session, _, _, err := v.FinishSignIn(ctx, request(back.Path+"?"+back.RawQuery, cookies...), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return session
+		return cookie
 	}
 	cookie := signIn()
 	st, rec := readSession(t, v, cookie)
@@ -120,15 +112,7 @@ func TestSignOutRevokesAtTheProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	to, cookies, err := v.BeginSignIn(ctx, 0, "127.0.0.1:8080", false, "/console/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	back := browse(t, to, "alice", "alice-pw")
-	cookie, _, _, err := v.FinishSignIn(ctx, request(back.Path+"?"+back.RawQuery, cookies...), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cookie, _ := signInAlice(t, v)
 	_, rec := readSession(t, v, cookie)
 	s, err := v.Session(ctx, request("/tools", cookie), false)
 	if err != nil || s == nil || rec == nil {
@@ -157,20 +141,29 @@ func TestSessionWithoutRefreshToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cookie, _ := signInAlice(t, v)
+	st, rec := readSession(t, v, cookie)
+	if st.Refresh || rec != nil || cookie.MaxAge > 301 {
+		t.Errorf("a session without offline_access: refresh %v, record %v, cookie for %ds", st.Refresh, rec != nil, cookie.MaxAge)
+	}
+}
+
+// signInAlice signs alice in to the console through the provider, as her
+// browser would, and returns the session cookie and the scope asked for.
+func signInAlice(t *testing.T, v *Verifier) (*http.Cookie, string) {
+	t.Helper()
 	ctx := context.Background()
 	to, cookies, err := v.BeginSignIn(ctx, 0, "127.0.0.1:8080", false, "/console/")
 	if err != nil {
 		t.Fatal(err)
 	}
+	u, _ := url.Parse(to)
 	back := browse(t, to, "alice", "alice-pw")
-	cookie, _, _, err := v.FinishSignIn(ctx, request(back.Path+"?"+back.RawQuery, cookies...), false)
+	session, _, _, err := v.FinishSignIn(ctx, request(back.Path+"?"+back.RawQuery, cookies...), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, rec := readSession(t, v, cookie)
-	if st.Refresh || rec != nil || cookie.MaxAge > 301 {
-		t.Errorf("a session without offline_access: refresh %v, record %v, cookie for %ds", st.Refresh, rec != nil, cookie.MaxAge)
-	}
+	return session, u.Query().Get("scope")
 }
 
 // readSession opens a session cookie and its server-side record.
