@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toold/toold/internal/apitest"
 	"github.com/toold/toold/internal/auth"
 	"github.com/toold/toold/internal/state/statetest"
 )
@@ -304,16 +305,5 @@ func TestStdioNeedsAKeyWhereKeysExist(t *testing.T) {
 
 // keyClient is an HTTP client that presents key.
 func keyClient(key string) *http.Client {
-	return &http.Client{Transport: keyTransport{key: key, base: http.DefaultTransport}}
-}
-
-type keyTransport struct {
-	key  string
-	base http.RoundTripper
-}
-
-func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+k.key)
-	return k.base.RoundTrip(r)
+	return &http.Client{Transport: apitest.Bearer(key, nil)}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toold/toold/internal/apitest"
 	"github.com/toold/toold/internal/mcpserver"
 )
 
@@ -108,7 +109,7 @@ func TestPolicyEveryWayIn(t *testing.T) {
 	sessions := map[string]*mcp.ClientSession{}
 	for _, who := range []string{alice, carol} {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "policy-test", Version: "1"}, nil).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.in.url + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{who}}, MaxRetries: -1}, nil)
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.in.url + "/mcp", HTTPClient: &http.Client{Transport: apitest.Bearer(who, nil)}, MaxRetries: -1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +236,7 @@ func TestPolicyListings(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "policy-test", Version: "1"}, nil).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.in.url + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{c.who}}, MaxRetries: -1}, nil)
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.in.url + "/mcp", HTTPClient: &http.Client{Transport: apitest.Bearer(c.who, nil)}, MaxRetries: -1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toold/toold/internal/apitest"
 	"github.com/toold/toold/internal/auth"
 )
 
@@ -151,7 +152,7 @@ func TestClaimsGiveRolesAndTools(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	hc := &http.Client{Transport: bearerTransport{carol}}
+	hc := &http.Client{Transport: apitest.Bearer(carol, nil)}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "claims-test", Version: "1"}, nil).
 		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.in.url + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
 	if err != nil {
@@ -188,13 +189,6 @@ func TestClaimsGiveRolesAndTools(t *testing.T) {
 }
 
 // bearerTransport sends a bearer token with every request.
-type bearerTransport struct{ token string }
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
 
 // TestPerPrincipalLimits: two users behind one agent backend (one client)
 // are bounded each on their own: one who holds their share of a tool's

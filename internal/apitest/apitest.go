@@ -144,3 +144,26 @@ func decode(body []byte) (any, error) {
 	}
 	return v, nil
 }
+
+// Bearer presents token (an API key or an OAuth access token) on every
+// request it passes to base (http.DefaultTransport when nil); an empty
+// token presents none.
+func Bearer(token string, base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return bearer{token: token, base: base}
+}
+
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.base.RoundTrip(r)
+}

@@ -157,20 +157,6 @@ func newStack(tb testing.TB, o harnessOpts) (*harness, http.Handler) {
 	return &harness{live: live, mcp: ms, slow: slow}, srv.Handler()
 }
 
-// bearer adds a key to every request, through the contract checker.
-type bearer struct {
-	key  string
-	base http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if b.key != "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+b.key)
-	}
-	return b.base.RoundTrip(r)
-}
-
 // client connects the official Go SDK's client to /mcp at the protocol
 // version given, with every response held to api/openapi.yaml.
 func (h *harness) client(version, key string, opts *mcp.ClientOptions) *mcp.ClientSession {
@@ -187,7 +173,7 @@ func (h *harness) clientAt(path, version, key string, opts *mcp.ClientOptions) *
 // clientVia is clientAt whose HTTP transport wrap wraps (when not nil).
 func (h *harness) clientVia(path, version, key string, opts *mcp.ClientOptions, wrap func(http.RoundTripper) http.RoundTripper) *mcp.ClientSession {
 	h.t.Helper()
-	var rt http.RoundTripper = bearer{key, apitest.Checker(h.t, http.DefaultTransport)}
+	var rt http.RoundTripper = apitest.Bearer(key, apitest.Checker(h.t, http.DefaultTransport))
 	if wrap != nil {
 		rt = wrap(rt)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toold/toold/internal/apitest"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/executions"
 	"github.com/toold/toold/internal/tools"
@@ -51,14 +52,6 @@ func (bigTool) Execute(_ context.Context, c *tools.Call) (any, error) {
 	}
 	lines[len(lines)-1] = "deploy finished; token=" + plantedSecret
 	return map[string]any{"lines": lines}, nil
-}
-
-type bearerRT struct{ key string }
-
-func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 // TestOutputBudgets: a 5 MB result is answered with a head within the
@@ -199,7 +192,7 @@ func TestOutputBudgets(t *testing.T) {
 		defer cancel()
 		connect := func(key string) *mcp.ClientSession {
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "budget-test", Version: "1"}, nil).Connect(ctx,
-				&mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", HTTPClient: &http.Client{Transport: bearerRT{key}}, MaxRetries: -1}, nil)
+				&mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", HTTPClient: &http.Client{Transport: apitest.Bearer(key, nil)}, MaxRetries: -1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
