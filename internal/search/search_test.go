@@ -199,3 +199,46 @@ func TestPhrasesKeepTheirStopWords(t *testing.T) {
 		}
 	}
 }
+
+// TestProductsAndTroubles: a query that names another product of a kind
+// ("Splunk" for logs), or a trouble instead of its remedy ("charged
+// twice"), finds the tool of that kind through the thesaurus's Products
+// and Troubles sections: without the thesaurus (and the word vectors, which
+// guess right in a catalog this small) the tool is not first.
+func TestProductsAndTroubles(t *testing.T) {
+	docs := []Doc{
+		{Name: "datadog__search_logs", Description: "Search log events by query and time range."},
+		{Name: "gmail__send_email", Description: "Send an email."},
+		{Name: "slack__post_message", Description: "Post a message to a channel."},
+		{Name: "stripe__create_refund", Description: "Refund a payment intent."},
+		{Name: "cloudflare__purge_cache", Description: "Purge cached files from the CDN."},
+		{Name: "k8s__scale_deployment", Description: "Set the number of replicas of a deployment."},
+		{Name: "vault__rotate_secret", Description: "Rotate a secret to a new value."},
+		{Name: "github__get_file", Description: "Get a file's contents from a repository."},
+	}
+	on := Build(docs, DefaultOptions())
+	o := DefaultOptions()
+	o.Thesaurus, o.Dense = false, false
+	off := Build(docs, o)
+	first := func(ix *Index, q string) string {
+		if hits := ix.Search(q, 1, nil); len(hits) > 0 {
+			return docs[hits[0].Doc].Name
+		}
+		return ""
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"is it in Splunk", "datadog__search_logs"},
+		{"write to them from my Hotmail", "gmail__send_email"},
+		{"she was charged twice for one order", "stripe__create_refund"},
+		{"visitors still see the old banner", "cloudflare__purge_cache"},
+		{"the web pods can't keep up", "k8s__scale_deployment"},
+		{"our API key leaked", "vault__rotate_secret"},
+	} {
+		if got := first(on, tc.query); got != tc.want {
+			t.Errorf("%q: %q first, want %s", tc.query, got, tc.want)
+		}
+		if got := first(off, tc.query); got == tc.want {
+			t.Errorf("%q: %s first without the thesaurus: the case tests nothing", tc.query, got)
+		}
+	}
+}
