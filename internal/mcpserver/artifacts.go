@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/state"
+	"github.com/toold/toold/internal/tools"
 	"github.com/toold/toold/internal/tracing"
 )
 
@@ -42,6 +44,26 @@ var artifactTemplate = mcp.ResourceTemplate{URITemplate: ArtifactScheme + "{id}{
 	Description: "The whole result of a call whose answer was cut to its tool's budget: the tools/call result links it (resource_link). " +
 		"offset and length (bytes) read a part of a large one."}
 
+// CodeOverloaded is the JSON-RPC error code of a request refused for its
+// principal's rate (429's digits in the range -32000 to -32099, which is
+// the implementation's): its data carries toold's code and when to retry.
+// Not -32000 to -32005, which the SDK's JSON-RPC layer reads as its own
+// (-32003 and -32004 close the connection), nor MCP's -32002 or -32020s.
+const CodeOverloaded = -32029
+
+// overloaded is the JSON-RPC error of a request its principal's bounds
+// refused (err a *tools.Error: principal_rate, its retry delay).
+func overloaded(err error) *jsonrpc.Error {
+	te, _ := tools.AsError(err)
+	data := struct {
+		Code         string `json:"code"`
+		RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
+		Suggestion   string `json:"suggestion,omitempty"`
+	}{Code: string(te.Code), RetryAfterMS: te.RetryAfter.Milliseconds(), Suggestion: te.Suggestion}
+	raw, _ := json.Marshal(data)
+	return &jsonrpc.Error{Code: CodeOverloaded, Message: te.Message, Data: raw}
+}
+
 // artifactLink is the resource_link of a's whole result.
 func artifactLink(a *dispatch.Artifact, head int) *mcp.ResourceLink {
 	size := a.Bytes
@@ -60,6 +82,11 @@ func (s *Server) readArtifact(ctx context.Context, req *mcp.ReadResourceRequest)
 	id, off, n, part, err := parseArtifactURI(uri)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	// Charged its principal's rate (auth.limits.rate) as GET
+	// /artifacts/{id} and a search are.
+	if err := s.opts.Dispatcher.Charge(p.Name, 1); err != nil {
+		return nil, overloaded(err)
 	}
 	ask := n
 	if !part {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -13,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toold/toold/internal/apitest"
 	"github.com/toold/toold/internal/dispatch"
 	"github.com/toold/toold/internal/executions"
+	"github.com/toold/toold/internal/limits"
+	"github.com/toold/toold/internal/mcpserver"
 	"github.com/toold/toold/internal/tools"
 )
 
@@ -249,4 +253,52 @@ func TestOutputBudgets(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestArtifactReadsAreCharged: reading an artifact, over REST or MCP's
+// resources/read, is work the caller makes toold do, charged its
+// principal's rate (auth.limits) as a search is: once the bucket is empty,
+// GET /artifacts/{id} is refused 429 principal_rate with Retry-After, and
+// resources/read with a server error whose data says principal_rate.
+// Another principal's bucket is its own.
+func TestArtifactReadsAreCharged(t *testing.T) {
+	// A burst of 3 and a rate that refills nothing within the test.
+	h := newHarness(t, harnessOpts{keys: roleKeys, store: true, mcp: true, budget: 64 << 10,
+		tools: append(testTools(), bigTool{}), principals: limits.PrincipalConfig{Rate: 0.001, Burst: 3}})
+	h.http.Timeout = 2 * time.Minute
+	alice := bearer(keyAlice)
+	r := h.exec("big", `{}`, alice) // 1
+	a := r.env.Artifact
+	if r.status != 200 || a == nil {
+		t.Fatalf("execute: %d, artifact %+v", r.status, a)
+	}
+	if r := h.do("GET", a.URI, nil, hdr("Authorization", "Bearer "+keyAlice, "Range", "bytes=0-99")); r.status != 206 { // 2
+		t.Fatalf("the first read: %d %s", r.status, r.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "charge-test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", HTTPClient: &http.Client{Transport: apitest.Bearer(keyAlice, nil)}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	uri := mcpserver.ArtifactScheme + a.ID + "?offset=0&length=100"
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err != nil { // 3
+		t.Fatalf("the first resources/read: %v", err)
+	}
+
+	r = h.do("GET", a.URI, nil, alice)
+	if r.status != 429 || r.env.Error == nil || r.env.Error.Code != tools.CodePrincipalRate || r.header.Get("Retry-After") == "" {
+		t.Errorf("a read past the rate: %d %s, Retry-After %q; want 429 %s", r.status, r.body, r.header.Get("Retry-After"), tools.CodePrincipalRate)
+	}
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != mcpserver.CodeOverloaded || !strings.Contains(string(je.Data), `"code":"principal_rate"`) ||
+		!strings.Contains(string(je.Data), "retry_after_ms") {
+		t.Errorf("a resources/read past the rate: %v (%+v); want principal_rate with retry_after_ms", err, je)
+	}
+	if r := h.do("GET", a.URI, nil, bearer(keyBob)); r.status != 404 {
+		t.Errorf("another principal: %d %s, want 404 (its own bucket, not its artifact)", r.status, r.body)
+	}
 }
