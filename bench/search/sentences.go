@@ -1,22 +1,17 @@
 package main
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/toold/toold/bench/search/evalset"
 	"github.com/toold/toold/internal/search"
+	"github.com/toold/toold/tools/vectors"
 )
-
-// sentenceDims is the Universal Sentence Encoder lite's.
-const sentenceDims = 512
 
 // sentenceWeights are the weights of the encoder's cosine fused with
 // toold's lexical ranking that -sentences measures.
@@ -38,7 +33,7 @@ func printSentences(out io.Writer, set *evalset.Set, splits []string) error {
 	for _, q := range set.Queries {
 		texts = append(texts, strings.ReplaceAll(q.Text, "\n", " "))
 	}
-	vecs, err := encodeSentences(texts)
+	vecs, err := vectors.Encode(filepath.Join(filepath.Dir(testdata()), "..", "..", "tools", "vectors"), texts)
 	if err != nil {
 		return err
 	}
@@ -93,42 +88,6 @@ func printSentences(out io.Writer, set *evalset.Set, splits []string) error {
 func toolSentence(t search.Doc) string {
 	name := strings.NewReplacer("__", " ", "_", " ", ".", " ").Replace(t.Name)
 	return strings.ReplaceAll(name+". "+t.Description, "\n", " ")
-}
-
-// encodeSentences runs tools/vectors/embed.js over texts.
-func encodeSentences(texts []string) ([][]float32, error) {
-	dir := filepath.Join(filepath.Dir(testdata()), "..", "..", "tools", "vectors")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		return nil, fmt.Errorf("-sentences needs the encoder: run npm ci --prefix %s", dir)
-	}
-	f, err := os.CreateTemp("", "sentences-*.bin")
-	if err != nil {
-		return nil, err
-	}
-	f.Close()
-	defer os.Remove(f.Name())
-	cmd := exec.Command("node", filepath.Join(dir, "embed.js"), f.Name())
-	cmd.Stdin = strings.NewReader(strings.Join(texts, "\n") + "\n")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("node embed.js: %w", err)
-	}
-	b, err := os.ReadFile(f.Name())
-	if err != nil {
-		return nil, err
-	}
-	if len(b) != len(texts)*sentenceDims*4 {
-		return nil, fmt.Errorf("embed.js wrote %d bytes for %d texts", len(b), len(texts))
-	}
-	vecs := make([][]float32, len(texts))
-	for i := range vecs {
-		v := make([]float32, sentenceDims)
-		for j := range v {
-			v[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[(i*sentenceDims+j)*4:]))
-		}
-		vecs[i] = v
-	}
-	return vecs, nil
 }
 
 func cosine(a, b []float32) float64 {

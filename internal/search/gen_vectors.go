@@ -48,7 +48,6 @@ import (
 	"compress/gzip"
 	"crypto/sha512"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +62,8 @@ import (
 	"strings"
 
 	"github.com/kljensen/snowball/english"
+
+	"github.com/toold/toold/tools/vectors"
 )
 
 const (
@@ -359,37 +360,21 @@ func write(path string, words []string, vecs [][]float64) error {
 // encode encodes each word alone with the sentence encoder tools/vectors
 // pins (npm ci there first, so the versions are the lockfile's).
 func encode(words []string) ([][]float64, error) {
-	const encDims = 512
 	dir := filepath.Join("..", "..", "tools", "vectors")
 	ci := exec.Command("npm", "ci", "--prefix", dir)
 	ci.Stdout, ci.Stderr = os.Stderr, os.Stderr
 	if err := ci.Run(); err != nil {
 		return nil, fmt.Errorf("npm ci --prefix %s: %w", dir, err)
 	}
-	out, err := os.CreateTemp("", "use-*.bin")
+	enc, err := vectors.Encode(dir, words)
 	if err != nil {
 		return nil, err
 	}
-	out.Close()
-	defer os.Remove(out.Name())
-	cmd := exec.Command("node", filepath.Join(dir, "embed.js"), out.Name())
-	cmd.Stdin = strings.NewReader(strings.Join(words, "\n") + "\n")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("node embed.js: %w", err)
-	}
-	b, err := os.ReadFile(out.Name())
-	if err != nil {
-		return nil, err
-	}
-	if len(b) != len(words)*encDims*4 {
-		return nil, fmt.Errorf("embed.js wrote %d bytes for %d words, want %d", len(b), len(words), len(words)*encDims*4)
-	}
-	vecs := make([][]float64, len(words))
-	for i := range vecs {
-		v := make([]float64, encDims)
-		for j := range v {
-			v[j] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[(i*encDims+j)*4:])))
+	vecs := make([][]float64, len(enc))
+	for i, e := range enc {
+		v := make([]float64, len(e))
+		for j, x := range e {
+			v[j] = float64(x)
 		}
 		vecs[i] = v
 	}
