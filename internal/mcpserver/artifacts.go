@@ -54,7 +54,10 @@ const CodeOverloaded = -32029
 // overloaded is the JSON-RPC error of a request its principal's bounds
 // refused (err a *tools.Error: principal_rate, its retry delay).
 func overloaded(err error) *jsonrpc.Error {
-	te, _ := tools.AsError(err)
+	te, ok := tools.AsError(err)
+	if !ok {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request could not be charged; retry in a moment"}
+	}
 	data := struct {
 		Code         string `json:"code"`
 		RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
