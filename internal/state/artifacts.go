@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -41,6 +43,7 @@ func (s *Store) artifactsBucket(ctx context.Context) (jetstream.ObjectStore, err
 // records' keys are) and its id: only its owner finds it; anyone else, as
 // for an id that never was, finds nothing.
 type Artifacts struct {
+	js        jetstream.JetStream
 	obs       jetstream.ObjectStore
 	m         *metrics
 	retention time.Duration
@@ -52,7 +55,7 @@ func (s *Store) Artifacts() *Artifacts {
 	if s.artifacts == nil {
 		return nil
 	}
-	return &Artifacts{obs: s.artifacts, m: s.metrics, retention: s.opts.ArtifactsRetention}
+	return &Artifacts{js: s.js, obs: s.artifacts, m: s.metrics, retention: s.opts.ArtifactsRetention}
 }
 
 func artifactName(owner, id string) string { return OwnerPrefix(owner) + "." + id }
@@ -70,19 +73,27 @@ func (a *Artifacts) Put(ctx context.Context, owner, id string, data []byte) (tim
 	return start.Add(a.retention), nil
 }
 
-// ArtifactReader reads one artifact, from any offset: Seek positions it
-// (the object is read again from its start, skipping what comes before),
-// so http.ServeContent answers ranged requests with it.
+// ArtifactReader reads one artifact, from any offset: Seek positions it,
+// so http.ServeContent answers ranged requests with it. A read near the
+// start reads the object from its start, checking its digest when it
+// reads to the end; a read from further in starts at the chunk that holds
+// its offset (chunksFrom).
 type ArtifactReader struct {
 	a       *Artifacts
 	ctx     context.Context
 	name    string
+	info    *jetstream.ObjectInfo
 	size    int64
 	modTime time.Time
 	pos     int64
-	r       jetstream.ObjectResult // open at r's offset, or nil
-	at      int64                  // offset r reads next
+	r       io.ReadCloser // open at r's offset, or nil
+	at      int64         // offset r reads next
 }
+
+// farRead is the offset from which a read starts at its chunk rather than
+// reading the object from its start: past it, skipping the chunks before
+// by their headers costs less than reading them.
+const farRead = 512 << 10
 
 // Open finds owner's artifact id: ErrNotFound when it does not exist,
 // expired, or is someone else's. The reader reads within ctx; Close it.
@@ -98,7 +109,7 @@ func (a *Artifacts) Open(ctx context.Context, owner, id string) (*ArtifactReader
 	if err != nil {
 		return nil, err
 	}
-	return &ArtifactReader{a: a, ctx: ctx, name: name, size: int64(info.Size), modTime: info.ModTime}, nil
+	return &ArtifactReader{a: a, ctx: ctx, name: name, info: info, size: int64(info.Size), modTime: info.ModTime}, nil
 }
 
 // Size is the artifact's length in bytes; ModTime when it was kept.
@@ -141,21 +152,9 @@ func (r *ArtifactReader) Read(p []byte) (int, error) {
 		r.closeObject()
 	}
 	if r.r == nil {
-		start := time.Now()
-		obj, err := r.a.obs.Get(r.ctx, r.name)
-		if errors.Is(err, jetstream.ErrObjectNotFound) {
-			err = ErrNotFound // it expired since Open
-		}
-		err = classify(err)
-		r.a.m.observe("artifact_get", start, err)
-		if err != nil {
+		if err := r.open(); err != nil {
 			return 0, err
 		}
-		if _, err := io.CopyN(io.Discard, obj, r.pos); err != nil {
-			_ = obj.Close()
-			return 0, classify(err)
-		}
-		r.r, r.at = obj, r.pos
 	}
 	n, err := r.r.Read(p)
 	r.pos += int64(n)
@@ -164,6 +163,125 @@ func (r *ArtifactReader) Read(p []byte) (int, error) {
 		err = classify(err)
 	}
 	return n, err
+}
+
+// open starts a read of the object at r.pos.
+func (r *ArtifactReader) open() error {
+	start := time.Now()
+	if r.pos >= farRead {
+		rc, err := r.a.chunksFrom(r.ctx, r.info, r.pos)
+		err = classify(err)
+		r.a.m.observe("artifact_get", start, err)
+		if err != nil {
+			return err
+		}
+		r.r, r.at = rc, r.pos
+		return nil
+	}
+	obj, err := r.a.obs.Get(r.ctx, r.name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		err = ErrNotFound // it expired since Open
+	}
+	err = classify(err)
+	r.a.m.observe("artifact_get", start, err)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(io.Discard, obj, r.pos); err != nil {
+		_ = obj.Close()
+		return classify(err)
+	}
+	r.r, r.at = obj, r.pos
+	return nil
+}
+
+// chunksFrom reads the object info describes from offset off, starting at
+// the chunk that holds it. An object is a run of chunk messages on its
+// own subject of the bucket's stream; a headers-only consumer on that
+// subject says each chunk's size and stream sequence without its bytes,
+// so the chunks before off are skipped by their headers, and a second
+// consumer reads from the chunk that holds off.
+func (a *Artifacts) chunksFrom(ctx context.Context, info *jetstream.ObjectInfo, off int64) (io.ReadCloser, error) {
+	stream := "OBJ_" + ArtifactsBucket
+	subject := "$O." + ArtifactsBucket + ".C." + info.NUID
+	heads, err := a.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, HeadersOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	it, err := heads.Messages()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Stop()
+	var at int64 // offset of the chunk m
+	var seq uint64
+	for range info.Chunks {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(m.Headers().Get(nats.MsgSize), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("artifact chunk without its size: %w", err)
+		}
+		if at+n > off {
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			seq = md.Sequence.Stream
+			break
+		}
+		at += n
+	}
+	if seq == 0 {
+		return nil, ErrNotFound // fewer chunks than the object had: it went since Open
+	}
+	data, err := a.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject},
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seq})
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := data.Messages(jetstream.PullMaxMessages(4))
+	if err != nil {
+		return nil, err
+	}
+	return &chunkReader{ctx: ctx, it: msgs, skip: off - at, left: int64(info.Size) - at}, nil
+}
+
+// chunkReader reads an object's chunks from a consumer: left bytes, the
+// first skip of them dropped.
+type chunkReader struct {
+	ctx        context.Context
+	it         jetstream.MessagesContext
+	buf        []byte
+	skip, left int64
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	for len(c.buf) == 0 {
+		if c.left <= 0 {
+			return 0, io.EOF
+		}
+		m, err := c.it.Next(jetstream.NextContext(c.ctx))
+		if err != nil {
+			return 0, err
+		}
+		c.buf = m.Data()
+		c.left -= int64(len(c.buf))
+		if c.skip > 0 {
+			k := min(c.skip, int64(len(c.buf)))
+			c.buf, c.skip = c.buf[k:], c.skip-k
+		}
+	}
+	n := copy(p, c.buf)
+	c.buf = c.buf[n:]
+	return n, nil
+}
+
+func (c *chunkReader) Close() error {
+	c.it.Stop()
+	return nil
 }
 
 func (r *ArtifactReader) closeObject() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,9 +62,57 @@ func TestArtifacts(t *testing.T) {
 	}
 }
 
-// BenchmarkArtifacts: keeping a 5 MB result whole, and reading a 64 KiB
-// part of it from deep inside (the cost of a ranged GET: the object is
-// read from its start up to the offset).
+// TestArtifactsFarReads: a read far into an artifact starts at the chunk
+// that holds its offset (skipping the chunks before by their headers),
+// and returns exactly the bytes from there — at chunk edges, at the edge
+// of where reads switch to it, and in any order on one reader.
+func TestArtifactsFarReads(t *testing.T) {
+	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), ArtifactsRetention: time.Hour, ArtifactsMaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	a := st.Artifacts()
+	data := make([]byte, 3<<20+12345) // not a whole number of chunks
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	if _, err := a.Put(ctx, "alice", "art_far", data); err != nil {
+		t.Fatal(err)
+	}
+	const chunk = 128 << 10
+	offs := []int64{512<<10 - 1, 512 << 10, 512<<10 + 1, 5*chunk - 1, 5 * chunk, 20*chunk + 7, int64(len(data)) - chunk, int64(len(data)) - 1}
+	for _, off := range offs {
+		got, size, err := a.ReadRange(ctx, "alice", "art_far", off, 1000)
+		want := data[off:min(off+1000, int64(len(data)))]
+		if err != nil || size != int64(len(data)) || !bytes.Equal(got, want) {
+			t.Errorf("ReadRange(%d): %d bytes, %v; want the %d from there", off, len(got), err, len(want))
+		}
+	}
+	r, err := a.Open(ctx, "alice", "art_far")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, off := range []int64{2 << 20, 600 << 10, 3 << 20, 0, 1 << 20} { // back and forth on one reader
+		if _, err := r.Seek(off, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		if err != nil || !bytes.Equal(got, data[off:]) {
+			t.Errorf("from %d: %d bytes, %v; want %d", off, len(got), err, len(data)-int(off))
+		}
+	}
+	if got, _, err := a.ReadRange(ctx, "bob", "art_far", 2<<20, 10); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("another owner's far read: %d bytes, %v; want not found", len(got), err)
+	}
+}
+
+// BenchmarkArtifacts: keeping a 5 MB result whole, reading it whole, and
+// reading a 64 KiB part of it from near its start and from deep inside
+// (a ranged GET: from 512 KiB on, the read starts at the offset's chunk).
 func BenchmarkArtifacts(b *testing.B) {
 	st, err := state.Open(context.Background(), state.Options{Dir: b.TempDir(), ArtifactsMaxBytes: 1 << 30})
 	if err != nil {
@@ -84,6 +133,13 @@ func BenchmarkArtifacts(b *testing.B) {
 	if _, err := a.Put(ctx, "bench", "art_read", data); err != nil {
 		b.Fatal(err)
 	}
+	b.Run("range_64KiB_at_256KiB", func(b *testing.B) {
+		for b.Loop() {
+			if got, _, err := a.ReadRange(ctx, "bench", "art_read", 256<<10, 64<<10); err != nil || len(got) != 64<<10 {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("range_64KiB_at_4MB", func(b *testing.B) {
 		for b.Loop() {
 			if got, _, err := a.ReadRange(ctx, "bench", "art_read", 4<<20, 64<<10); err != nil || len(got) != 64<<10 {
