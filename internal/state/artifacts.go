@@ -208,6 +208,13 @@ func (a *Artifacts) chunksFrom(ctx context.Context, info *jetstream.ObjectInfo, 
 	if err != nil {
 		return nil, err
 	}
+	// A chunk subject with no messages is an artifact that expired since
+	// Open: said at once, not after a wait for chunks that will not come.
+	if ci, err := heads.Info(ctx); err != nil {
+		return nil, err
+	} else if ci.NumPending == 0 {
+		return nil, ErrNotFound
+	}
 	it, err := heads.Messages()
 	if err != nil {
 		return nil, err
@@ -216,7 +223,7 @@ func (a *Artifacts) chunksFrom(ctx context.Context, info *jetstream.ObjectInfo, 
 	var at int64 // offset of the chunk m
 	var seq uint64
 	for range info.Chunks {
-		m, err := it.Next(jetstream.NextContext(ctx))
+		m, err := nextChunk(ctx, it)
 		if err != nil {
 			return nil, err
 		}
@@ -263,9 +270,9 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 		if c.left <= 0 {
 			return 0, io.EOF
 		}
-		m, err := c.it.Next(jetstream.NextContext(c.ctx))
+		m, err := nextChunk(c.ctx, c.it)
 		if err != nil {
-			return 0, err
+			return 0, classify(err)
 		}
 		c.buf = m.Data()
 		c.left -= int64(len(c.buf))
@@ -277,6 +284,18 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	n := copy(p, c.buf)
 	c.buf = c.buf[n:]
 	return n, nil
+}
+
+// chunkWait bounds the wait for one chunk of an artifact: one that
+// expires while it is read ends the read, instead of holding it until
+// the caller gives up.
+const chunkWait = 10 * time.Second
+
+// nextChunk is it's next message, within ctx and chunkWait.
+func nextChunk(ctx context.Context, it jetstream.MessagesContext) (jetstream.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, chunkWait)
+	defer cancel()
+	return it.Next(jetstream.NextContext(ctx))
 }
 
 func (c *chunkReader) Close() error {

@@ -110,6 +110,39 @@ func TestArtifactsFarReads(t *testing.T) {
 	}
 }
 
+// TestArtifactExpiresWhileOpen: an artifact that expires between Open and
+// a read far into it is not found, at once, rather than waited for.
+func TestArtifactExpiresWhileOpen(t *testing.T) {
+	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), ArtifactsRetention: time.Second, ArtifactsMaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	a := st.Artifacts()
+	if _, err := a.Put(ctx, "alice", "art_short", bytes.Repeat([]byte("x"), 2<<20)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Open(ctx, "alice", "art_short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) { // until the store has aged it out
+		if _, err := a.Open(ctx, "alice", "art_short"); errors.Is(err, state.ErrNotFound) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := r.Seek(1<<20, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(make([]byte, 10)); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("a far read of an expired artifact: %v, want not found", err)
+	}
+}
+
 // BenchmarkArtifacts: keeping a 5 MB result whole, reading it whole, and
 // reading a 64 KiB part of it from near its start and from deep inside
 // (a ranged GET: from 512 KiB on, the read starts at the offset's chunk).
