@@ -15,17 +15,24 @@ import (
 	"github.com/toold/toold/internal/state/statetest"
 )
 
-// TestArtifacts: an artifact is its owner's alone, read whole or from any
-// offset, aged by the retention, and refused (ErrFull) past the store's
-// bound rather than pushing older ones out.
-func TestArtifacts(t *testing.T) {
-	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), ArtifactsRetention: time.Hour, ArtifactsMaxBytes: 1 << 20})
+// artifactStore is the artifacts of an embedded store of its own, kept
+// for retention and bounded to maxBytes in all.
+func artifactStore(t *testing.T, retention time.Duration, maxBytes int64) *state.Artifacts {
+	t.Helper()
+	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), ArtifactsRetention: retention, ArtifactsMaxBytes: maxBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st.Artifacts()
+}
+
+// TestArtifacts: an artifact is its owner's alone, read whole or from any
+// offset, aged by the retention, and refused (ErrFull) past the store's
+// bound rather than pushing older ones out.
+func TestArtifacts(t *testing.T) {
+	a := artifactStore(t, time.Hour, 1<<20)
 	ctx := context.Background()
-	a := st.Artifacts()
 	data := bytes.Repeat([]byte("0123456789"), 60_000) // 600 kB: five chunks
 	expires, err := a.Put(ctx, "alice", "art_1", data)
 	if err != nil || time.Until(expires) < 59*time.Minute || time.Until(expires) > time.Hour {
@@ -67,13 +74,8 @@ func TestArtifacts(t *testing.T) {
 // and returns exactly the bytes from there — at chunk edges, at the edge
 // of where reads switch to it, and in any order on one reader.
 func TestArtifactsFarReads(t *testing.T) {
-	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), ArtifactsRetention: time.Hour, ArtifactsMaxBytes: 16 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	a := artifactStore(t, time.Hour, 16<<20)
 	ctx := context.Background()
-	a := st.Artifacts()
 	data := make([]byte, 3<<20+12345) // not a whole number of chunks
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range data {
@@ -113,13 +115,8 @@ func TestArtifactsFarReads(t *testing.T) {
 // TestArtifactExpiresWhileOpen: an artifact that expires between Open and
 // a read far into it is not found, at once, rather than waited for.
 func TestArtifactExpiresWhileOpen(t *testing.T) {
-	st, err := state.Open(context.Background(), state.Options{Dir: t.TempDir(), ArtifactsRetention: time.Second, ArtifactsMaxBytes: 16 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	a := artifactStore(t, time.Second, 16<<20)
 	ctx := context.Background()
-	a := st.Artifacts()
 	if _, err := a.Put(ctx, "alice", "art_short", bytes.Repeat([]byte("x"), 2<<20)); err != nil {
 		t.Fatal(err)
 	}
