@@ -101,6 +101,12 @@ func newIssuer(c Config, m *metrics, now func() time.Time) (*issuer, error) {
 // keys could not be had.
 var errUnavailable = errors.New("the issuer could not be reached")
 
+// errIssuerFailed is an issuer that was reached and answered with a
+// server error (5xx): always with errUnavailable. Some issuers answer so
+// for a refresh token another replica traded first (the zitadel provider:
+// "invalid refresh token", server_error), where most refuse invalid_grant.
+var errIssuerFailed = errors.New("the issuer answered with a server error")
+
 // metadata returns the discovery document, fetching it the first time
 // (and again after a failure, at most every failedFor).
 func (is *issuer) metadata(ctx context.Context) (*discovery, error) {

@@ -251,7 +251,7 @@ func (si *signIn) tokenRequest(ctx context.Context, form url.Values) (*tokenAnsw
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxDocBytes))
 	var out tokenAnswer
 	if resp.StatusCode >= 500 {
-		return nil, fmt.Errorf("%w: the token endpoint answered %s", errUnavailable, resp.Status)
+		return nil, fmt.Errorf("%w (%w): the token endpoint answered %s", errUnavailable, errIssuerFailed, resp.Status)
 	}
 	if json.Unmarshal(b, &out) != nil || resp.StatusCode != http.StatusOK || out.AccessToken == "" {
 		return nil, signInError(printableCode(cmp.Or(out.Error, "token_refused")), "the issuer's token endpoint answered %s", resp.Status)

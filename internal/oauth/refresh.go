@@ -188,11 +188,16 @@ func (v *Verifier) refresh(ctx context.Context, si *signIn, st *sessionState, se
 	tok, err := si.tokenRequest(ctx, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.Refresh},
 		"resource": {si.is.cfg.Audience}})
 	var se *SignInError
-	if errors.As(err, &se) {
+	refused := errors.As(err, &se)
+	if refused || errors.Is(err, errIssuerFailed) {
+		// Another replica may have traded the same refresh token first:
+		// the issuer refuses the second trade (or, some, fail on it).
 		if again := v.rotatedElsewhere(ctx, si, st.ID, rec.Refresh); again != nil {
 			p, _, err := v.authenticate(ctx, again.Access)
 			return p, err
 		}
+	}
+	if refused {
 		v.log.Info("a console session ended: its issuer refused to refresh it", zap.String("issuer", si.is.cfg.Issuer),
 			zap.String("code", se.Code))
 		v.endSession(ctx, si, st)

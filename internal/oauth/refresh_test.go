@@ -1,8 +1,11 @@
 package oauth
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -146,6 +149,103 @@ func TestSessionWithoutRefreshToken(t *testing.T) {
 	if st.Refresh || rec != nil || cookie.MaxAge > 301 {
 		t.Errorf("a session without offline_access: refresh %v, record %v, cookie for %ds", st.Refresh, rec != nil, cookie.MaxAge)
 	}
+}
+
+// TestRefreshRacedByAnotherReplica: two replicas read a session's record
+// before either refreshed it, and both trade its refresh token. The
+// provider rotates refresh tokens, so the second trade fails, and the
+// loser must use the record the winner writes a moment later rather than
+// end the session or answer 503. The winner is played by the test: it
+// trades the token first, puts the stale record back, and writes the new
+// one 200 ms after the loser's request began. The real provider refuses a
+// spent token invalid_grant; when the two trades overlap it answers
+// server_error instead ("invalid refresh token": the cause of
+// TestSessionRefreshesOnEveryReplica's occasional 503 under load), which
+// no test can schedule, so the second case answers the spent token's trade
+// so, in front of the real provider.
+func TestRefreshRacedByAnotherReplica(t *testing.T) {
+	for _, serverError := range []bool{false, true} {
+		t.Run(map[bool]string{false: "invalid_grant", true: "server_error"}[serverError], func(t *testing.T) {
+			raceRefresh(t, serverError)
+		})
+	}
+}
+
+func raceRefresh(t *testing.T, serverError bool) {
+	console := oidctest.Client{ID: "console", Secret: "console-secret", RedirectURIs: []string{"http://127.0.0.1:8080/auth/callback"},
+		Audience: []string{resource}, AccessTTL: 1}
+	p := oidctest.Start(t, oidctest.Config{Clients: []oidctest.Client{console}, Users: []oidctest.User{alice}})
+	v, err := New(Options{Issuers: Issuers{{Issuer: p.Issuer, Audience: resource, Allow: []string{"127.0.0.1"},
+		AllowHTTP: true, Skew: time.Nanosecond, Console: Console{ClientID: "console", ClientSecret: "console-secret"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cookie, _ := signInAlice(t, v)
+	st, first := readSession(t, v, cookie)
+	key := tokensKey(st.ID)
+	stale, ok, err := v.tokens.Get(ctx, key)
+	if err != nil || !ok || first == nil {
+		t.Fatalf("no record after the sign-in: %v", err)
+	}
+	// The winner's refresh: the first refresh token is traded, and spent.
+	expire(t, v, first.Access)
+	if s, err := v.Session(ctx, request("/tools", cookie), false); err != nil || s == nil {
+		t.Fatalf("the winner's refresh: %+v %v", s, err)
+	}
+	fresh, _, err := v.tokens.Get(ctx, key)
+	if err != nil || fresh == stale {
+		t.Fatalf("the winner did not refresh: %v", err)
+	}
+	if serverError {
+		client := v.signins[0].is.client
+		client.Transport = spentTokenFails{next: cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport), spent: first.Refresh}
+	}
+	// The loser still sees the stale record; the winner's lands later.
+	until := time.Unix(st.Expires, 0)
+	if err := v.tokens.Put(ctx, key, stale, until); err != nil {
+		t.Fatal(err)
+	}
+	landed := make(chan error, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		landed <- v.tokens.Put(ctx, key, fresh, until)
+	}()
+	s, err := v.Session(ctx, request("/tools", cookie), false)
+	if err := <-landed; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || s == nil || s.Principal.Subject != "u-alice" {
+		t.Fatalf("the loser of the race: %+v %v; want the winner's tokens", s, err)
+	}
+	if _, rec := readSession(t, v, cookie); rec == nil || rec.Refresh == first.Refresh {
+		t.Error("the loser left the spent refresh token in the record")
+	}
+}
+
+// spentTokenFails answers a token request that trades the spent refresh
+// token as the provider does when two trades of it overlap: 500
+// server_error. Every other request goes to the provider.
+type spentTokenFails struct {
+	next  http.RoundTripper
+	spent string
+}
+
+func (s spentTokenFails) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Method == http.MethodPost {
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if form, _ := url.ParseQuery(string(body)); form.Get("refresh_token") == s.spent {
+			return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error", Request: r,
+				Header: http.Header{"Content-Type": {"application/json"}},
+				Body:   io.NopCloser(strings.NewReader(`{"error":"server_error","error_description":"invalid refresh token"}`))}, nil
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return s.next.RoundTrip(r)
 }
 
 // signInAlice signs alice in to the console through the provider, as her
