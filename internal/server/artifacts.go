@@ -25,15 +25,8 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, "", dispatch.StatusNotFound, noArtifact())
 		return
 	}
-	p, ok := s.caller(w, r)
+	p, ok := s.chargedCaller(w, r)
 	if !ok {
-		return
-	}
-	// A read is work the caller makes toold do: charged its principal's
-	// rate (auth.limits.rate), as a search is, before the store is read.
-	if err := s.opts.Dispatcher.Charge(p.Name, 1); err != nil {
-		te, _ := tools.AsError(err)
-		s.refuse(w, r, "", dispatch.StatusRejected, te)
 		return
 	}
 	if s.opts.Store == nil {

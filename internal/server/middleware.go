@@ -84,6 +84,23 @@ func (s *Server) caller(w http.ResponseWriter, r *http.Request) (p *auth.Princip
 	return p, true
 }
 
+// chargedCaller is caller for a route that is work the caller makes toold
+// do without a call (a search, an artifact's read): it is charged its
+// principal's rate (auth.limits.rate), as a call is, before any of it is
+// done; past the rate the request is refused (429 principal_rate) and ok
+// is false.
+func (s *Server) chargedCaller(w http.ResponseWriter, r *http.Request) (p *auth.Principal, ok bool) {
+	if p, ok = s.caller(w, r); !ok {
+		return nil, false
+	}
+	if err := s.opts.Dispatcher.Charge(p.Name, 1); err != nil {
+		te, _ := tools.AsError(err)
+		s.refuse(w, r, "", dispatch.StatusRejected, te)
+		return nil, false
+	}
+	return p, true
+}
+
 // noPrincipal refuses a request whose handler found no caller.
 func (s *Server) noPrincipal(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.Error("a handler ran without an authenticated caller", zap.String("route", routeOf(r)), zap.Error(err))

@@ -24,15 +24,8 @@ const maxQueryBytes = 1000
 // ?format= (native, openai, openai-responses, anthropic, mcp). The search
 // tool itself is never a match.
 func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.caller(w, r)
+	p, ok := s.chargedCaller(w, r)
 	if !ok {
-		return
-	}
-	// A search is work the caller makes toold do, like a call: charged
-	// its principal's rate (auth.limits.rate) before any of it is done.
-	if err := s.opts.Dispatcher.Charge(p.Name, 1); err != nil {
-		te, _ := tools.AsError(err)
-		s.refuse(w, r, "", dispatch.StatusRejected, te)
 		return
 	}
 	sr, terr := s.parseSearch(r)
