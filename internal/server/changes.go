@@ -25,11 +25,11 @@ type changesView struct {
 	Changes []pins.Change `json:"changes"`
 }
 
-// listChanges is GET /tools/changes.
 // relistWait bounds how long a decision's answer waits for this
 // replica's re-list of the tool's server.
 const relistWait = 5 * time.Second
 
+// listChanges is GET /tools/changes.
 func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 	v := changesView{Changes: []pins.Change{}}
 	if s.opts.Pins != nil {
