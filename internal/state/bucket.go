@@ -22,6 +22,8 @@ type Bucket struct {
 	// way, and a follower may not have applied the last write yet (a
 	// record just created would read as missing: 404 for a 202's Location).
 	nc *nats.Conn
+	// js publishes a put with a TTL of its own (PutTTL).
+	js jetstream.JetStream
 }
 
 // ErrNotFound: no such key (or it expired).
@@ -258,7 +260,7 @@ func (s *Store) kvBucket(ctx context.Context, cfg jetstream.KeyValueConfig, o kv
 		}
 		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
 	}
-	b := &Bucket{kv: kv, m: s.metrics, name: cfg.Bucket}
+	b := &Bucket{kv: kv, m: s.metrics, name: cfg.Bucket, js: s.js}
 	if o.leaderReads && s.opts.Replicas > 1 {
 		b.nc = s.nc
 	}

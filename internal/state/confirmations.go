@@ -47,10 +47,26 @@ func (s *Store) credentialsBucket(ctx context.Context) (*Bucket, error) {
 // and deletes it after ttl (whole seconds, at least one).
 func (b *Bucket) CreateTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
 	start := time.Now()
-	ttl = max(ttl.Round(time.Second), time.Second)
-	rev, err := b.kv.Create(ctx, key, value, jetstream.KeyTTL(ttl))
+	rev, err := b.kv.Create(ctx, key, value, jetstream.KeyTTL(keyTTL(ttl)))
 	return rev, b.done("create", start, err)
 }
+
+// PutTTL stores a value whatever was there, expiring after ttl (whole
+// seconds, at least one): the key's own TTL, which a later put replaces.
+// The KV API sets a TTL on Create only; a put is a publish to the key's
+// subject, and the message TTL is the same header. Needs the bucket's
+// limit markers (kvOpts.keyTTL).
+func (b *Bucket) PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
+	start := time.Now()
+	ack, err := b.js.Publish(ctx, "$KV."+b.name+"."+key, value, jetstream.WithMsgTTL(keyTTL(ttl)))
+	if err != nil {
+		return 0, b.done("put", start, err)
+	}
+	return ack.Sequence, b.done("put", start, nil)
+}
+
+// keyTTL is a key's TTL as JetStream takes it: whole seconds, at least one.
+func keyTTL(ttl time.Duration) time.Duration { return max(ttl.Round(time.Second), time.Second) }
 
 // SpentTokens is the ledger of used confirmation tokens that every replica
 // shares: a token's first use creates its key, atomically on the server,

@@ -68,22 +68,17 @@ func (s *Store) sessionTokensBucket(ctx context.Context) (*Bucket, error) {
 // token (sealed): a session signed in on one replica refreshes on any, and
 // a refresh on one is what the next request reads on another.
 type SessionTokens struct {
-	b  *Bucket
-	js jetstream.JetStream
+	b *Bucket
 }
 
 // SessionTokens returns the store's record of sessions' refresh tokens.
-func (s *Store) SessionTokens() *SessionTokens { return &SessionTokens{b: s.sessionTokens, js: s.js} }
+func (s *Store) SessionTokens() *SessionTokens { return &SessionTokens{b: s.sessionTokens} }
 
 // Put records value under key until until (plus the clock skew
-// allowance): a put with the key's own TTL, which a later put replaces.
-// (The KV API sets a TTL on Create only; a put is a publish to the key's
-// subject, and the message TTL is the same header.)
+// allowance), replacing what was there.
 func (t *SessionTokens) Put(ctx context.Context, key, value string, until time.Time) error {
-	start := time.Now()
-	ttl := max((time.Until(until) + clockSkew).Round(time.Second), time.Second)
-	_, err := t.js.Publish(ctx, "$KV."+SessionTokensBucket+"."+key, []byte(value), jetstream.WithMsgTTL(ttl))
-	return t.b.done("put", start, err)
+	_, err := t.b.PutTTL(ctx, key, []byte(value), time.Until(until)+clockSkew)
+	return err
 }
 
 // Get returns the value under key; ok false when there is none.
