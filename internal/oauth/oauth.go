@@ -91,8 +91,8 @@ func New(o Options) (*Verifier, error) {
 		o.Logger = zap.NewNop()
 	}
 	v := &Verifier{byIssuer: map[string]*issuer{}, cache: newCache(), m: newMetrics(o.Registerer), log: o.Logger, now: o.Now,
-		revoked: &RevokedInMemory{until: map[string]time.Time{}, now: o.Now},
-		tokens:  &SessionTokensInMemory{m: map[string]heldTokens{}, now: o.Now}}
+		revoked: &RevokedInMemory{e: newExpiring[struct{}](o.Now)},
+		tokens:  &SessionTokensInMemory{e: newExpiring[string](o.Now)}}
 	for _, c := range o.Issuers {
 		is, err := newIssuer(c, v.m, o.Now)
 		if err != nil {

@@ -327,59 +327,29 @@ func (l *sessionLocks) lock(id string) func() {
 
 // SessionTokensInMemory keeps sessions' records in this process: a toold
 // without a state store (one replica; sessions' refreshes end at a
-// restart, and each session then lasts its last access token).
+// restart, and each session then lasts its last access token). Past
+// maxRevoked sessions, the ended ones are dropped, and then a record is
+// refused (its session then ends with its access token).
 type SessionTokensInMemory struct {
-	mu  sync.Mutex
-	m   map[string]heldTokens
-	now func() time.Time
+	e *expiring[string]
 }
 
-type heldTokens struct {
-	value string
-	until time.Time
-}
-
-// NewSessionTokensInMemory returns an empty record.
-func NewSessionTokensInMemory() *SessionTokensInMemory {
-	return &SessionTokensInMemory{m: map[string]heldTokens{}, now: time.Now}
-}
-
-// Put records value until until; past maxRevoked sessions, the ended ones
-// are dropped, and then the record is refused (the session then ends with
-// its access token).
+// Put records value until until.
 func (m *SessionTokensInMemory) Put(_ context.Context, key, value string, until time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	if _, ok := m.m[key]; !ok && len(m.m) >= maxRevoked {
-		for k, h := range m.m {
-			if !now.Before(h.until) {
-				delete(m.m, k)
-			}
-		}
-		if len(m.m) >= maxRevoked {
-			return errors.New("oauth: too many sessions with refresh tokens at once to keep")
-		}
+	if !m.e.put(key, value, until) {
+		return errors.New("oauth: too many sessions with refresh tokens at once to keep")
 	}
-	m.m[key] = heldTokens{value: value, until: until}
 	return nil
 }
 
 // Get returns the value under key, unless its session has ended.
 func (m *SessionTokensInMemory) Get(_ context.Context, key string) (string, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	h, ok := m.m[key]
-	if !ok || !m.now().Before(h.until) {
-		return "", false, nil
-	}
-	return h.value, true, nil
+	v, ok := m.e.get(key)
+	return v, ok, nil
 }
 
 // Delete forgets key.
 func (m *SessionTokensInMemory) Delete(_ context.Context, key string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.m, key)
+	m.e.forget(key)
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -69,47 +68,27 @@ func revocationKey(id string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// maxRevoked bounds the sessions RevokedInMemory keeps: past it, the
-// expired ones are dropped, and then a sign-out is refused rather than a
-// revocation forgotten.
-const maxRevoked = 100_000
-
 // RevokedInMemory keeps revoked sessions in this process: the record of
-// a toold without a state store.
+// a toold without a state store. Past maxRevoked sessions, the expired ones
+// are dropped, and then a sign-out is refused rather than a revocation
+// forgotten.
 type RevokedInMemory struct {
-	mu    sync.Mutex
-	until map[string]time.Time
-	now   func() time.Time
+	e *expiring[struct{}]
 }
 
 // NewRevokedInMemory returns an empty record.
-func NewRevokedInMemory() *RevokedInMemory {
-	return &RevokedInMemory{until: map[string]time.Time{}, now: time.Now}
-}
+func NewRevokedInMemory() *RevokedInMemory { return &RevokedInMemory{e: newExpiring[struct{}](nil)} }
 
 // Revoke records id until until.
 func (m *RevokedInMemory) Revoke(_ context.Context, id string, until time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	if len(m.until) >= maxRevoked {
-		for k, u := range m.until {
-			if !now.Before(u) {
-				delete(m.until, k)
-			}
-		}
-		if len(m.until) >= maxRevoked {
-			return errors.New("oauth: too many sessions signed out at once to remember")
-		}
+	if !m.e.put(id, struct{}{}, until) {
+		return errors.New("oauth: too many sessions signed out at once to remember")
 	}
-	m.until[id] = until
 	return nil
 }
 
 // Revoked reports whether id is recorded and the record has not expired.
 func (m *RevokedInMemory) Revoked(_ context.Context, id string) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	u, ok := m.until[id]
-	return ok && m.now().Before(u), nil
+	_, ok := m.e.get(id)
+	return ok, nil
 }
