@@ -239,9 +239,6 @@ func (si *signIn) tokenRequest(ctx context.Context, form url.Values) (*tokenAnsw
 	if err != nil {
 		return nil, err
 	}
-	if si.cfg.ClientSecret == "" {
-		form.Set("client_id", si.cfg.ClientID)
-	}
 	resp, err := si.post(ctx, d.TokenEndpoint, form)
 	si.is.m.fetch(si.is.cfg.Issuer, "token", err)
 	if err != nil {
@@ -260,8 +257,12 @@ func (si *signIn) tokenRequest(ctx context.Context, form url.Values) (*tokenAnsw
 }
 
 // post sends a form to one of the issuer's endpoints with the console
-// client's authentication (client_secret_basic for a confidential one).
+// client's authentication: client_secret_basic for a confidential one,
+// its client_id in the form for a public one.
 func (si *signIn) post(ctx context.Context, endpoint string, form url.Values) (*http.Response, error) {
+	if si.cfg.ClientSecret == "" {
+		form.Set("client_id", si.cfg.ClientID)
+	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {

@@ -275,9 +275,6 @@ func (v *Verifier) forgetTokens(ctx context.Context, s *Session) {
 		return
 	}
 	form := url.Values{"token": {rec.Refresh}, "token_type_hint": {"refresh_token"}}
-	if s.si.cfg.ClientSecret == "" {
-		form.Set("client_id", s.si.cfg.ClientID)
-	}
 	resp, err := s.si.post(ctx, d.RevocationEndpoint, form)
 	s.si.is.m.fetch(s.si.is.cfg.Issuer, "revocation", err)
 	if err != nil {
