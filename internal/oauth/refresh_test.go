@@ -103,32 +103,43 @@ func TestSessionOutlivesItsToken(t *testing.T) {
 	}
 }
 
-// TestSignOutRevokesAtTheProvider: a sign-out's refresh token is refused
-// by the provider afterwards.
+// TestSignOutRevokesAtTheProvider: for a confidential console client and
+// a public one (its client_id in the form, no secret), a session refreshes
+// past its access token, and a sign-out's refresh token is refused by the
+// provider afterwards.
 func TestSignOutRevokesAtTheProvider(t *testing.T) {
-	console := oidctest.Client{ID: "console", Secret: "console-secret", RedirectURIs: []string{"http://127.0.0.1:8080/auth/callback"},
-		Audience: []string{resource}}
-	p := oidctest.Start(t, oidctest.Config{Clients: []oidctest.Client{console}, Users: []oidctest.User{alice}})
-	v, err := New(Options{Issuers: Issuers{{Issuer: p.Issuer, Audience: resource, Allow: []string{"127.0.0.1"}, AllowHTTP: true,
-		Console: Console{ClientID: "console", ClientSecret: "console-secret"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	cookie, _ := signInAlice(t, v)
-	_, rec := readSession(t, v, cookie)
-	s, err := v.Session(ctx, request("/tools", cookie), false)
-	if err != nil || s == nil || rec == nil {
-		t.Fatalf("the session: %+v %v", s, err)
-	}
-	if err := v.SignOut(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Refresh(console, rec.Refresh); err == nil {
-		t.Error("the provider still honours a signed-out session's refresh token")
-	}
-	if s, _ := v.Session(ctx, request("/tools", cookie), false); s != nil {
-		t.Error("a signed-out session still opens")
+	for _, secret := range []string{"console-secret", ""} {
+		t.Run(map[bool]string{true: "confidential", false: "public"}[secret != ""], func(t *testing.T) {
+			console := oidctest.Client{ID: "console", Secret: secret, RedirectURIs: []string{"http://127.0.0.1:8080/auth/callback"},
+				Audience: []string{resource}, AccessTTL: 1}
+			p := oidctest.Start(t, oidctest.Config{Clients: []oidctest.Client{console}, Users: []oidctest.User{alice}})
+			v, err := New(Options{Issuers: Issuers{{Issuer: p.Issuer, Audience: resource, Allow: []string{"127.0.0.1"}, AllowHTTP: true,
+				Skew: time.Nanosecond, Console: Console{ClientID: "console", ClientSecret: secret}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			cookie, _ := signInAlice(t, v)
+			_, first := readSession(t, v, cookie)
+			if first == nil {
+				t.Fatal("no refresh token kept")
+			}
+			expire(t, v, first.Access)
+			s, err := v.Session(ctx, request("/tools", cookie), false)
+			_, rec := readSession(t, v, cookie)
+			if err != nil || s == nil || rec == nil || rec.Refresh == first.Refresh {
+				t.Fatalf("the session past its first token: %+v %v", s, err)
+			}
+			if err := v.SignOut(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Refresh(console, rec.Refresh); err == nil {
+				t.Error("the provider still honours a signed-out session's refresh token")
+			}
+			if s, _ := v.Session(ctx, request("/tools", cookie), false); s != nil {
+				t.Error("a signed-out session still opens")
+			}
+		})
 	}
 }
 
