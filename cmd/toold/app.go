@@ -204,7 +204,8 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		Sanitizer: san, MaxDepth: cfg.Server.MaxJSONDepth,
 		Observers: observers, Tracer: a.tracing.Tracer(), TracePayloads: tracePayloads(cfg),
 		Policy: eng, Toolsets: sets, MaxResultBytes: maxResultBytes(cfg)}
-	if arts := artifactsOf(a.store); arts != nil {
+	arts := artifactsOf(a.store)
+	if arts != nil {
 		do.Artifacts = arts
 	}
 	if p := limits.NewPrincipals(cfg.Auth.Limits, a.metrics); p != nil {
@@ -236,7 +237,7 @@ func build(cfg *config.Config, log *zap.Logger, env func(string) (string, bool),
 		Version: versionString(), MaxBodyBytes: cfg.Server.MaxBodyBytes, Bodies: bodies, Executions: a.exec, Tracer: a.tracing.Tracer(),
 		Toolsets: sets, StdioPrincipal: keyring.Principal(cfg.MCP.StdioKey), StdioDrain: a.grace,
 		SessionSecret: []byte(cfg.Server.ConfirmSecret)}
-	if arts := artifactsOf(a.store); arts != nil {
+	if arts != nil {
 		mo.Artifacts = arts
 	}
 	a.mcp = mcpserver.New(mo)
