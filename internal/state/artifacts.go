@@ -79,15 +79,13 @@ func (a *Artifacts) Put(ctx context.Context, owner, id string, data []byte) (tim
 // reads to the end; a read from further in starts at the chunk that holds
 // its offset (chunksFrom).
 type ArtifactReader struct {
-	a       *Artifacts
-	ctx     context.Context
-	name    string
-	info    *jetstream.ObjectInfo
-	size    int64
-	modTime time.Time
-	pos     int64
-	r       io.ReadCloser // open at r's offset, or nil
-	at      int64         // offset r reads next
+	a    *Artifacts
+	ctx  context.Context
+	name string
+	info *jetstream.ObjectInfo // its size, time and chunks, as Open found it
+	pos  int64
+	r    io.ReadCloser // open at r's offset, or nil
+	at   int64         // offset r reads next
 }
 
 // farRead is the offset from which a read starts at its chunk rather than
@@ -109,12 +107,12 @@ func (a *Artifacts) Open(ctx context.Context, owner, id string) (*ArtifactReader
 	if err != nil {
 		return nil, err
 	}
-	return &ArtifactReader{a: a, ctx: ctx, name: name, info: info, size: int64(info.Size), modTime: info.ModTime}, nil
+	return &ArtifactReader{a: a, ctx: ctx, name: name, info: info}, nil
 }
 
 // Size is the artifact's length in bytes; ModTime when it was kept.
-func (r *ArtifactReader) Size() int64        { return r.size }
-func (r *ArtifactReader) ModTime() time.Time { return r.modTime }
+func (r *ArtifactReader) Size() int64        { return int64(r.info.Size) }
+func (r *ArtifactReader) ModTime() time.Time { return r.info.ModTime }
 
 // Seek sets where the next Read starts.
 func (r *ArtifactReader) Seek(offset int64, whence int) (int64, error) {
@@ -123,7 +121,7 @@ func (r *ArtifactReader) Seek(offset int64, whence int) (int64, error) {
 	case io.SeekCurrent:
 		offset += r.pos
 	case io.SeekEnd:
-		offset += r.size
+		offset += r.Size()
 	default:
 		return 0, errors.New("artifact: bad whence")
 	}
@@ -138,7 +136,7 @@ func (r *ArtifactReader) Seek(offset int64, whence int) (int64, error) {
 // there already or ahead of it (skipping forward), else from a new read
 // of it that skips up to it. Ranges in ascending order are one read.
 func (r *ArtifactReader) Read(p []byte) (int, error) {
-	if r.pos >= r.size {
+	if r.pos >= r.Size() {
 		return 0, io.EOF
 	}
 	if r.r != nil && r.pos > r.at {
